@@ -1,0 +1,69 @@
+"""The ``mast`` command line: a thin layer over the Python API.
+
+Each sub-command lives in its own module here and is registered below. Errors reach the user as one
+line on stderr (exit 2 for bad input or usage, 1 for other failures); ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from mast.__about__ import __version__
+from mast.errors import MastError, one_line
+
+
+class _Group(click.Group):
+    """A click group that turns every error into one line and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            click.echo("mast: interrupted", err=True)
+            sys.exit(130)
+        except Exception as exc:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            code = exc.exit_code if isinstance(exc, MastError) else 1
+            prefix = "error" if isinstance(exc, MastError) else f"unexpected {type(exc).__name__}"
+            click.echo(f"mast: {prefix}: {one_line(exc)} (--debug for details)"
+                       if not isinstance(exc, MastError) else f"mast: {one_line(exc)}", err=True)
+            sys.exit(code)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, "--version", "-V", prog_name="mast")
+@click.option("--debug", is_flag=True, envvar="MAST_DEBUG", help="Show full tracebacks on errors.")
+@click.pass_context
+def main(ctx: click.Context, debug: bool) -> None:
+    """Tell why AI agent runs fail: label traces with the MAST failure taxonomy.
+
+    \b
+    mast normalize run.json          read any supported trace file
+    mast label runs/ -o results.jsonl label a folder of traces
+    mast evaluate --pred results.jsonl --gold gold.csv
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def _register() -> None:
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(__path__):
+        if not module.name.startswith("_"):
+            mod = importlib.import_module(f"{__name__}.{module.name}")
+            command = getattr(mod, "command", None)
+            if isinstance(command, click.Command):
+                main.add_command(command)
+
+
+_register()

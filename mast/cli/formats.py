@@ -1,0 +1,5 @@
+"""``mast formats``."""
+
+from mast.cli.normalize import formats_command as command
+
+__all__ = ["command"]

@@ -1,0 +1,1 @@
+"""Evaluation: agreement of predictions with gold labels, failure attribution, and analysis."""

@@ -1,0 +1,128 @@
+"""Every option of the judge, in one model, with its ``MAST_*`` environment variable.
+
+The CLI's judge options (same names on ``mast classify`` and ``mast label``) and the Python API's
+keyword arguments all land here. :meth:`JudgeConfig.answer_params` is the part that changes the
+answer, and the only part that goes into cache keys and resume keys: never keys, timeouts,
+retries or concurrency.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from mast.errors import UsageError
+
+StructuredOutput = Literal["auto", "json_schema", "tool", "json"]
+JudgeKind = Literal["auto", "llm", "detectors", "both"]
+
+_ENV: dict[str, str] = {
+    "model": "MAST_MODEL",
+    "api_base": "MAST_API_BASE",
+    "api_key": "MAST_API_KEY",
+    "temperature": "MAST_TEMPERATURE",
+    "seed": "MAST_SEED",
+    "max_output_tokens": "MAST_MAX_OUTPUT_TOKENS",
+    "timeout": "MAST_TIMEOUT",
+    "max_retries": "MAST_MAX_RETRIES",
+    "max_reasks": "MAST_MAX_REASKS",
+    "structured_output": "MAST_STRUCTURED_OUTPUT",
+    "context_window": "MAST_CONTEXT_WINDOW",
+    "cache": "MAST_CACHE",
+    "cache_dir": "MAST_CACHE_DIR",
+    "judge": "MAST_JUDGE",
+    "hints": "MAST_HINTS",
+    "taxonomy": "MAST_TAXONOMY",
+    "redact": "MAST_REDACT",
+    "redact_ips": "MAST_REDACT_IPS",
+}
+
+
+class JudgeConfig(BaseModel):
+    """How to judge a trace. Build with :meth:`from_options` to honour ``MAST_*`` variables."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    model: str | None = None
+    """litellm model string (``openai/gpt-4.1-mini``, ``anthropic/claude-...``, ``local``); ``None``
+    means no LLM is configured and the offline detectors judge."""
+    api_base: str | None = None
+    """Base URL of an OpenAI-compatible or other custom endpoint."""
+    api_key: SecretStr | None = None
+    """Provider key; otherwise litellm reads the provider's usual variable."""
+    temperature: float = 0.0
+    """Sampling temperature."""
+    seed: int | None = None
+    """Sampling seed, for providers that honour one."""
+    max_output_tokens: int = 4096
+    """Cap on the judge's answer length."""
+    timeout: float = 120.0
+    """Seconds to wait for one LLM call."""
+    max_retries: int = 4
+    """Transport retries per call (429, 5xx, timeouts, connection errors)."""
+    max_reasks: int = 2
+    """Re-asks when the model's answer does not validate."""
+    structured_output: StructuredOutput = "auto"
+    """How the answer's shape is enforced: JSON Schema response format, a tool call, or JSON mode."""
+    context_window: int | None = None
+    """The model's context size in tokens; looked up from litellm when ``None``."""
+    cache: bool = True
+    """Reuse identical earlier answers from the on-disk cache."""
+    cache_dir: Path | None = None
+    """Cache folder; a per-user cache folder when ``None``."""
+    judge: JudgeKind = "auto"
+    """``llm``, ``detectors``, ``both``, or ``auto`` (llm when a model is set, else detectors)."""
+    hints: bool = True
+    """Give the LLM judge the offline detectors' findings as hints."""
+    taxonomy: str = "mast-v3"
+    """Built-in taxonomy version or a path to a taxonomy file."""
+    redact: bool = True
+    """Replace secrets and personal data before the trace leaves the process."""
+    redact_ips: bool = False
+    """Also replace IPv4 addresses (off by default: IT traces need them)."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Extra keyword arguments passed to ``litellm.acompletion`` (not part of the answer key)."""
+
+    @classmethod
+    def from_options(cls, **options: Any) -> JudgeConfig:
+        """Options given explicitly win; unset ones come from ``MAST_*`` variables, then defaults.
+
+        Raises:
+            UsageError: unknown option names or values of the wrong type.
+        """
+        unknown = set(options) - set(cls.model_fields)
+        if unknown:
+            raise UsageError(f"unknown judge option(s): {', '.join(sorted(unknown))}")
+        values: dict[str, Any] = {}
+        for name, var in _ENV.items():
+            if options.get(name) is None and os.environ.get(var) not in (None, ""):
+                raw = os.environ[var]
+                values[name] = raw.lower() in ("1", "true", "yes", "on") if cls.model_fields[name].annotation is bool else raw
+        values.update({k: v for k, v in options.items() if v is not None})
+        try:
+            return cls.model_validate(values)
+        except Exception as exc:  # pydantic.ValidationError, listed in one line
+            raise UsageError(f"invalid judge option: {' '.join(str(exc).split())}") from exc
+
+    @property
+    def kind(self) -> Literal["llm", "detectors", "both"]:
+        """The judge that will run, with ``auto`` resolved."""
+        if self.judge == "auto":
+            return "llm" if self.model else "detectors"
+        return self.judge
+
+    def answer_params(self) -> dict[str, Any]:
+        """What changes the answer: the only options hashed into cache and resume keys."""
+        return {
+            "kind": self.kind,
+            "model": self.model if self.kind != "detectors" else None,
+            "temperature": self.temperature if self.kind != "detectors" else None,
+            "seed": self.seed if self.kind != "detectors" else None,
+            "max_output_tokens": self.max_output_tokens if self.kind != "detectors" else None,
+            "hints": self.hints if self.kind == "llm" else None,
+            "redact": self.redact,
+            "redact_ips": self.redact_ips,
+        }

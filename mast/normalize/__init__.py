@@ -1,0 +1,202 @@
+"""Any supported trace file in, typed :class:`~mast.trace.Trace` s out.
+
+One module per source format, each registering a :class:`~mast.normalize.base.TraceFormat`.
+Auto-detection asks every format how sure it is and picks the most confident; ``format=`` overrides it.
+
+Example:
+    >>> from mast.normalize import load_trace
+    >>> trace = load_trace([{"role": "user", "content": "fix the bug"}])
+    >>> trace.source.format, trace.steps[0].content
+    ('openai_chat', 'fix the bug')
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from mast.errors import TraceFormatError, UsageError
+from mast.normalize.base import RawInput, TraceFormat, formats, get_format, register
+from mast.trace import Trace
+
+
+def _import_format_modules() -> None:
+    """Import every format module of this package; importing one registers its format.
+
+    Modules whose names start with ``_`` (helpers) and ``base`` are skipped. Priority, not import
+    order, decides which format wins a tie.
+    """
+    for module in pkgutil.iter_modules(__path__):
+        if not module.name.startswith("_") and module.name != "base":
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
+_import_format_modules()
+
+__all__ = [
+    "RawInput",
+    "TraceFormat",
+    "detect_format",
+    "formats",
+    "get_format",
+    "iter_paths",
+    "iter_traces",
+    "load_trace",
+    "load_traces",
+    "register",
+]
+
+DETECT_THRESHOLD = 0.3
+"""Below this confidence no format is chosen and the input is rejected with the reasons."""
+
+TRACE_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".yaml", ".yml", ".traj", ".txt", ".log"})
+"""File name endings :func:`iter_paths` picks up when walking folders."""
+
+
+def _looks_like_path(text: str) -> bool:
+    return "\n" not in text and len(text) < 4096 and not text.lstrip().startswith(("{", "["))
+
+
+def _raw(source: str | os.PathLike[str] | Any) -> RawInput:
+    """Wrap a path (``Path`` or a one-line string) or an in-memory object as a :class:`RawInput`."""
+    if isinstance(source, RawInput):
+        return source
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
+        path = Path(source)
+        if path.is_dir():
+            raise UsageError(f"{path} is a folder; use iter_paths() or `mast label` for folders")
+        if not path.is_file():
+            raise TraceFormatError("no such file", path=str(path))
+        return RawInput(path=path)
+    return RawInput.from_object(source)
+
+
+def detect_format(source: str | os.PathLike[str] | Any) -> tuple[TraceFormat, float]:
+    """The format auto-detection would choose for ``source`` and its confidence.
+
+    Raises:
+        TraceFormatError: when no format is confident enough; the message lists what was tried.
+    """
+    raw = _raw(source)
+    scores: list[tuple[float, int, TraceFormat]] = []
+    for fmt in formats():
+        try:
+            score = float(fmt.detect(raw))
+        except Exception:  # noqa: BLE001 - a detector must never decide for the others
+            score = 0.0
+        if score >= 1.0:
+            return fmt, 1.0
+        scores.append((score, -fmt.priority, fmt))
+    score, _, best = max(scores, key=lambda item: (item[0], item[1]))
+    if score < DETECT_THRESHOLD:
+        try:
+            raw.data()
+        except TraceFormatError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise raw.fail(f"unreadable: {exc}") from exc
+        data = raw.data()
+        if isinstance(data, str) and raw.kind == "json":
+            raise raw.fail("holds a JSON string, not an object: the trace is JSON encoded twice; decode it once")
+        shape = _describe(data)
+        tried = ", ".join(f.name for f in formats())
+        raise raw.fail(f"no known trace format matches {shape} (tried: {tried}); pass format= to force one")
+    return best, score
+
+
+def _describe(data: Any) -> str:
+    if isinstance(data, dict):
+        keys = ", ".join(list(map(str, data))[:6])
+        return f"a JSON object with keys [{keys}]"
+    if isinstance(data, list):
+        first = data[0] if data else None
+        inner = f" of {type(first).__name__}" if first is not None else " (empty)"
+        if isinstance(first, dict):
+            inner = f" of objects with keys [{', '.join(list(map(str, first))[:6])}]"
+        return f"a list{inner}"
+    return f"a {type(data).__name__}"
+
+
+def iter_traces(
+    source: str | os.PathLike[str] | Any, format: str = "auto"
+) -> Iterator[Trace | TraceFormatError]:
+    """Yield every trace in a file or object; a broken record yields its :class:`TraceFormatError`.
+
+    Raises:
+        TraceFormatError: when the input as a whole cannot be read or recognised.
+    """
+    raw = _raw(source)
+    if format == "auto":
+        fmt, confidence = detect_format(raw)
+    else:
+        fmt, confidence = get_format(format), None
+    for item in fmt.parse(raw):
+        if isinstance(item, Trace):
+            item.source.confidence = confidence
+        yield item
+
+
+def load_traces(source: str | os.PathLike[str] | Any, format: str = "auto") -> list[Trace]:
+    """Every trace in a file or object (a MAD list or a JSONL file holds many).
+
+    Raises:
+        TraceFormatError: when the input cannot be read, or any record is broken (use
+            :func:`iter_traces` to keep the good records and get the errors one by one).
+    """
+    traces: list[Trace] = []
+    for item in iter_traces(source, format):
+        if isinstance(item, TraceFormatError):
+            raise item
+        traces.append(item)
+    if not traces:
+        raise TraceFormatError("input holds no traces", path=str(source) if isinstance(source, str | os.PathLike) else None)
+    return traces
+
+
+def load_trace(source: str | os.PathLike[str] | Any, format: str = "auto") -> Trace:
+    """Read exactly one trace from a path or an in-memory object.
+
+    Args:
+        source: a file path, or an already parsed object (message list, OTLP dict, MAD record...).
+        format: a name from ``mast formats``, or ``auto`` to detect it.
+
+    Raises:
+        TraceFormatError: unreadable input, unknown format, or a file holding several traces.
+    """
+    items = iter_traces(source, format)
+    first = next(items, None)
+    if first is None:
+        raise TraceFormatError("input holds no trace")
+    if isinstance(first, TraceFormatError):
+        raise first
+    if next(items, None) is not None:
+        raise TraceFormatError("input holds several traces; use load_traces()", path=first.source.path)
+    return first
+
+
+def iter_paths(paths: Iterable[str | os.PathLike[str]], *, recursive: bool = True) -> Iterator[Path]:
+    """Files to read under ``paths``: files as given, folders walked in sorted order.
+
+    Hidden entries are skipped, symbolic links to folders are not followed (no loops), and only
+    names ending in :data:`TRACE_SUFFIXES` are picked up inside folders.
+
+    Raises:
+        UsageError: when a path does not exist.
+    """
+    for given in paths:
+        path = Path(given)
+        if path.is_file():
+            yield path
+        elif path.is_dir():
+            for root, dirs, files in os.walk(path, followlinks=False):
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []
+                for name in sorted(files):
+                    file = Path(root) / name
+                    if not name.startswith(".") and file.suffix.lower() in TRACE_SUFFIXES:
+                        yield file
+        else:
+            raise UsageError(f"{path}: no such file or folder")

@@ -1,0 +1,244 @@
+"""What every source-format module provides, and the input object they all read.
+
+A format module defines one :class:`TraceFormat` subclass instance and registers it with
+:func:`register`. The registry asks each format, in priority order, how sure it is that an input
+is its own (:meth:`TraceFormat.detect`, 0..1) and hands the input to the most confident one.
+
+Inputs are wrapped in a :class:`RawInput`, which reads the file lazily: the first 64 KiB as text for
+cheap sniffing, the whole document parsed on demand (JSON, JSONL, YAML or plain text), and a
+streaming iterator over the items of a top-level JSON array for files too big to load whole.
+"""
+
+from __future__ import annotations
+
+import io
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from mast.errors import TraceFormatError
+from mast.trace import SourceInfo, Trace
+
+HEAD_BYTES = 64 * 1024
+MAX_WHOLE_FILE_BYTES = 512 * 1024 * 1024
+"""Files larger than this are only read by formats that stream them."""
+
+DocKind = Literal["json", "jsonl", "yaml", "text"]
+
+
+class JsonlLineError(Exception):
+    """A JSONL line that did not parse; yielded in place of the record."""
+
+
+@dataclass
+class RawInput:
+    """An input to normalise: a file on disk or an in-memory object.
+
+    Normalisers call :meth:`data` for the parsed document, :meth:`records` for JSONL lines, or
+    :meth:`iter_array` to stream a large top-level JSON array.
+    """
+
+    path: Path | None = None
+    obj: Any = None
+    _data: Any = field(default=None, repr=False)
+    _kind: DocKind | None = field(default=None, repr=False)
+    _head: str | None = field(default=None, repr=False)
+    _error: TraceFormatError | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_object(cls, obj: Any) -> RawInput:
+        """Wrap an already parsed object (dict, list or string)."""
+        raw = cls(obj=obj)
+        if isinstance(obj, str | bytes):
+            raw._head = obj[:HEAD_BYTES] if isinstance(obj, str) else obj[:HEAD_BYTES].decode("utf-8", "replace")
+        else:
+            raw._data, raw._kind = obj, "json"
+        return raw
+
+    @property
+    def label(self) -> str | None:
+        """Path as text, for messages and :class:`SourceInfo`."""
+        return str(self.path) if self.path else None
+
+    @property
+    def size(self) -> int:
+        """Size in bytes (of the file, or of the text for string objects)."""
+        if self.path is not None:
+            return self.path.stat().st_size
+        if isinstance(self.obj, str | bytes):
+            return len(self.obj)
+        return 0
+
+    @property
+    def head(self) -> str:
+        """The first 64 KiB as text (invalid UTF-8 replaced), for cheap sniffing."""
+        if self._head is None:
+            if self.path is None:
+                self._head = ""
+            else:
+                with self.path.open("rb") as fh:
+                    self._head = fh.read(HEAD_BYTES).decode("utf-8", "replace")
+        return self._head
+
+    def fail(self, message: str, record: int | None = None) -> TraceFormatError:
+        """A :class:`TraceFormatError` located at this input."""
+        return TraceFormatError(message, path=self.label, record=record)
+
+    @property
+    def kind(self) -> DocKind:
+        """How the document parses: ``json``, ``jsonl``, ``yaml`` or ``text``."""
+        if self._kind is None:
+            self._load()
+        assert self._kind is not None
+        return self._kind
+
+    def data(self) -> Any:
+        """The whole document parsed: JSON value, list of JSONL records, YAML value, or text.
+
+        Raises:
+            TraceFormatError: when the input is empty, binary, not UTF-8, or too large to load.
+        """
+        if self._kind is None:
+            self._load()
+        if self._error is not None:
+            raise self._error
+        return self._data
+
+    def records(self) -> Iterator[tuple[int, Any]]:
+        """Stream JSONL records as ``(line_number, value)``; a bad line yields a JsonlLineError."""
+        if self.path is None:
+            data = self.data()
+            yield from enumerate(data if isinstance(data, list) else [data])
+            return
+        with self.path.open("rb") as fh:
+            for number, line in enumerate(fh):
+                if not line.strip():
+                    continue
+                try:
+                    yield number, orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    yield number, JsonlLineError(f"line {number + 1} is not valid JSON ({exc})")
+
+    def iter_array(self, prefix: str = "item") -> Iterator[Any]:
+        """Stream the items of a top-level JSON array without loading the file whole (ijson)."""
+        if self.path is None:
+            data = self.data()
+            yield from (data if isinstance(data, list) else [data])
+            return
+        import ijson
+
+        with self.path.open("rb") as fh:
+            try:
+                yield from ijson.items(fh, prefix, use_float=True)
+            except ijson.JSONError as exc:
+                raise self.fail(f"JSON array breaks off or is malformed: {exc}") from exc
+
+    def _load(self) -> None:
+        try:
+            self._data, self._kind = self._parse()
+        except TraceFormatError as exc:
+            self._error, self._kind, self._data = exc, "text", None
+
+    def _parse(self) -> tuple[Any, DocKind]:
+        if self.path is None:
+            text = self.obj.decode("utf-8") if isinstance(self.obj, bytes) else str(self.obj)
+        else:
+            size = self.size
+            if size == 0:
+                raise self.fail("file is empty")
+            if size > MAX_WHOLE_FILE_BYTES:
+                raise self.fail(f"file is {size // 2**20} MiB, too large to load whole; no streaming format matched it")
+            blob = self.path.read_bytes()
+            if b"\x00" in blob[:8192]:
+                raise self.fail("file is binary (NUL bytes), not a text trace")
+            try:
+                text = blob.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                raise self.fail(f"file is not valid UTF-8 (byte {exc.start})") from exc
+        stripped = text.strip()
+        if not stripped:
+            raise self.fail("file holds only whitespace")
+        if stripped[0] in "[{":
+            try:
+                return orjson.loads(stripped), "json"
+            except orjson.JSONDecodeError:
+                pass
+            lines = [ln for ln in stripped.splitlines() if ln.strip()]
+            if len(lines) > 1:
+                records: list[Any] = []
+                for number, line in enumerate(lines):
+                    try:
+                        records.append(orjson.loads(line))
+                    except orjson.JSONDecodeError:
+                        records.append(JsonlLineError(f"line {number + 1} is not valid JSON"))
+                if not all(isinstance(r, JsonlLineError) for r in records):
+                    return records, "jsonl"
+            raise self.fail("looks like JSON but does not parse (truncated or malformed)")
+        if self.path is not None and self.path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            try:
+                return yaml.safe_load(io.StringIO(text)), "yaml"
+            except yaml.YAMLError as exc:
+                raise self.fail(f"YAML does not parse: {' '.join(str(exc).split())}") from exc
+        return text, "text"
+
+
+class TraceFormat(ABC):
+    """A source format: how to recognise it and how to turn it into traces."""
+
+    name: str
+    """Short name used by ``--format`` and in :attr:`SourceInfo.format`."""
+    description: str
+    """One line for ``mast formats``."""
+    priority: int
+    """Lower goes first when two formats are equally sure."""
+    streaming: bool = False
+    """True when :meth:`parse` can read inputs too large to load whole."""
+
+    @abstractmethod
+    def detect(self, raw: RawInput) -> float:
+        """How sure this format is that ``raw`` is its own: 0 (no) to 1 (certain).
+
+        Must be cheap and must not raise for inputs of other shapes.
+        """
+
+    @abstractmethod
+    def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """Yield the traces in ``raw``; a broken record yields a :class:`TraceFormatError` instead.
+
+        Raise :class:`TraceFormatError` when the input as a whole cannot be read.
+        """
+
+    def source(self, raw: RawInput, record: int | None = None, variant: str | None = None) -> SourceInfo:
+        """The :class:`SourceInfo` for a trace read from ``raw``."""
+        return SourceInfo(format=self.name, path=raw.label, record=record, variant=variant)
+
+
+_REGISTRY: dict[str, TraceFormat] = {}
+
+
+def register(fmt: TraceFormat) -> TraceFormat:
+    """Add a format to the registry (module import time)."""
+    if fmt.name in _REGISTRY:
+        raise ValueError(f"format {fmt.name!r} registered twice")
+    _REGISTRY[fmt.name] = fmt
+    return fmt
+
+
+def formats() -> list[TraceFormat]:
+    """Registered formats in priority order."""
+    return sorted(_REGISTRY.values(), key=lambda f: (f.priority, f.name))
+
+
+def get_format(name: str) -> TraceFormat:
+    """The registered format called ``name``."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(f.name for f in formats())
+        raise TraceFormatError(f"unknown format {name!r}; known formats: {known}") from None

@@ -1,0 +1,64 @@
+"""Plain text logs, the last resort: one step per turn marker, else one per paragraph."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from mast.errors import TraceFormatError
+from mast.normalize.base import RawInput, TraceFormat, register
+from mast.normalize._common import agents_from_steps
+from mast.trace import SourceInfo, Step, Trace
+
+# "Name:", "Name (to Other):", "[Name]:", "### Name" at the start of a line marks a new turn.
+_TURN = re.compile(
+    r"^(?:\[(?P<b>[^\]\n]{1,60})\]:?|(?P<n>[A-Za-z][\w .\-]{0,40}?)(?: \(to (?P<to>[^)\n]{1,60})\))?:|#{2,3} (?P<h>[^\n]{1,60}))[ \t]*",
+    re.MULTILINE,
+)
+MAX_TEXT_BYTES = 64 * 1024 * 1024
+
+
+class PlainText(TraceFormat):
+    name = "plain_text"
+    description = "Plain text log (last resort): one step per 'Name:' turn, else per paragraph"
+    priority = 900
+
+    def detect(self, raw: RawInput) -> float:
+        try:
+            data = raw.data()
+        except TraceFormatError:
+            return 0.0
+        return 0.31 if raw.kind == "text" and isinstance(data, str) and data.strip() else 0.0
+
+    def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        text = raw.data()
+        if not isinstance(text, str):
+            raise raw.fail("plain_text needs a text file")
+        yield parse_text_log(text, source=self.source(raw), warning="read as plain text: steps split heuristically")
+
+
+def parse_text_log(text: str, *, source: SourceInfo | None = None, warning: str | None = None, framework: str | None = None) -> Trace:
+    """Split a text log into steps by turn markers (``Name:``), else by blank-line paragraphs."""
+    steps: list[Step] = []
+    matches = list(_TURN.finditer(text))
+    if len(matches) >= 2:
+        for i, match in enumerate(matches):
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+            who = (match.group("b") or match.group("n") or match.group("h") or "").strip()
+            body = text[match.end():end].strip()
+            steps.append(Step(index=i, kind="message", agent=who or None, recipient=match.group("to"), content=body, source_ref=f"char:{match.start()}"))
+    else:
+        offset = 0
+        for block in re.split(r"\n\s*\n", text):
+            if block.strip():
+                steps.append(Step(index=len(steps), kind="message", content=block.strip(), source_ref=f"char:{text.find(block, offset)}"))
+            offset += len(block)
+    trace = Trace(source=source or SourceInfo(format="plain_text"), framework=framework, steps=steps, agents=agents_from_steps(steps))
+    if warning:
+        trace.warnings.append(warning)
+    if steps and steps[0].agent is None:
+        trace.task = steps[0].content[:2000]
+    return trace
+
+
+register(PlainText())

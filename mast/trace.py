@@ -1,0 +1,282 @@
+"""The normalised trace: one typed shape for every agent run mast reads.
+
+Every source format (OTLP spans, chat message lists, MAD records, framework logs...) is turned into a
+:class:`Trace`: an ordered list of :class:`Step` s, who acted in each, what tools were called and what
+they returned. The judge only ever sees :meth:`Trace.to_transcript`; ground-truth annotations found
+in a source live in :attr:`Trace.labels` and are never rendered.
+
+Example:
+    >>> t = Trace(trace_id="t1", steps=[Step(index=0, kind="message", agent="user", content="hi")])
+    >>> print(t.to_transcript().text)
+    [S0] user: hi
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TRACE_SCHEMA_VERSION = "mast-trace/1"
+
+StepKind = Literal[
+    "message",
+    "llm",
+    "tool_call",
+    "tool_result",
+    "agent",
+    "handoff",
+    "plan",
+    "observation",
+    "system",
+    "error",
+]
+"""What a step is. ``message``: an utterance of an agent or user; ``llm``: a model call (its output
+is the content); ``tool_call`` / ``tool_result``: a tool invocation and what came back (a step may
+carry both when the source records them together); ``agent``: an agent invocation or span;
+``handoff``: control passed to another agent; ``plan``: a planning step; ``observation``: what the
+environment showed the agent; ``system``: instructions or framework notices; ``error``: a failure
+the source recorded."""
+
+Role = Literal["system", "developer", "user", "assistant", "tool"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class Usage(_Model):
+    """Token counts and cost, for one step or summed over a trace."""
+
+    input_tokens: int | None = None
+    """Prompt tokens."""
+    output_tokens: int | None = None
+    """Completion tokens."""
+    total_tokens: int | None = None
+    """Total as the source reported it (may include cached or reasoning tokens)."""
+    cost_usd: float | None = None
+    """Cost in US dollars when the source recorded it; ``None`` when unknown, never 0 by default."""
+
+    def __add__(self, other: Usage) -> Usage:
+        def add(a: float | int | None, b: float | int | None) -> Any:
+            if a is None:
+                return b
+            if b is None:
+                return a
+            return a + b
+
+        return Usage(
+            input_tokens=add(self.input_tokens, other.input_tokens),
+            output_tokens=add(self.output_tokens, other.output_tokens),
+            total_tokens=add(self.total_tokens, other.total_tokens),
+            cost_usd=add(self.cost_usd, other.cost_usd),
+        )
+
+
+class ToolCall(_Model):
+    """A tool or function the agent asked to run."""
+
+    id: str | None = None
+    """The call id the source gave, used to pair the call with its result."""
+    name: str
+    """Tool or function name."""
+    arguments: Any = None
+    """Arguments, parsed from JSON when the source held them as a string."""
+    arguments_raw: str | None = None
+    """The arguments exactly as written, when they were a string that did not parse as JSON."""
+
+
+class ToolResult(_Model):
+    """What a tool returned."""
+
+    call_id: str | None = None
+    """Id of the :class:`ToolCall` this answers, when known."""
+    name: str | None = None
+    """Tool name, when the source records it beside the result."""
+    output: str = ""
+    """The result as readable text."""
+    is_error: bool = False
+    """True when the source marks the result as a failure (exception, non-zero exit, error flag)."""
+
+
+class Agent(_Model):
+    """An agent (or the user) taking part in the run."""
+
+    name: str
+    """Name as it appears in steps' ``agent`` field."""
+    role: str | None = None
+    """Role or description (``Planner``, ``QA engineer``, the system prompt's first line...)."""
+    model: str | None = None
+    """Model the agent ran on, when known."""
+    system_prompt: str | None = None
+    """The agent's instructions, when the source has them."""
+
+
+class Step(_Model):
+    """One ordered event of the run: a message, a model call, a tool call or its result..."""
+
+    index: int
+    """Position in :attr:`Trace.steps`; the ``[S<index>]`` number the judge cites."""
+    kind: StepKind = "message"
+    """What this step is; see :data:`StepKind`."""
+    id: str | None = None
+    """Source id of the event (span id, message id, run id)."""
+    parent_id: str | None = None
+    """Source id of the enclosing event, when the source is a tree."""
+    agent: str | None = None
+    """Who acted: the agent, ``user``, a tool or the environment."""
+    role: Role | None = None
+    """Chat role of the emitted message, normalised."""
+    recipient: str | None = None
+    """Who the message was addressed to, when the source says."""
+    content: str = ""
+    """Readable text of the step."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Tools the agent asked for in this step."""
+    tool_results: list[ToolResult] = Field(default_factory=list)
+    """Tool results delivered in this step."""
+    model: str | None = None
+    """Model that produced this step."""
+    usage: Usage | None = None
+    """Tokens and cost of this step."""
+    started_at: datetime | None = None
+    """When the step began (UTC)."""
+    ended_at: datetime | None = None
+    """When the step ended (UTC)."""
+    error: str | None = None
+    """Error the source recorded for this step."""
+    source_ref: str | None = None
+    """Where the step came from in the original file (JSON pointer, line number, span id)."""
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    """Source fields of this step that have no field above, kept rather than dropped."""
+
+    @field_validator("started_at", "ended_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return _to_utc(value)
+
+
+class SourceInfo(_Model):
+    """Where a trace came from and how it was recognised."""
+
+    format: str
+    """Name of the normaliser that read it (see ``mast formats``)."""
+    path: str | None = None
+    """File it was read from; ``None`` for in-memory objects."""
+    record: int | None = None
+    """Index of the record within a file holding many traces."""
+    confidence: float | None = None
+    """How sure auto-detection was (0..1); ``None`` when the format was given explicitly."""
+    variant: str | None = None
+    """Sub-format inside the source, e.g. the framework log inside a MAD record."""
+
+
+class Transcript(BaseModel):
+    """What the judge reads: the rendered text plus what was capped on the way."""
+
+    text: str
+    """The rendered transcript, one ``[S<n>]`` block per step."""
+    warnings: list[str] = Field(default_factory=list)
+    """One line per cap that shortened the text; the text holds a visible marker at each cut."""
+    step_offsets: dict[int, tuple[int, int]] = Field(default_factory=dict)
+    """Character span of each step's block in :attr:`text`."""
+
+
+class Trace(_Model):
+    """One agent run, normalised."""
+
+    schema_version: Literal["mast-trace/1"] = TRACE_SCHEMA_VERSION
+    """Version of this schema, written to disk with every trace."""
+    trace_id: str = ""
+    """The source's id for the run, else a hash of the content (filled in automatically)."""
+    source: SourceInfo = Field(default_factory=lambda: SourceInfo(format="object"))
+    """Where the trace came from."""
+    framework: str | None = None
+    """Agent framework or system (``ag2``, ``chatdev``, ``crewai``, ``codex``...)."""
+    task: str | None = None
+    """The initial request or problem statement."""
+    agents: list[Agent] = Field(default_factory=list)
+    """The agents taking part, in order of first appearance."""
+    steps: list[Step] = Field(default_factory=list)
+    """Ordered events; ``steps[i].index == i``."""
+    final_output: str | None = None
+    """The run's answer or deliverable, when the source has one."""
+    status: Literal["ok", "error", "unknown"] = "unknown"
+    """How the run ended, as the source says."""
+    error: str | None = None
+    """Error that ended the run, when the source records one."""
+    usage: Usage | None = None
+    """Totals over the run, as recorded or summed from steps."""
+    started_at: datetime | None = None
+    """When the run began (UTC)."""
+    ended_at: datetime | None = None
+    """When the run ended (UTC)."""
+    labels: dict[str, Any] = Field(default_factory=dict)
+    """Ground-truth annotations found in the source (MAD ``mast_annotation``, Who&When's
+    ``mistake_agent``...). Kept apart so they can never reach a judge prompt."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Source fields with no place above: kept, never silently dropped."""
+    warnings: list[str] = Field(default_factory=list)
+    """What the normaliser had to guess, skip or cap."""
+
+    @field_validator("started_at", "ended_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return _to_utc(value)
+
+    @model_validator(mode="after")
+    def _fill_derived(self) -> Trace:
+        for position, step in enumerate(self.steps):
+            step.index = position
+        if not self.trace_id:
+            self.trace_id = "sha256:" + self.content_hash()[:16]
+        return self
+
+    def content_hash(self) -> str:
+        """Hash of what the judge would read (task, agents, steps, output): stable across runs.
+
+        Source location, labels and metadata are left out, so the same run read from two places
+        hashes the same, and a changed label never invalidates a cached verdict.
+        """
+        payload = {
+            "task": self.task,
+            "agents": [a.model_dump(mode="json") for a in self.agents],
+            "steps": [
+                s.model_dump(mode="json", exclude={"attributes", "source_ref", "id", "parent_id"})
+                for s in self.steps
+            ],
+            "final_output": self.final_output,
+        }
+        return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+    def to_transcript(
+        self, *, max_step_chars: int = 4_000, max_total_chars: int | None = None
+    ) -> Transcript:
+        """Render the trace for the judge with stable step numbers.
+
+        Each step becomes ``[S<index>] agent → recipient: content`` (plus tool calls and results).
+        A step longer than ``max_step_chars`` keeps its head and tail around a visible
+        ``[... N chars cut ...]`` marker; past ``max_total_chars`` the remaining steps are replaced by
+        one marker line. Every cut adds a warning to the returned :class:`Transcript`; nothing is
+        cut silently. Labels and metadata are never rendered.
+        """
+        from mast._render import render_transcript
+
+        return render_transcript(self, max_step_chars=max_step_chars, max_total_chars=max_total_chars)
+
+    def to_json(self) -> str:
+        """The trace as one line of JSON (what ``mast normalize --json`` prints)."""
+        return self.model_dump_json(exclude_none=False)
+
+
+def _to_utc(value: datetime | None) -> datetime | None:
+    from datetime import UTC
+
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)

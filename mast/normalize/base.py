@@ -162,6 +162,11 @@ class RawInput:
         stripped = text.strip()
         if not stripped:
             raise self.fail("file holds only whitespace")
+        if stripped[0] == '"':
+            try:
+                return orjson.loads(stripped), "json"
+            except orjson.JSONDecodeError:
+                pass
         if stripped[0] in "[{":
             try:
                 return orjson.loads(stripped), "json"

@@ -1,0 +1,5 @@
+"""``python -m mast`` runs the CLI."""
+
+from mast.cli import main
+
+main()

@@ -1,0 +1,892 @@
+"""Chat messages in every dialect mast meets, read into one shape, and a timeline of steps.
+
+Agent traces carry chat messages in many spellings: OpenAI chat completions, Responses-API items,
+Anthropic content blocks, OTel GenAI ``parts``, LangChain message dicts and ``lc`` constructors,
+Gemini ``contents``, Vercel AI SDK messages, and ``role: text`` lines. :func:`to_messages` reads any
+of them into :class:`Msg` objects; :class:`Timeline` turns messages into ordered :class:`Step` s.
+
+The timeline does the two things every multi-call source needs:
+
+* **No repeated history.** Every LLM call re-sends the conversation so far. :meth:`Timeline.add_new`
+  emits only the messages of an input list that were not emitted before, counting occurrences (a
+  message that legitimately appears twice is kept twice). Keys ignore the role on purpose: group
+  chats re-send one agent's output to the next agent under the role ``user``.
+* **Tool calls paired with results.** Results are matched to calls by id; a result without an id
+  (Gemini, some tool spans) takes the earliest unanswered call of the same tool name, and the call
+  then receives the id so the pair is explicit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from mast.normalize._common import parse_arguments, text_of, tool_call, usage_from
+from mast.trace import Agent, Step, ToolCall, ToolResult, Usage
+
+ROLE_ALIASES = {
+    "human": "user",
+    "ai": "assistant",
+    "model": "assistant",
+    "bot": "assistant",
+    "function": "tool",
+    "ipython": "tool",
+    "chat": "user",
+}
+CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+RESPONSES_ITEM_TYPES = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "web_search_call",
+        "file_search_call",
+        "computer_call",
+        "computer_call_output",
+        "code_interpreter_call",
+        "image_generation_call",
+        "local_shell_call",
+        "local_shell_call_output",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "item_reference",
+    }
+)
+LANGCHAIN_TYPES = {
+    "human": "user",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+    "function": "tool",
+    "chat": "user",
+    "HumanMessage": "user",
+    "AIMessage": "assistant",
+    "SystemMessage": "system",
+    "ToolMessage": "tool",
+    "FunctionMessage": "tool",
+    "ChatMessage": "user",
+    "HumanMessageChunk": "user",
+    "AIMessageChunk": "assistant",
+}
+ANTHROPIC_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result"}
+)
+CREWAI_DELEGATION_TOOLS = frozenset(
+    {"delegate_work_to_coworker", "ask_question_to_coworker", "Delegate work to coworker", "Ask question to coworker"}
+)
+"""CrewAI's built-in delegation tools: their result is what the named coworker agent answered."""
+
+_ROLE_LINE = re.compile(r"^(system|developer|user|assistant|tool|human|ai): ?", re.MULTILINE)
+_SPACE = re.compile(r"\s+")
+_CREWAI_ROLE = re.compile(r"^You are (?P<name>[^.\n]{1,80})\.")
+_NAMED_ROLE = re.compile(r"^You are (?:the )?(?P<name>[A-Z][\w\-]*(?: [A-Z][\w\-]*){0,3})[.,]")
+
+
+@dataclass
+class Msg:
+    """One chat message, whatever dialect it was written in."""
+
+    role: str
+    text: str = ""
+    name: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_results: list[ToolResult] = field(default_factory=list)
+    reasoning: str = ""
+    id: str | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        """True when the message says nothing: no text, reasoning, tool call or result."""
+        return not (self.text.strip() or self.reasoning.strip() or self.tool_calls or self.tool_results)
+
+    @property
+    def content(self) -> str:
+        """Text for a step: the reasoning (marked) followed by the text."""
+        if self.reasoning.strip():
+            thought = f"<thinking>\n{self.reasoning.strip()}\n</thinking>"
+            return f"{thought}\n\n{self.text}" if self.text else thought
+        return self.text
+
+
+def norm_role(role: Any) -> str:
+    """A chat role in the five-role vocabulary (``human`` -> ``user``, ``model`` -> ``assistant``...)."""
+    text = str(role or "").strip().lower()
+    return ROLE_ALIASES.get(text, text) or "user"
+
+
+def maybe_json(value: Any, depth: int = 3) -> Any:
+    """Decode JSON held in a string, repeatedly (sources double-encode), up to ``depth`` times."""
+    for _ in range(depth):
+        if not isinstance(value, str):
+            return value
+        stripped = value.strip()
+        if not stripped or stripped[0] not in '{["' or stripped in ("null",):
+            return value
+        try:
+            value = orjson.loads(stripped)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def compact(value: Any) -> str:
+    """Short, stable JSON text for a value that has no better rendering."""
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS).decode()
+
+
+# --- content parts --------------------------------------------------------------------------
+
+
+def _parts_text(content: Any) -> tuple[str, str]:
+    """Text and reasoning from a content value (string, list of parts, dict)."""
+    if content is None:
+        return "", ""
+    if isinstance(content, str):
+        return content, ""
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return text_of(content), ""
+    texts: list[str] = []
+    thoughts: list[str] = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        if not isinstance(part, dict):
+            texts.append(compact(part))
+            continue
+        kind = part.get("type")
+        if kind in ("thinking", "reasoning", "reasoning_text", "summary_text"):
+            thoughts.append(str(part.get("thinking") or part.get("text") or part.get("content") or ""))
+        elif kind == "redacted_thinking":
+            thoughts.append("[redacted thinking]")
+        elif kind == "refusal":
+            texts.append(f"[refusal] {part.get('refusal') or ''}".strip())
+        elif kind in ("image_url", "image", "input_image", "blob", "uri", "file", "input_file", "document", "input_audio", "audio"):
+            texts.append(f"[{kind}]")
+        else:
+            text = text_of(part)
+            if text:
+                texts.append(text)
+    return "\n".join(t for t in texts if t), "\n".join(t for t in thoughts if t)
+
+
+def _call_from_openai(call: Any) -> ToolCall | None:
+    """A tool call in OpenAI (``function: {name, arguments}``), flat or LangChain (``args``) form."""
+    if not isinstance(call, dict):
+        return None
+    fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+    name = fn.get("name") or call.get("name") or call.get("toolName")
+    if name is None:
+        return None
+    if "arguments" in fn:
+        args = fn.get("arguments")
+    elif "arguments" in call:
+        args = call.get("arguments")
+    elif "args" in call:
+        args = call.get("args")
+    else:
+        args = call.get("input")
+    return tool_call(str(name), args, call.get("id") or call.get("toolCallId"))
+
+
+# --- one dialect each -------------------------------------------------------------------------
+
+
+def from_openai(message: dict[str, Any]) -> list[Msg]:
+    """An OpenAI chat-completions message (also Langfuse's ChatML rendering of one)."""
+    content = message.get("content")
+    if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in ANTHROPIC_BLOCKS for p in content):
+        return from_anthropic(message)
+    if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in ("tool-call", "tool-result") for p in content):
+        return from_vercel(message)
+    role = norm_role(message.get("role"))
+    used = {"role", "content", "tool_calls", "tool_call_id", "name", "function_call"}
+    extra = {k: v for k, v in message.items() if k not in used and v not in (None, [], {}, "")}
+    if role == "tool":
+        if isinstance(content, dict) and content.get("type") == "function" and not message.get("tool_call_id"):
+            # Langfuse renders a LangChain call's tool definitions as role=tool messages: not results.
+            return []
+        result = ToolResult(call_id=message.get("tool_call_id"), name=message.get("name"), output=text_of(content))
+        return [Msg(role="tool", tool_results=[result], extra=extra)]
+    text, thought = _parts_text(content)
+    calls = [c for c in (_call_from_openai(x) for x in message.get("tool_calls") or []) if c]
+    kwargs = message.get("additional_kwargs")
+    if not calls and isinstance(kwargs, dict):
+        calls = [c for c in (_call_from_openai(x) for x in kwargs.get("tool_calls") or []) if c]
+    legacy = message.get("function_call")
+    if isinstance(legacy, dict) and legacy.get("name"):
+        calls.append(tool_call(str(legacy["name"]), legacy.get("arguments")))
+    name = message.get("name") if isinstance(message.get("name"), str) else None
+    return [Msg(role=role if role in CHAT_ROLES else "user", text=text, reasoning=thought, name=name, tool_calls=calls, extra=extra)]
+
+
+def from_anthropic(message: dict[str, Any]) -> list[Msg]:
+    """An Anthropic Messages message; ``tool_result`` blocks become separate ``tool`` messages."""
+    role = norm_role(message.get("role") or "assistant")
+    content = message.get("content")
+    if not isinstance(content, list):
+        content = [{"type": "text", "text": content}] if isinstance(content, str) else []
+    results: list[Msg] = []
+    texts: list[str] = []
+    thoughts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in content:
+        if not isinstance(block, dict):
+            texts.append(text_of(block))
+            continue
+        kind = block.get("type")
+        if kind in ("tool_use", "server_tool_use"):
+            calls.append(tool_call(str(block.get("name") or "?"), block.get("input"), block.get("id")))
+        elif kind == "tool_result" or (isinstance(kind, str) and kind.endswith("_tool_result")):
+            output = block.get("content")
+            result = ToolResult(call_id=block.get("tool_use_id"), output=text_of(output), is_error=bool(block.get("is_error")))
+            results.append(Msg(role="tool", tool_results=[result]))
+        elif kind in ("thinking", "redacted_thinking"):
+            thoughts.append(block.get("thinking") or "[redacted thinking]")
+        else:
+            text, thought = _parts_text([block])
+            texts.append(text)
+            thoughts.append(thought)
+    used = {"role", "content", "type", "model", "usage", "id"}
+    extra = {k: v for k, v in message.items() if k not in used and v is not None}
+    out = results
+    body = Msg(
+        role=role,
+        text="\n".join(t for t in texts if t),
+        reasoning="\n".join(t for t in thoughts if t),
+        tool_calls=calls,
+        id=message.get("id"),
+        model=message.get("model"),
+        usage=usage_from(message.get("usage")),
+        extra=extra,
+    )
+    if not body.empty or not results:
+        out = [*results, body]
+    return out
+
+
+def from_otel(message: dict[str, Any]) -> list[Msg]:
+    """An OTel GenAI ``ChatMessage``: ``{role, parts: [text | reasoning | tool_call | tool_call_response | ...]}``."""
+    role = norm_role(message.get("role"))
+    texts: list[str] = []
+    thoughts: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[ToolResult] = []
+    for part in message.get("parts") or []:
+        if not isinstance(part, dict):
+            texts.append(text_of(part))
+            continue
+        kind = part.get("type")
+        if kind in ("tool_call", "server_tool_call"):
+            calls.append(tool_call(str(part.get("name") or "?"), part.get("arguments"), part.get("id")))
+        elif kind in ("tool_call_response", "server_tool_call_response"):
+            response = part.get("response", part.get("result"))
+            results.append(ToolResult(call_id=part.get("id"), output=text_of(maybe_json(response)) if not isinstance(response, str) else response))
+        elif kind == "reasoning":
+            thoughts.append(str(part.get("content") or ""))
+        elif "function_call" in part or "functionCall" in part or "function_response" in part or "functionResponse" in part:
+            gemini = from_gemini({"role": role, "parts": [part]})
+            for m in gemini:
+                calls.extend(m.tool_calls)
+                results.extend(m.tool_results)
+                texts.append(m.text)
+        else:
+            text, thought = _parts_text([part])
+            texts.append(text)
+            thoughts.append(thought)
+    extra = {k: v for k, v in message.items() if k not in ("role", "parts", "name") and v is not None}
+    out = [Msg(role="tool", tool_results=[r]) for r in results]
+    body = Msg(role=role if role in CHAT_ROLES else "user", text="\n".join(t for t in texts if t), reasoning="\n".join(t for t in thoughts if t),
+               tool_calls=calls, name=message.get("name"), extra=extra)
+    if not body.empty or not results:
+        out.append(body)
+    return out
+
+
+def from_langchain(message: dict[str, Any]) -> list[Msg]:
+    """A LangChain message: a ``messages_to_dict`` entry, a plain dump, or an ``lc`` constructor."""
+    if message.get("lc") and isinstance(message.get("kwargs"), dict):
+        kind = str((message.get("id") or ["", "HumanMessage"])[-1])
+        data = dict(message["kwargs"])
+    elif isinstance(message.get("data"), dict) and "type" in message:
+        kind, data = str(message["type"]), dict(message["data"])
+    else:
+        kind, data = str(message.get("type")), dict(message)
+    role = LANGCHAIN_TYPES.get(kind) or norm_role(data.get("role"))
+    content = data.get("content")
+    meta = data.get("response_metadata") if isinstance(data.get("response_metadata"), dict) else {}
+    usage = usage_from(data.get("usage_metadata")) or usage_from(meta.get("token_usage"))
+    used = {"content", "type", "tool_calls", "tool_call_id", "name", "additional_kwargs", "invalid_tool_calls", "usage_metadata", "id", "example", "role"}
+    extra = {k: v for k, v in data.items() if k not in used and v not in (None, [], {}, "")}
+    if role == "tool":
+        result = ToolResult(call_id=data.get("tool_call_id"), name=data.get("name"), output=text_of(content), is_error=data.get("status") == "error")
+        return [Msg(role="tool", tool_results=[result], extra=extra)]
+    if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in ANTHROPIC_BLOCKS for p in content):
+        msgs = from_anthropic({"role": role, "content": content})
+        text, thought = "", ""
+    else:
+        msgs = []
+        text, thought = _parts_text(content)
+    calls = [c for c in (_call_from_openai(x) for x in data.get("tool_calls") or []) if c]
+    kwargs = data.get("additional_kwargs")
+    if not calls and isinstance(kwargs, dict):
+        calls = [c for c in (_call_from_openai(x) for x in kwargs.get("tool_calls") or []) if c]
+    name = data.get("name") if isinstance(data.get("name"), str) else None
+    model = meta.get("model_name") if isinstance(meta.get("model_name"), str) else None
+    if msgs:
+        msgs[-1].tool_calls.extend(c for c in calls if c.id not in {x.id for x in msgs[-1].tool_calls})
+        msgs[-1].name, msgs[-1].model, msgs[-1].usage = name, model, usage
+        return msgs
+    return [Msg(role=role, text=text, reasoning=thought, tool_calls=calls, name=name, id=data.get("id"), model=model, usage=usage, extra=extra)]
+
+
+def from_gemini(content: dict[str, Any]) -> list[Msg]:
+    """A Gemini / Google ADK ``Content``: ``{role: user|model, parts: [{text} | {function_call} | {function_response}]}``."""
+    role = norm_role(content.get("role") or "user")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[ToolResult] = []
+    thoughts: list[str] = []
+    for part in content.get("parts") or []:
+        if not isinstance(part, dict):
+            continue
+        call = part.get("function_call") or part.get("functionCall")
+        response = part.get("function_response") or part.get("functionResponse")
+        if isinstance(call, dict):
+            calls.append(tool_call(str(call.get("name") or "?"), call.get("args") or {}, call.get("id")))
+        elif isinstance(response, dict):
+            results.append(ToolResult(call_id=response.get("id"), name=response.get("name"), output=text_of(response.get("response"))))
+        elif part.get("thought") and isinstance(part.get("text"), str):
+            thoughts.append(part["text"])
+        elif isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        else:
+            texts.append(text_of(part))
+    out = [Msg(role="tool", tool_results=[r]) for r in results]
+    body = Msg(role=role, text="\n".join(t for t in texts if t), reasoning="\n".join(thoughts), tool_calls=calls)
+    if not body.empty or not results:
+        out.append(body)
+    return out
+
+
+def from_vercel(message: dict[str, Any]) -> list[Msg]:
+    """A Vercel AI SDK message: content parts ``text``, ``reasoning``, ``tool-call``, ``tool-result``."""
+    role = norm_role(message.get("role"))
+    content = message.get("content")
+    if not isinstance(content, list):
+        return [Msg(role=role, text=text_of(content))]
+    texts: list[str] = []
+    thoughts: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[ToolResult] = []
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "tool-call":
+            calls.append(tool_call(str(part.get("toolName") or "?"), part.get("input", part.get("args")), part.get("toolCallId")))
+        elif kind == "tool-result":
+            output = part.get("output", part.get("result"))
+            if isinstance(output, dict) and "value" in output and output.get("type") in ("text", "json", "error-text", "error-json"):
+                output = output["value"]
+            results.append(ToolResult(call_id=part.get("toolCallId"), name=part.get("toolName"), output=text_of(output), is_error=bool(part.get("isError"))))
+        elif kind == "reasoning":
+            thoughts.append(str(part.get("text") or ""))
+        else:
+            text, _ = _parts_text([part])
+            texts.append(text)
+    out = [Msg(role="tool", tool_results=[r]) for r in results]
+    body = Msg(role=role, text="\n".join(t for t in texts if t), reasoning="\n".join(thoughts), tool_calls=calls)
+    if not body.empty or not results:
+        out.append(body)
+    return out
+
+
+def from_responses(items: Iterable[Any]) -> list[Msg]:
+    """Responses-API items; an assistant turn's reasoning, text and calls become one message."""
+    out: list[Msg] = []
+
+    def assistant() -> Msg:
+        # Items of one model turn (reasoning, message, function calls) arrive as siblings.
+        if out and out[-1].role == "assistant":
+            return out[-1]
+        msg = Msg(role="assistant")
+        out.append(msg)
+        return msg
+
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type") or ("message" if "role" in item else None)
+        if kind == "message":
+            role = norm_role(item.get("role"))
+            text, thought = _parts_text(item.get("content"))
+            if role == "assistant":
+                msg = assistant()
+                msg.text = "\n".join(t for t in (msg.text, text) if t)
+                msg.reasoning = "\n".join(t for t in (msg.reasoning, thought) if t)
+                msg.id = msg.id or item.get("id")
+            else:
+                out.append(Msg(role=role if role in CHAT_ROLES else "user", text=text, reasoning=thought, id=item.get("id")))
+        elif kind == "reasoning":
+            summary = item.get("summary") or item.get("content") or []
+            text, thought = _parts_text(summary)
+            msg = assistant()
+            msg.reasoning = "\n".join(t for t in (msg.reasoning, thought or text) if t)
+            if item.get("encrypted_content"):
+                msg.extra["encrypted_reasoning"] = True
+        elif kind in ("function_call", "custom_tool_call", "mcp_call", "local_shell_call", "computer_call",
+                      "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call"):
+            name = item.get("name") or kind.removesuffix("_call")
+            args = item.get("arguments", item.get("input", item.get("action")))
+            call_id = item.get("call_id") or item.get("id")
+            assistant().tool_calls.append(tool_call(str(name), args, call_id))
+            if "output" in item and item.get("output") is not None:
+                out.append(Msg(role="tool", tool_results=[ToolResult(call_id=call_id, name=str(name), output=text_of(item["output"]), is_error=bool(item.get("error")))]))
+        elif kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output", "computer_call_output"):
+            output = maybe_json(item.get("output"))
+            out.append(Msg(role="tool", tool_results=[ToolResult(call_id=item.get("call_id"), output=text_of(output) if not isinstance(output, str) else output)]))
+        else:
+            out.append(Msg(role="system", text=f"[{kind}] {compact(item)}", extra={"item_type": kind}))
+    return out
+
+
+def from_role_lines(text: str) -> list[Msg] | None:
+    """``role: text`` lines (how some SDKs print a prompt); ``None`` when the text is not in that form."""
+    if not _ROLE_LINE.match(text):
+        return None
+    marks = list(_ROLE_LINE.finditer(text))
+    msgs: list[Msg] = []
+    for i, mark in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        body = text[mark.end():end].strip()
+        role = norm_role(mark.group(1))
+        if body == "None":
+            body = ""
+        if role == "tool":
+            msgs.append(Msg(role="tool", tool_results=[ToolResult(output=body)]))
+        else:
+            msgs.append(Msg(role=role, text=body))
+    return msgs
+
+
+# --- any dialect ---------------------------------------------------------------------------------
+
+
+def _is_message(item: Any) -> bool:
+    if not isinstance(item, dict):
+        return False
+    if "parts" in item and ("role" in item or isinstance(item.get("parts"), list)):
+        return True
+    if item.get("lc") and isinstance(item.get("kwargs"), dict):
+        return True
+    if item.get("type") in RESPONSES_ITEM_TYPES and item.get("type") != "message":
+        return True
+    if "toolCallId" in item and "toolName" in item:
+        return True
+    if isinstance(item.get("role"), str) and ("content" in item or "tool_calls" in item):
+        return True
+    return item.get("type") in LANGCHAIN_TYPES and "content" in item
+
+
+def from_item(item: dict[str, Any]) -> list[Msg]:
+    """One message-like dict in whichever dialect it is written."""
+    if item.get("lc") or (item.get("type") in LANGCHAIN_TYPES and "role" not in item and "content" in item):
+        return from_langchain(item)
+    if "toolCallId" in item and "toolName" in item and "role" not in item:
+        args = item.get("input", item.get("args"))
+        return [Msg(role="assistant", tool_calls=[tool_call(str(item["toolName"]), args, item["toolCallId"])])]
+    if "parts" in item:
+        parts = item.get("parts") or []
+        if all(isinstance(p, dict) and "type" in p for p in parts):
+            return from_otel(item)
+        return from_gemini(item)
+    if item.get("type") in RESPONSES_ITEM_TYPES and (item.get("type") != "message" or isinstance(item.get("content"), list)):
+        return from_responses([item])
+    content = item.get("content")
+    if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in ("tool-call", "tool-result", "reasoning") for p in content):
+        return from_vercel(item)
+    if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in ANTHROPIC_BLOCKS for p in content):
+        return from_anthropic(item)
+    return from_openai(item)
+
+
+def _from_list(items: list[Any]) -> list[Msg] | None:
+    if not items or not all(_is_message(i) for i in items):
+        return None
+    if any(isinstance(i, dict) and i.get("type") in RESPONSES_ITEM_TYPES for i in items) and not any(
+        isinstance(i, dict) and ("lc" in i or "parts" in i) for i in items
+    ):
+        return from_responses(items)
+    out: list[Msg] = []
+    for item in items:
+        out.extend(from_item(item))
+    return out
+
+
+def to_messages(value: Any) -> list[Msg] | None:
+    """Messages from any chat-shaped value; ``None`` when ``value`` does not look like messages.
+
+    Accepts message lists of every dialect, a single message, request bodies (``messages``,
+    ``system``/``instructions``, Gemini ``contents``), response bodies (``choices``, Responses
+    ``output``, Anthropic ``type: message``, LangChain ``generations``), and ``role: text`` lines.
+    """
+    value = maybe_json(value)
+    if isinstance(value, str):
+        return from_role_lines(value)
+    if isinstance(value, list):
+        if value and all(isinstance(v, list) for v in value):
+            # LangChain batches: [[message, ...]] for one prompt
+            flat = [m for batch in value for m in batch]
+            return to_messages(flat)
+        return _from_list(value)
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("messages"), list):
+        msgs = _from_list(value["messages"]) if value["messages"] else []
+        if msgs is None:
+            return None
+        system = value.get("system") or value.get("instructions")
+        if system and isinstance(system, str | list):
+            text, _ = _parts_text(system)
+            msgs.insert(0, Msg(role="system", text=text))
+        return msgs
+    if isinstance(value.get("contents"), list):
+        out: list[Msg] = []
+        config = value.get("config") if isinstance(value.get("config"), dict) else {}
+        system = config.get("system_instruction") or value.get("system_instruction")
+        if system:
+            out.append(Msg(role="system", text=text_of(system)))
+        for content in value["contents"]:
+            if isinstance(content, dict):
+                out.extend(from_gemini(content))
+        return out
+    if isinstance(value.get("choices"), list):
+        out = []
+        for choice in value["choices"]:
+            if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
+                out.extend(from_openai({"role": "assistant", **choice["message"]}))
+            elif isinstance(choice, dict) and isinstance(choice.get("text"), str):
+                out.append(Msg(role="assistant", text=choice["text"]))
+        if out:
+            out[-1].model = value.get("model")
+            out[-1].usage = usage_from(value.get("usage")) or usage_from(value.get("usage_metadata"))
+            out[-1].id = value.get("id")
+        return out
+    if (value.get("object") == "response" or "previous_response_id" in value) and isinstance(value.get("output"), list):
+        out = from_responses(value["output"])
+        if out:
+            out[-1].model = value.get("model")
+            out[-1].usage = usage_from(value.get("usage"))
+        return out
+    if value.get("type") == "message" and isinstance(value.get("content"), list) and "role" in value:
+        return from_anthropic(value)
+    if isinstance(value.get("generations"), list):
+        out = []
+        for gen in value["generations"]:
+            for g in gen if isinstance(gen, list) else [gen]:
+                if isinstance(g, dict) and isinstance(g.get("message"), dict):
+                    out.extend(from_langchain(g["message"]))
+                elif isinstance(g, dict) and isinstance(g.get("text"), str):
+                    out.append(Msg(role="assistant", text=g["text"]))
+        return out
+    if isinstance(value.get("content"), dict) and isinstance(value["content"].get("parts"), list):
+        return from_gemini(value["content"])  # a Google ADK event / LlmResponse
+    if _is_message(value):
+        return from_item(value)
+    return None
+
+
+# --- agent names from prompts ---------------------------------------------------------------------
+
+
+def name_from_system_prompt(text: str) -> str | None:
+    """The agent's name when its system prompt introduces it (CrewAI's ``You are {role}.``, ``You are Ada.``)."""
+    text = text.lstrip()
+    if "Your personal goal is:" in text:
+        match = _CREWAI_ROLE.match(text)
+        if match:
+            return match.group("name").strip()
+    match = _NAMED_ROLE.match(text)
+    return match.group("name") if match else None
+
+
+# --- the timeline ---------------------------------------------------------------------------------
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+@dataclass
+class _Call:
+    call: ToolCall
+    agent: str | None
+    answered: bool = False
+
+
+class Timeline:
+    """Builds ordered steps from messages, without repeated history and with tool calls paired.
+
+    Args:
+        default_agent: name for assistant messages that carry none.
+        assistant_kind: step kind of assistant messages (``message`` for chat lists, ``llm`` for
+            model-call spans).
+    """
+
+    def __init__(self, *, default_agent: str = "assistant", assistant_kind: str = "message") -> None:
+        self.steps: list[Step] = []
+        self.default_agent = default_agent
+        self.assistant_kind = assistant_kind
+        self.system_prompts: dict[str, str] = {}
+        self.framework_hints: set[str] = set()
+        self._seen: Counter[tuple[Any, ...]] = Counter()
+        self._calls: list[_Call] = []
+
+    # keys for "was this message emitted before?"
+    @staticmethod
+    def _lookup_keys(msg: Msg) -> list[tuple[Any, ...]]:
+        if msg.role == "tool" and msg.tool_results:
+            result = msg.tool_results[0]
+            if result.call_id:
+                return [("tid", result.call_id)]
+            keys: list[tuple[Any, ...]] = [("ttext", _norm(result.output))]
+            if result.name:
+                keys.append(("tname", result.name))
+            return keys
+        text = _norm(msg.content)
+        if msg.tool_calls and all(c.id for c in msg.tool_calls):
+            return [("m", text, tuple(c.id for c in msg.tool_calls))]
+        if msg.tool_calls:
+            return [("mn", text, tuple(c.name for c in msg.tool_calls))]
+        return [("m", text, ())]
+
+    def _register(self, msg: Msg) -> None:
+        for result in msg.tool_results:
+            if result.call_id:
+                self._seen[("tid", result.call_id)] += 1
+            self._seen[("ttext", _norm(result.output))] += 1
+            if result.name:
+                self._seen[("tname", result.name)] += 1
+        if msg.role == "tool" and msg.tool_results:
+            return
+        text = _norm(msg.content)
+        if msg.tool_calls:
+            if all(c.id for c in msg.tool_calls):
+                self._seen[("m", text, tuple(c.id for c in msg.tool_calls))] += 1
+            self._seen[("mn", text, tuple(c.name for c in msg.tool_calls))] += 1
+        else:
+            self._seen[("m", text, ())] += 1
+
+    def _match_call(self, call_id: str | None, name: str | None) -> _Call | None:
+        if call_id:
+            for entry in self._calls:
+                if entry.call.id == call_id:
+                    return entry
+        for entry in self._calls:
+            if entry.answered or (call_id and entry.call.id):
+                continue
+            if name is None or entry.call.name == name:
+                if name is None and sum(1 for e in self._calls if not e.answered) != 1:
+                    return None
+                return entry
+        return None
+
+    def _pair(self, result: ToolResult) -> _Call | None:
+        entry = self._match_call(result.call_id, result.name)
+        if entry is None:
+            return None
+        entry.answered = True
+        if entry.call.id is None and result.call_id:
+            entry.call.id = result.call_id
+        result.call_id = result.call_id or entry.call.id
+        result.name = result.name or entry.call.name
+        return entry
+
+    def _delegate(self, entry: _Call | None) -> str | None:
+        if entry is None or entry.call.name not in CREWAI_DELEGATION_TOOLS or not isinstance(entry.call.arguments, dict):
+            return None
+        coworker = entry.call.arguments.get("coworker")
+        if isinstance(coworker, str) and coworker.strip():
+            self.framework_hints.add("crewai")
+            return coworker.strip()
+        return None
+
+    def add(self, msg: Msg, *, agent: str | None = None, kind: str | None = None, **fields: Any) -> Step | None:
+        """Emit ``msg`` as a step (always; no history check). Returns ``None`` for empty messages."""
+        if msg.empty:
+            return None
+        attributes = dict(fields.pop("attributes", None) or {})
+        attributes.update({k: v for k, v in msg.extra.items() if k not in attributes})
+        if msg.role in ("system", "developer"):
+            step = Step(index=len(self.steps), kind=kind or "system", role=msg.role, content=msg.content, id=msg.id, attributes=attributes, **fields)  # type: ignore[arg-type]
+            owner = agent or self.default_agent
+            self.system_prompts.setdefault(owner, msg.text)
+        elif msg.role == "tool":
+            result = msg.tool_results[0]
+            entry = self._pair(result)
+            coworker = self._delegate(entry)
+            step = Step(
+                index=len(self.steps),
+                kind=kind or "tool_result",  # type: ignore[arg-type]
+                agent=coworker or "tool",
+                role="tool",
+                recipient=entry.agent if entry else None,
+                content=msg.text,
+                tool_results=msg.tool_results,
+                error=result.output if result.is_error else None,
+                attributes=attributes,
+                **fields,
+            )
+        else:
+            who = msg.name or agent or (self.default_agent if msg.role == "assistant" else "user")
+            if msg.role == "assistant":
+                step_kind = kind or self.assistant_kind
+            else:
+                step_kind = kind or "message"
+            if msg.model and "model" not in fields:
+                fields["model"] = msg.model
+            if msg.usage and "usage" not in fields:
+                fields["usage"] = msg.usage
+            step = Step(index=len(self.steps), kind=step_kind, agent=who, role=msg.role if msg.role in CHAT_ROLES else None,  # type: ignore[arg-type]
+                        content=msg.content, tool_calls=msg.tool_calls, id=msg.id, attributes=attributes, **fields)
+            for call in msg.tool_calls:
+                self._calls.append(_Call(call=call, agent=who))
+        self.steps.append(step)
+        self._register(msg)
+        return step
+
+    def add_new(self, msgs: Iterable[Msg], *, agent: str | None = None, **fields: Any) -> list[Step]:
+        """Emit the messages of an input list that were not emitted before (history is skipped).
+
+        Occurrences are counted: the n-th copy of a message in this list is new only when fewer than
+        n copies were emitted so far. Empty messages are never emitted.
+        """
+        local: Counter[tuple[Any, ...]] = Counter()
+        added: list[Step] = []
+        for msg in msgs:
+            if msg.empty:
+                continue
+            keys = self._lookup_keys(msg)
+            for key in keys:
+                local[key] += 1
+            if any(local[key] <= self._seen[key] for key in keys):
+                if msg.role == "tool" and msg.tool_results:
+                    self._pair(msg.tool_results[0])
+                continue
+            step = self.add(msg, agent=agent, **fields)
+            if step is not None:
+                added.append(step)
+        return added
+
+    def add_tool(
+        self,
+        name: str,
+        *,
+        call_id: str | None = None,
+        arguments: Any = None,
+        output: Any = None,
+        is_error: bool = False,
+        agent: str | None = None,
+        **fields: Any,
+    ) -> Step:
+        """Emit a tool execution recorded as one event (a tool span): paired with its call if one was emitted."""
+        text = output if isinstance(output, str) else text_of(output) if output is not None else ""
+        result = ToolResult(call_id=call_id, name=name, output=text, is_error=is_error)
+        entry = self._match_call(call_id, name)
+        attributes = dict(fields.pop("attributes", None) or {})
+        if entry is not None:
+            self._pair(result)
+            coworker = self._delegate(entry)
+            step = Step(index=len(self.steps), kind="tool_result", agent=coworker or "tool", role="tool", recipient=entry.agent,
+                        tool_results=[result], error=text if is_error else fields.pop("error", None), attributes=attributes, **fields)
+        else:
+            parsed, raw = parse_arguments(arguments)
+            call = ToolCall(id=call_id, name=name, arguments=parsed, arguments_raw=raw)
+            self._calls.append(_Call(call=call, agent=agent, answered=True))
+            step = Step(index=len(self.steps), kind="tool_call", agent=agent or self.default_agent, tool_calls=[call], tool_results=[result],
+                        error=text if is_error else fields.pop("error", None), attributes=attributes, **fields)
+        self.steps.append(step)
+        self._register(Msg(role="tool", tool_results=[result]))
+        return step
+
+    def add_step(self, **fields: Any) -> Step:
+        """Emit a step that is not a message (an agent span, an error)."""
+        step = Step(index=len(self.steps), **fields)
+        self.steps.append(step)
+        return step
+
+    # --- what the steps say about the run -------------------------------------------------------
+
+    def agents(self, known: Iterable[Agent] = ()) -> list[Agent]:
+        """Agents in order of first appearance, with the model and system prompt seen for each."""
+        agents: dict[str, Agent] = {a.name: a for a in known}
+        for step in self.steps:
+            name = step.agent
+            if not name or name.lower() in ("user", "tool", "system", "human", "environment"):
+                continue
+            if name not in agents:
+                agents[name] = Agent(name=name)
+            agent = agents[name]
+            if agent.model is None and step.model:
+                agent.model = step.model
+        for name, prompt in self.system_prompts.items():
+            if name in agents and agents[name].system_prompt is None:
+                agents[name].system_prompt = prompt
+        return list(agents.values())
+
+    def task(self) -> str | None:
+        """The first user message: what the run was asked to do."""
+        for step in self.steps:
+            if step.role == "user" and step.content.strip():
+                return step.content.strip()
+        return None
+
+    def final_answer(self) -> str | None:
+        """The last assistant text, when the conversation ends on the assistant's answer."""
+        for step in reversed(self.steps):
+            if step.role in ("system", "developer"):
+                continue
+            if step.role == "assistant" and step.content.strip() and not step.tool_calls:
+                return _strip_thinking(step.content)
+            return None
+        return None
+
+    def first_time(self) -> datetime | None:
+        """Start of the earliest timed step."""
+        times = [s.started_at for s in self.steps if s.started_at]
+        return min(times) if times else None
+
+
+def _strip_thinking(text: str) -> str:
+    if text.startswith("<thinking>") and "</thinking>" in text:
+        return text.split("</thinking>", 1)[1].strip()
+    return text
+
+
+def apply_prompt_names(msgs: list[Msg]) -> str | None:
+    """The agent name a chat list's first system prompt introduces, if any (see :func:`name_from_system_prompt`)."""
+    for msg in msgs:
+        if msg.role in ("system", "developer") and msg.text:
+            return name_from_system_prompt(msg.text)
+        if msg.role != "system":
+            break
+    return None

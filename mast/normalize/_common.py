@@ -125,3 +125,8 @@ def leftover(data: dict[str, Any], used: Iterable[str]) -> dict[str, Any]:
     """The fields of ``data`` not in ``used``: what goes into ``metadata`` / ``attributes``."""
     skip = set(used)
     return {k: v for k, v in data.items() if k not in skip}
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a dict, else an empty one: for optional nested objects in source JSON."""
+    return value if isinstance(value, dict) else {}

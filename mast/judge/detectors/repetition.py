@@ -1,0 +1,234 @@
+"""1.3 Step Repetition, and loops that run to the end of a trace (1.5).
+
+An *action* is a tool call (tool name + normalised arguments) or a substantive agent message
+(20+ normalised characters, not a courtesy or ``continue`` filler). Two consecutive actions of the
+same actor repeat each other when they are the same (messages: difflib ratio >= 0.9) **and nothing
+new came back between them**: either nothing at all came back after the first, or what came back
+after the first equals what came back after the second (timestamps, ids and durations masked).
+
+So re-reading a log that keeps changing is not repetition (each read brings new output), a
+re-run of the tests after an edit is not repetition (the edit is a different action between),
+and "ok" / "thanks" are never actions. Waiting on a running process (``wait``, ``sleep``,
+``poll``, empty writes to a process's stdin) is not an action either: its output counts as what
+came back to the action that started the process.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mast.judge.detectors._view import StepView, TraceView, same_text
+from mast.judge.detectors.report import Finding, span, step_quote
+
+_WAIT_TOOL = re.compile(r"wait|sleep|poll", re.IGNORECASE)
+_STDIN_TOOL = re.compile(r"stdin", re.IGNORECASE)
+_DUPLICATE_WINDOW_S = 1.0
+"""Two identical messages of one actor less than this apart are one message recorded twice."""
+
+
+@dataclass
+class _Action:
+    view: StepView
+    signature: str
+    is_call: bool
+    observed: str = ""
+    """Normalised text of what came back before the actor's next action."""
+    anything_back: bool = False
+    """True when any step (result, reply, error) came back before the actor's next action."""
+
+
+@dataclass
+class Chain:
+    """Consecutive repeats of one action by one actor."""
+
+    actor: str
+    members: list[_Action]
+    results_unknown: bool
+
+    @property
+    def steps(self) -> list[int]:
+        """Indices of the repeated steps."""
+        return [m.view.index for m in self.members]
+
+
+def _is_wait(view: StepView) -> bool:
+    calls = view.step.tool_calls
+    if not calls:
+        return False
+    for call in calls:
+        args = call.arguments if isinstance(call.arguments, dict) else {}
+        if _WAIT_TOOL.search(call.name):
+            continue
+        if _STDIN_TOOL.search(call.name) and not any(args.get(k) for k in ("chars", "input", "text", "data")):
+            continue
+        return False
+    return True
+
+
+def _actions(view: TraceView) -> list[_Action]:
+    actions: list[_Action] = []
+    for v in view.steps:
+        if v.is_context or v.is_reasoning:
+            continue
+        if v.call_signature is not None and not _is_wait(v):
+            actions.append(_Action(v, "call:" + v.call_signature, True))
+        elif v.message_action:
+            actions.append(_Action(v, "msg:" + v.text, False))
+    return actions
+
+
+def _observe(view: TraceView, actions: list[_Action]) -> None:
+    """Fill in what came back to each action before its actor acted again."""
+    next_of: dict[int, int] = {}
+    last_by_actor: dict[str, _Action] = {}
+    for action in actions:
+        previous = last_by_actor.get(action.view.actor)
+        if previous is not None:
+            next_of[previous.view.index] = action.view.index
+        last_by_actor[action.view.actor] = action
+    for action in actions:
+        start = action.view.index
+        stop = next_of.get(start, len(view))
+        indices: set[int] = set()
+        for call in action.view.step.tool_calls:
+            if call.id:
+                indices.update(i for i in view.results_of.get(call.id, []) if i != start)
+        for k in range(start + 1, stop):
+            other = view.steps[k]
+            if other.is_context or (other.actor == action.view.actor and not other.step.tool_results):
+                continue
+            indices.add(k)
+        parts = [action.view.outputs] if action.view.outputs else []
+        anything = bool(action.view.step.tool_results)
+        for k in sorted(indices):
+            other = view.steps[k]
+            anything = True
+            if other.filler:
+                continue
+            parts.extend(p for p in (other.text, other.outputs) if p)
+        action.observed = "\n".join(parts)
+        action.anything_back = anything
+
+
+def _recorded_twice(a: _Action, b: _Action) -> bool:
+    """The same message written twice by the source (two event types, a span and its child)."""
+    if a.is_call or a.anything_back:
+        return False
+    sa, sb = a.view.step, b.view.step
+    if sa.kind != sb.kind or (sb.parent_id and sb.parent_id == sa.id) or (sa.parent_id and sa.parent_id == sb.id):
+        return True
+    if sa.started_at and sb.started_at:
+        return abs((sb.started_at - sa.started_at).total_seconds()) < _DUPLICATE_WINDOW_S
+    return False
+
+
+def _linked(a: _Action, b: _Action) -> bool:
+    if a.signature != b.signature and (a.is_call or b.is_call or not same_text(a.signature, b.signature)):
+        return False
+    if _recorded_twice(a, b):
+        return False
+    if not a.anything_back:
+        return True
+    return a.observed == b.observed
+
+
+def find_chains(view: TraceView) -> list[Chain]:
+    """Every run of 2+ consecutive repeats of one action by one actor with nothing new between."""
+    actions = _actions(view)
+    _observe(view, actions)
+    by_actor: dict[str, list[_Action]] = {}
+    for action in actions:
+        by_actor.setdefault(action.view.actor, []).append(action)
+    chains: list[Chain] = []
+    for actor, own in by_actor.items():
+        run: list[_Action] = [own[0]] if own else []
+        for a, b in zip(own, own[1:], strict=False):
+            if _linked(a, b):
+                run.append(b)
+                continue
+            if len(run) >= 2:
+                chains.append(_chain(actor, run))
+            run = [b]
+        if len(run) >= 2:
+            chains.append(_chain(actor, run))
+    chains.sort(key=lambda c: c.steps[0])
+    return [c for c in chains if not c.results_unknown or len(c.members) >= 3]
+
+
+def _chain(actor: str, members: list[_Action]) -> Chain:
+    unknown = all(m.is_call and not m.anything_back for m in members)
+    return Chain(actor=actor, members=list(members), results_unknown=unknown)
+
+
+def _describe(chain: Chain) -> str:
+    first = chain.members[0]
+    n = len(chain.members)
+    where = span(chain.steps)
+    if first.is_call:
+        call = first.view.step.tool_calls[0]
+        quote = step_quote(first.view.step).quote
+        what = f"the same tool call `{call.name} {quote}`" if quote and quote != call.name else f"the same tool call `{call.name}`"
+        if chain.results_unknown:
+            back = "(no results recorded)"
+        elif not first.observed:
+            back = "with nothing coming back in between"
+        else:
+            back = "and gets the same result each time"
+        return f"{where}: {chain.actor} repeats {what} {n} times {back}"
+    quote = step_quote(first.view.step).quote
+    back = "with nothing new in between" if not first.observed else "and gets the same reply each time"
+    return f"{where}: {chain.actor} sends the same message {n} times {back}: \"{quote}\""
+
+
+def repetition_findings(view: TraceView) -> tuple[list[Finding], list[Chain]]:
+    """1.3 findings, one per chain; the chains are returned too for the loop check."""
+    findings: list[Finding] = []
+    chains = find_chains(view)
+    for chain in chains:
+        n = len(chain.members)
+        confidence = 0.55 if chain.results_unknown else (0.85 if n >= 3 else 0.7)
+        quotes = [step_quote(chain.members[0].view.step), step_quote(chain.members[-1].view.step)]
+        findings.append(
+            Finding(
+                detector="step_repetition",
+                codes=["1.3"],
+                verdict=True,
+                steps=chain.steps,
+                at=chain.steps[1],
+                evidence=[q for q in quotes if q.verified],
+                confidence=confidence,
+                message=_describe(chain),
+            )
+        )
+    return findings, chains
+
+
+def loop_to_end_findings(view: TraceView, chains: list[Chain]) -> list[Finding]:
+    """1.5: the run ends inside a loop of 3+ identical exchanges (the agents never stopped it)."""
+    if not chains:
+        return []
+    actions = _actions(view)
+    last = max(chains, key=lambda c: c.steps[-1])
+    if len(last.members) < 3:
+        return []
+    loop_signatures = {m.signature for c in chains if c.steps[-1] >= last.steps[0] for m in c.members}
+    end = last.steps[-1]
+    escaped = any(a.view.index > end and a.signature not in loop_signatures for a in actions)
+    if escaped:
+        return []
+    actors = sorted({c.actor for c in chains if c.steps[-1] >= last.steps[0]})
+    steps = sorted({s for c in chains if c.steps[-1] >= last.steps[0] for s in c.steps})
+    who = f"{' and '.join(actors)} keep repeating the same exchange" if len(actors) > 1 else f"{actors[0]} keeps repeating the same action"
+    return [
+        Finding(
+            detector="loop_until_end",
+            codes=["1.5"],
+            verdict=True,
+            steps=steps,
+            at=last.steps[2],
+            evidence=[q for q in (step_quote(view.steps[steps[0]].step), step_quote(view.steps[steps[-1]].step)) if q.verified],
+            confidence=0.7,
+            message=f"{span(steps)}: {who} until the run ends ({len(last.members)} rounds), never recognising it should stop",
+        )
+    ]

@@ -1,0 +1,515 @@
+"""Label tables: every source of labels (ours, users', MAD's) read into one shape.
+
+A **label table** is a pandas DataFrame with one row per (trace, mode[, annotator]) that was assessed:
+
+=============  ==========================================================================
+column         meaning
+=============  ==========================================================================
+``trace_id``   id of the trace (string)
+``code``       failure-mode code, normalised (``FM-1.3``, ``1_3`` -> ``1.3``)
+``present``    bool: the mode occurs (True) or not (False)
+``annotator``  who labelled it (string), or missing when the source has one labeller
+``confidence`` 0..1 when the labeller said, else NaN
+``evidence``   text backing the label (quotes, rationale), else ""
+=============  ==========================================================================
+
+Cells that were *not assessed* (``present: null`` in a result, an empty cell in a CSV, a mode an old
+taxonomy round had no counterpart for) have no row at all; comparisons count them separately.
+
+File shapes :func:`read_labels` understands (``format="auto"`` picks by content):
+
+* ``diagnoses``: mast's own ``results.jsonl`` (one :class:`~mast.diagnosis.Diagnosis` per line).
+  ``present: null`` verdicts and traces whose status is not ``judged`` give no rows.
+* ``long``: CSV or JSONL with columns ``trace_id, code, present`` and optional ``annotator``,
+  ``confidence``, ``evidence``; e.g. ``t1,FM-1.3,1,alice``. ``present`` accepts 1/0, true/false,
+  yes/no; an empty value means not assessed.
+* ``wide``: CSV with ``trace_id``, optional ``annotator``, and one column per mode code
+  (``1.1`` or ``FM-1.1`` ...) holding 1/0 (empty = not assessed); other columns are ignored.
+* ``mad``: MAST-Data records, LLM-labelled (``mast_annotation``) or human-labelled
+  (``annotations`` with ``annotator_1..3``, older 18/17-mode rounds mapped by
+  :mod:`mast.evaluate.mad`); JSON list or JSONL, streamed.
+* ``mastlint``: mast-lint evaluation files (``[{report: {findings}, gold: {present, votes}}]``):
+  ``role="pred"`` reads the judge's findings (a finding listed = present, every other mode absent),
+  ``role="gold"`` the human labels (only the modes the gold lists are assessed).
+* ``present-list``: ``{"modes": [...], "labels": {trace_id: {"present": [codes]}}}`` gold files.
+
+Example:
+    >>> table = label_table([{"trace_id": "t1", "code": "FM-1.3", "present": 1}])
+    >>> table[["trace_id", "code", "present"]].to_dict("records")
+    [{'trace_id': 't1', 'code': '1.3', 'present': True}]
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+import pandas as pd
+from pydantic import ValidationError
+
+from mast.diagnosis import Diagnosis, ModeVerdict
+from mast.errors import EvaluationError
+from mast.taxonomy import Taxonomy, load_taxonomy, normalize_code
+
+LABEL_COLUMNS = ("trace_id", "code", "present", "annotator", "confidence", "evidence")
+"""Columns of a label table, in order."""
+
+LabelFormat = Literal["auto", "diagnoses", "long", "wide", "mad", "mastlint", "present-list"]
+Role = Literal["pred", "gold"]
+LabelSource = str | os.PathLike[str] | pd.DataFrame | Iterable[Diagnosis]
+"""What :func:`read_labels` accepts: a path, a DataFrame (long or wide), or diagnoses."""
+
+_TRUE = frozenset({"1", "true", "t", "yes", "y", "present", "1.0"})
+_FALSE = frozenset({"0", "false", "f", "no", "n", "absent", "0.0"})
+_MISSING = frozenset({"", "null", "none", "na", "nan", "n/a", "-"})
+
+
+# --- values -----------------------------------------------------------------------------------
+
+
+def parse_present(value: Any, *, where: str = "") -> bool | None:
+    """Read a yes/no label: True, False, or None for "not assessed".
+
+    Raises:
+        EvaluationError: for a value that is neither (``"maybe"``, ``2``).
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, int | float):
+        if value in (0, 1):
+            return bool(value)
+    else:
+        text = str(value).strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+        if text in _MISSING:
+            return None
+    raise EvaluationError(f"{where}: label {value!r} is not a yes/no value (1/0, true/false, yes/no)".lstrip(": "))
+
+
+def normalize_label_code(code: Any, taxonomy: Taxonomy, *, where: str = "") -> str:
+    """Normalise a mode code and check the taxonomy has it."""
+    try:
+        normal = normalize_code(code)
+    except ValueError as exc:
+        raise EvaluationError(f"{where}: {exc}".lstrip(": ")) from exc
+    if normal not in taxonomy.codes:
+        raise EvaluationError(
+            f"{where}: mode {code!r} is not in taxonomy {taxonomy.version} ({', '.join(taxonomy.codes)})".lstrip(": ")
+        )
+    return normal
+
+
+# --- the table --------------------------------------------------------------------------------
+
+
+def label_table(
+    rows: Iterable[Mapping[str, Any]], *, taxonomy: Taxonomy | None = None, source: str | None = None
+) -> pd.DataFrame:
+    """Build a validated label table from row mappings (see the module docstring for columns).
+
+    Rows whose ``present`` is missing (not assessed) are dropped. Codes are normalised; a repeated
+    (trace_id, code, annotator) with conflicting labels is an error.
+    """
+    tax = taxonomy or load_taxonomy()
+    records: list[dict[str, Any]] = []
+    for n, row in enumerate(rows):
+        where = f"{source or 'labels'} row {n + 1}"
+        if "trace_id" not in row or _is_missing(row["trace_id"]):
+            raise EvaluationError(f"{where}: no trace_id")
+        if "code" not in row:
+            raise EvaluationError(f"{where}: no code")
+        present = parse_present(row.get("present"), where=where)
+        if present is None:
+            continue
+        confidence = row.get("confidence")
+        annotator = row.get("annotator")
+        records.append(
+            {
+                "trace_id": _id_text(row["trace_id"]),
+                "code": normalize_label_code(row["code"], tax, where=where),
+                "present": present,
+                "annotator": None if _is_missing(annotator) else str(annotator),
+                "confidence": _confidence(confidence, where),
+                "evidence": "" if _is_missing(row.get("evidence")) else str(row.get("evidence")),
+            }
+        )
+    return _finish(pd.DataFrame.from_records(records, columns=list(LABEL_COLUMNS)), source)
+
+
+def check_label_table(frame: pd.DataFrame, *, taxonomy: Taxonomy | None = None) -> pd.DataFrame:
+    """Validate and normalise a DataFrame given as a label table (long or wide form)."""
+    columns = set(frame.columns)
+    if {"trace_id", "code", "present"} <= columns:
+        source = str(frame.attrs.get("source", "DataFrame"))
+        return label_table(frame.to_dict("records"), taxonomy=taxonomy, source=source)
+    if "trace_id" in columns:
+        return _from_wide(frame, taxonomy or load_taxonomy(), str(frame.attrs.get("source", "DataFrame")))
+    raise EvaluationError(
+        "a label DataFrame needs columns trace_id, code, present (long form) or trace_id plus one column per mode"
+    )
+
+
+def _finish(frame: pd.DataFrame, source: str | None) -> pd.DataFrame:
+    frame = frame.astype({"present": bool, "confidence": float})
+    frame["annotator"] = frame["annotator"].astype(object).where(frame["annotator"].notna(), None)
+    keys = ["trace_id", "code", "annotator"]
+    keyed = frame.assign(annotator=frame["annotator"].fillna(""))
+    dup = keyed.duplicated(keys, keep=False)
+    if dup.any():
+        conflicts = keyed[dup].groupby(keys)["present"].nunique()
+        bad = conflicts[conflicts > 1]
+        if not bad.empty:
+            trace_id, code, annotator = bad.index[0]
+            who = f" by {annotator}" if annotator else ""
+            raise EvaluationError(
+                f"{source or 'labels'}: trace {trace_id} mode {code}{who} is labelled both present and absent"
+            )
+        frame = frame[~keyed.duplicated(keys, keep="first")]
+    frame = frame.sort_values(["trace_id", "code"], kind="stable").reset_index(drop=True)
+    frame.attrs["source"] = source or "labels"
+    return frame
+
+
+def _is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and value.strip().lower() in _MISSING
+
+
+def _id_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip()
+
+
+def _confidence(value: Any, where: str) -> float:
+    if _is_missing(value):
+        return math.nan
+    try:
+        number = float(value)
+    except (TypeError, ValueError) as exc:
+        raise EvaluationError(f"{where}: confidence {value!r} is not a number") from exc
+    if not 0.0 <= number <= 1.0:
+        raise EvaluationError(f"{where}: confidence {value!r} is outside 0..1")
+    return number
+
+
+def _from_wide(frame: pd.DataFrame, taxonomy: Taxonomy, source: str) -> pd.DataFrame:
+    code_columns: dict[str, str] = {}
+    for column in frame.columns:
+        if column in ("trace_id", "annotator"):
+            continue
+        try:
+            code = normalize_code(column)
+        except ValueError:
+            continue  # metadata columns (framework, notes...) are allowed beside the codes
+        if code not in taxonomy.codes:
+            raise EvaluationError(f"{source}: column {column!r} names mode {code}, not in taxonomy {taxonomy.version}")
+        code_columns[str(column)] = code
+    if not code_columns:
+        raise EvaluationError(f"{source}: no column named after a failure mode (expected e.g. 1.1 or FM-1.1)")
+    has_annotator = "annotator" in frame.columns
+    rows: list[dict[str, Any]] = []
+    for record in frame.to_dict("records"):
+        for column, code in code_columns.items():
+            rows.append(
+                {
+                    "trace_id": record["trace_id"],
+                    "code": code,
+                    "present": record[column],
+                    "annotator": record["annotator"] if has_annotator else None,
+                }
+            )
+    return label_table(rows, taxonomy=taxonomy, source=source)
+
+
+# --- diagnoses ----------------------------------------------------------------------------------
+
+
+def read_diagnoses(path: str | os.PathLike[str]) -> list[Diagnosis]:
+    """Read a ``results.jsonl`` of :class:`~mast.diagnosis.Diagnosis` lines.
+
+    Raises:
+        EvaluationError: naming the line that is not a valid diagnosis.
+    """
+    file = Path(path)
+    diagnoses: list[Diagnosis] = []
+    try:
+        with file.open("rb") as handle:
+            if _first_char(handle) == b"[":
+                return [_diagnosis(record, file, n) for n, record in enumerate(iter_json_records(file), start=1)]
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    diagnoses.append(Diagnosis.model_validate_json(line))
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    loc = ".".join(str(p) for p in first.get("loc", ()))
+                    raise EvaluationError(
+                        f"{file}:{number}: not a mast diagnosis ({loc}: {first.get('msg')})"
+                    ) from exc
+    except OSError as exc:
+        raise EvaluationError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    return diagnoses
+
+
+def _diagnosis(record: Any, file: Path, number: int) -> Diagnosis:
+    try:
+        return Diagnosis.model_validate(record)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        raise EvaluationError(f"{file} record {number}: not a mast diagnosis ({loc}: {first.get('msg')})") from exc
+
+
+def verdict_evidence(verdict: ModeVerdict) -> str:
+    """One line of text backing a verdict: its explanation and quotes with their steps."""
+    parts = [verdict.explanation.strip()] if verdict.explanation.strip() else []
+    for item in verdict.evidence:
+        where = f"[S{item.step}] " if item.step is not None else ""
+        parts.append(f'{where}"{item.quote.strip()}"')
+    return " ".join(parts)
+
+
+def labels_from_diagnoses(
+    diagnoses: Iterable[Diagnosis], *, taxonomy: Taxonomy | None = None, source: str = "diagnoses"
+) -> pd.DataFrame:
+    """Label table of the assessed verdicts of judged diagnoses (annotator = the judge's model)."""
+    rows: list[dict[str, Any]] = []
+    for diagnosis in diagnoses:
+        if diagnosis.status != "judged":
+            continue
+        annotator = diagnosis.judge.model or diagnosis.judge.kind
+        for verdict in diagnosis.failure_modes:
+            if verdict.present is None:
+                continue
+            rows.append(
+                {
+                    "trace_id": diagnosis.trace_id,
+                    "code": verdict.code,
+                    "present": verdict.present,
+                    "annotator": annotator,
+                    "confidence": verdict.confidence,
+                    "evidence": verdict_evidence(verdict),
+                }
+            )
+    table = label_table(rows, taxonomy=taxonomy, source=source)
+    # One judge per results file: its name is kept in attrs, not as a second "annotator" to vote with.
+    table["annotator"] = None
+    return table
+
+
+def to_dataframe(diagnoses: Iterable[Diagnosis], *, taxonomy: Taxonomy | None = None) -> pd.DataFrame:
+    """One row per diagnosis: a nullable boolean column per mode code plus status, usage and first failure.
+
+    Mode columns hold True/False, or <NA> where the mode was not assessed. This is the one
+    implementation of "diagnoses as a DataFrame"; :mod:`mast.analysis` and the report read it.
+
+    Example:
+        >>> to_dataframe([]).columns[:3].tolist()
+        ['trace_id', 'status', '1.1']
+    """
+    tax = taxonomy or load_taxonomy()
+    records: list[dict[str, Any]] = []
+    for d in diagnoses:
+        row: dict[str, Any] = {"trace_id": d.trace_id, "status": d.status}
+        verdicts = {v.code: v.present for v in d.failure_modes}
+        for code in tax.codes:
+            row[code] = verdicts.get(code)
+        first = d.first_failure
+        row.update(
+            {
+                "n_modes": sum(1 for code in tax.codes if verdicts.get(code)),
+                "task_completed": d.task_completed,
+                "first_failure_step": first.step if first else None,
+                "first_failure_agent": first.agent if first else None,
+                "first_failure_code": first.code if first else None,
+                "source_path": d.source.path,
+                "source_format": d.source.format,
+                "judge_kind": d.judge.kind,
+                "judge_model": d.judge.model,
+                "input_tokens": d.usage.input_tokens,
+                "output_tokens": d.usage.output_tokens,
+                "cost_usd": d.usage.cost_usd,
+                "latency_s": d.usage.latency_s,
+                "llm_calls": d.usage.llm_calls,
+                "cached": d.usage.cached,
+                "error": d.error.message if d.error else None,
+            }
+        )
+        records.append(row)
+    columns = ["trace_id", "status", *tax.codes, "n_modes", "task_completed", "first_failure_step",
+               "first_failure_agent", "first_failure_code", "source_path", "source_format", "judge_kind",
+               "judge_model", "input_tokens", "output_tokens", "cost_usd", "latency_s", "llm_calls",
+               "cached", "error"]
+    frame = pd.DataFrame.from_records(records, columns=columns)
+    frame = frame.astype({code: "boolean" for code in tax.codes})
+    frame = frame.astype({"first_failure_step": "Int64", "task_completed": "boolean"})
+    return frame
+
+
+# --- reading files --------------------------------------------------------------------------------
+
+
+def read_labels(
+    source: LabelSource,
+    *,
+    format: LabelFormat = "auto",
+    role: Role | None = None,
+    taxonomy: Taxonomy | None = None,
+    trace_id_prefix: str = "",
+) -> pd.DataFrame:
+    """Read labels from a file, a DataFrame or diagnoses into a label table.
+
+    Args:
+        source: a path (CSV, JSON, JSONL), a DataFrame (long or wide) or an iterable of diagnoses.
+        format: one of the shapes in the module docstring; ``auto`` decides from the content.
+        role: which side to read from files that hold both a judge's and humans' labels
+            (mast-lint); ``pred`` or ``gold``.
+        taxonomy: taxonomy the codes must belong to (default ``mast-v3``).
+        trace_id_prefix: prepended to MAD trace ids (``"mad-"`` matches mast-lint's ids).
+
+    Raises:
+        EvaluationError: a file that cannot be read, or labels of no known shape.
+    """
+    tax = taxonomy or load_taxonomy()
+    if isinstance(source, pd.DataFrame):
+        return check_label_table(source, taxonomy=tax)
+    if not isinstance(source, str | os.PathLike):
+        return labels_from_diagnoses(source, taxonomy=tax)
+    path = Path(source)
+    if not path.is_file():
+        raise EvaluationError(f"{path}: no such file")
+    kind = _sniff(path) if format == "auto" else format
+    name = str(path)
+    if kind == "diagnoses":
+        return labels_from_diagnoses(read_diagnoses(path), taxonomy=tax, source=name)
+    if kind in ("long", "wide"):
+        frame = _read_tabular(path)
+        frame.attrs["source"] = name
+        if kind == "long" and not {"trace_id", "code", "present"} <= set(frame.columns):
+            raise EvaluationError(f"{path}: long labels need columns trace_id, code, present")
+        if kind == "wide" and "trace_id" not in frame.columns:
+            raise EvaluationError(f"{path}: wide labels need a trace_id column")
+        return check_label_table(frame, taxonomy=tax)
+
+    from mast.evaluate import mad
+
+    if kind == "mad":
+        return mad.labels_from_mad(iter_json_records(path), taxonomy=tax, source=name, trace_id_prefix=trace_id_prefix)
+    if kind == "mastlint":
+        if role is None:
+            raise EvaluationError(
+                f"{path} holds both a judge's findings and gold labels; say which to read (role='pred' or 'gold')"
+            )
+        return mad.labels_from_mastlint(iter_json_records(path), role=role, taxonomy=tax, source=name)
+    if kind == "present-list":
+        return mad.labels_from_present_list(_load_json(path), taxonomy=tax, source=name)
+    raise EvaluationError(f"unknown label format {format!r}")
+
+
+def _read_tabular(path: Path) -> pd.DataFrame:
+    try:
+        if path.suffix.lower() in (".jsonl", ".ndjson"):
+            return pd.DataFrame.from_records(list(iter_json_records(path)))
+        if path.suffix.lower() == ".json":
+            data = _load_json(path)
+            if not isinstance(data, list):
+                raise EvaluationError(f"{path}: expected a JSON list of label rows")
+            return pd.DataFrame.from_records(data)
+        sep = "\t" if path.suffix.lower() == ".tsv" else ","
+        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        if isinstance(exc, EvaluationError):
+            raise
+        raise EvaluationError(f"cannot read {path}: {' '.join(str(exc).split())}") from exc
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise EvaluationError(f"{path}: not valid JSON ({exc})") from exc
+    except OSError as exc:
+        raise EvaluationError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def iter_json_records(path: str | os.PathLike[str]) -> Iterator[Any]:
+    """Records of a JSON list (streamed, so a 200 MB MAD file never sits in memory twice) or a JSONL file."""
+    import ijson
+
+    file = Path(path)
+    try:
+        with file.open("rb") as handle:
+            first = _first_char(handle)
+            if first == b"[":
+                try:
+                    yield from ijson.items(handle, "item", use_float=True)
+                except ijson.JSONError as exc:
+                    raise EvaluationError(f"{file}: not valid JSON ({exc})") from exc
+            elif first == b"{" and file.suffix.lower() == ".json":
+                yield _load_json(file)
+            else:
+                for number, line in enumerate(handle, start=1):
+                    if line.strip():
+                        try:
+                            yield orjson.loads(line)
+                        except orjson.JSONDecodeError as exc:
+                            raise EvaluationError(f"{file}:{number}: not valid JSON ({exc})") from exc
+    except OSError as exc:
+        raise EvaluationError(f"cannot read {file}: {exc.strerror or exc}") from exc
+
+
+def _first_char(handle: Any) -> bytes:
+    while True:
+        char: bytes = handle.read(1)
+        if not char or not char.isspace():
+            handle.seek(handle.tell() - len(char))
+            return char
+
+
+def _sniff(path: Path) -> LabelFormat:
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv"):
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            header = handle.readline().lower()
+        return "long" if all(c in header for c in ("code", "present")) else "wide"
+    if suffix not in (".json", ".jsonl", ".ndjson"):
+        raise EvaluationError(f"{path}: cannot tell the label format from the name; use .csv, .json or .jsonl")
+    try:
+        first = next(iter(iter_json_records(path)), None)
+    except EvaluationError:
+        raise
+    if first is None:
+        raise EvaluationError(f"{path}: no labels in the file")
+    if isinstance(first, dict):
+        keys = set(first)
+        if "failure_modes" in keys or str(first.get("schema_version", "")).startswith("mast-diagnosis"):
+            return "diagnoses"
+        if {"modes", "labels"} <= keys:
+            return "present-list"
+        if {"report", "gold"} <= keys:
+            return "mastlint"
+        if "mast_annotation" in keys or "annotations" in keys:
+            return "mad"
+        if {"trace_id", "code", "present"} <= keys:
+            return "long"
+        if "trace_id" in keys:
+            return "wide"
+    raise EvaluationError(
+        f"{path}: labels of no known shape (expected mast results, long/wide rows, MAD or mast-lint records)"
+    )

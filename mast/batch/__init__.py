@@ -1,0 +1,200 @@
+"""Label many traces: concurrently, in input order, resumable, within a budget.
+
+:func:`aclassify_many` is the real code; :func:`classify_many` wraps it for scripts. Both take
+traces, files and folders (a file may hold many traces), judge each trace once, and return one
+:class:`~mast.diagnosis.Diagnosis` per trace in input order. A trace that fails becomes a result with
+``status="error"`` and the reason; it never stops the others (``raise_on_error=True`` does).
+
+With ``output=`` every result is appended to a JSONL file as it finishes, and a rerun skips the
+traces already there (same trace id, content hash and judge configuration) without calling the LLM.
+
+Example:
+    >>> import mast
+    >>> results = mast.classify_many(["runs/"], model="openai/gpt-4.1-mini", concurrency=16,
+    ...                              output="results.jsonl")          # doctest: +SKIP
+    >>> mast.to_dataframe(results).groupby("status").size()          # doctest: +SKIP
+
+(``to_dataframe`` is :func:`mast.evaluate.labels.to_dataframe`.)
+
+Several machines: give each the same inputs and its own shard, then concatenate the outputs::
+
+    machine 1$ mast label runs/ --shard 1/3 -o part-1.jsonl
+    machine 2$ mast label runs/ --shard 2/3 -o part-2.jsonl
+    machine 3$ mast label runs/ --shard 3/3 -o part-3.jsonl
+    $ cat part-*.jsonl > results.jsonl
+
+A trace's shard is a stable hash of its id, so the shards never overlap and together cover the
+input, whatever the machine or the order of the files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from mast.batch.inputs import WorkItem, parse_shard, scan
+from mast.batch.runner import (
+    BatchJudge,
+    BatchReport,
+    BatchRunner,
+    Estimate,
+    JudgeFn,
+    ResultCallback,
+    judge_fingerprint,
+)
+from mast.batch.store import ResultsFile
+from mast.batch.table import TABLE_SUFFIXES, read_results, write_table
+from mast.diagnosis import Diagnosis
+from mast.errors import UsageError
+from mast.judge.config import JudgeConfig
+from mast.trace import Trace
+
+__all__ = [
+    "BatchJudge",
+    "BatchReport",
+    "BatchRunner",
+    "Estimate",
+    "JudgeFn",
+    "ResultsFile",
+    "WorkItem",
+    "aclassify_many",
+    "classify_many",
+    "judge_fingerprint",
+    "read_results",
+    "results_path",
+    "scan",
+    "write_table",
+]
+
+TracesOrPaths = Trace | str | os.PathLike[str] | Iterable[Any]
+
+
+async def aclassify_many(
+    traces_or_paths: TracesOrPaths,
+    *,
+    config: JudgeConfig | None = None,
+    judge: JudgeFn | BatchJudge | None = None,
+    concurrency: int = 8,
+    rpm: float | None = None,
+    tpm: float | None = None,
+    budget_usd: float | None = None,
+    output: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+    format: str = "auto",
+    recursive: bool = True,
+    shard: str | tuple[int, int] | None = None,
+    raise_on_error: bool = False,
+    on_result: ResultCallback | None = None,
+    **options: Any,
+) -> list[Diagnosis]:
+    """Judge many traces concurrently; one result per trace, in input order.
+
+    Args:
+        traces_or_paths: a :class:`~mast.trace.Trace`, a path (file or folder), or an iterable of
+            those (parsed objects such as message lists are read with
+            :func:`mast.normalize.iter_traces`).
+        config: the judge's configuration; built from ``options`` and ``MAST_*`` variables when
+            ``None``.
+        judge: judge with this function instead of the configured judge (tests, other executors).
+        concurrency: most traces judged at the same time.
+        rpm: requests-per-minute limit.
+        tpm: tokens-per-minute limit.
+        budget_usd: start no trace once spend + in-flight estimates would pass this many dollars;
+            the traces left out come back as ``error`` results of type ``NotStarted``.
+        output: append each result to this JSONL file as it finishes, and skip traces already in it.
+        overwrite: empty ``output`` first instead of resuming.
+        format: source format of files (``auto`` detects it).
+        recursive: walk sub-folders.
+        shard: ``"i/n"`` or ``(i, n)``: judge only shard ``i`` of ``n`` (see the module docs).
+        raise_on_error: raise the first failure and cancel the rest, instead of ``error`` results.
+        on_result: called with ``(item, diagnosis, outcome)`` as each result arrives.
+        **options: judge options (``model``, ``api_base``, ``temperature``...; see
+            :class:`~mast.judge.config.JudgeConfig`).
+
+    Returns:
+        One :class:`~mast.diagnosis.Diagnosis` per trace, in input order (an unreadable input file
+        gives one ``error`` result in its place).
+
+    Raises:
+        UsageError: bad options, or a path that does not exist.
+        MastError: with ``raise_on_error=True``, the first failure.
+    """
+    if config is not None and options:
+        raise UsageError("pass judge options either in config= or as keyword arguments, not both")
+    batch_judge = _batch_judge(judge, config, options)
+    items = list(scan(_as_inputs(traces_or_paths), format=format, recursive=recursive, shard=_shard(shard)))
+    if raise_on_error:
+        for item in items:
+            if item.error is not None:
+                raise item.error
+    runner = BatchRunner(
+        batch_judge,
+        concurrency=concurrency,
+        rpm=rpm,
+        tpm=tpm,
+        budget_usd=budget_usd,
+        raise_on_error=raise_on_error,
+        on_result=on_result,
+    )
+    if output is None:
+        await runner.run(items)
+    else:
+        jsonl = results_path(output)
+        with ResultsFile(jsonl, overwrite=overwrite) as results:
+            runner.results_file = results
+            await runner.run(items)
+        if jsonl != Path(output):
+            write_table(read_results(jsonl), output)
+    return [r if r is not None else runner.not_started_result(items[i]) for i, r in enumerate(runner.results)]
+
+
+def classify_many(traces_or_paths: TracesOrPaths, **kwargs: Any) -> list[Diagnosis]:
+    """Blocking :func:`aclassify_many`, for scripts (inside a running event loop, ``await`` that instead).
+
+    Raises:
+        UsageError: called from a running event loop (a notebook cell): use ``await mast.aclassify_many(...)``.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(aclassify_many(traces_or_paths, **kwargs))
+    raise UsageError("classify_many() cannot run inside an event loop (a notebook?): use `await mast.aclassify_many(...)`")
+
+
+def _as_inputs(value: TracesOrPaths) -> Iterable[Any]:
+    if isinstance(value, Trace | str | os.PathLike):
+        return [value]
+    return value
+
+
+def _shard(value: str | tuple[int, int] | None) -> tuple[int, int] | None:
+    if value is None or isinstance(value, tuple):
+        return parse_shard(f"{value[0]}/{value[1]}") if value else None
+    return parse_shard(value)
+
+
+def results_path(output: str | os.PathLike[str]) -> Path:
+    """The JSONL file a batch writing ``output`` appends to and resumes from.
+
+    Results always go to JSONL; for ``x.csv`` or ``x.parquet`` that is ``x.jsonl`` beside it, and the
+    table is exported from it when the batch ends.
+    """
+    path = Path(output)
+    if path.suffix.lower() in TABLE_SUFFIXES:
+        return path.with_suffix(".jsonl")
+    return path
+
+
+def _batch_judge(judge: JudgeFn | BatchJudge | None, config: JudgeConfig | None, options: dict[str, Any]) -> BatchJudge:
+    if isinstance(judge, BatchJudge):
+        return judge
+    from mast.batch.judges import judge_for
+
+    built = judge_for(config or JudgeConfig.from_options(**options))
+    if judge is not None:
+        built.call = judge
+    return built
+

@@ -1,0 +1,235 @@
+"""What a batch works on: every trace under the given files and folders, as :class:`WorkItem` s.
+
+The unit of work is one trace. Each item knows its position in the input order, its resume key
+(trace id + content hash) and where it came from. A record that could not be read is an item too
+(it becomes an ``error`` result in the output), and so is a file that cannot be read at all
+(reported and skipped: it has no trace id to resume by, so it is never written). Traces are kept in memory only up to a byte budget; beyond it an item keeps
+its location and the file is read again, in order, when the item's turn comes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mast.diagnosis import SourceRef
+from mast.errors import TraceFormatError, UsageError
+from mast.normalize import _looks_like_path, iter_paths, iter_traces
+from mast.trace import Trace
+
+KEEP_BYTES = 256 * 2**20
+"""Keep parsed traces in memory while the input files read so far stay under this many bytes."""
+
+
+@dataclass(slots=True)
+class WorkItem:
+    """One trace (or one unreadable record) to judge, at its place in the input order."""
+
+    index: int
+    """Position in the input order; results come back in this order."""
+    trace_id: str
+    """The trace's id (``path#record`` for an unreadable record)."""
+    trace_hash: str | None
+    """:meth:`Trace.content_hash`; ``None`` for an unreadable record."""
+    source: SourceRef
+    """Where the trace came from."""
+    trace: Trace | None = None
+    """The parsed trace while it is held in memory."""
+    error: BaseException | None = None
+    """Why the record (or the whole file) could not be read; then there is no trace."""
+    whole_file: bool = False
+    """True when ``error`` is about a whole input file, not one record in it."""
+    file_position: int = 0
+    """Position of the item among the items of its file, to find it again when re-reading."""
+    format: str = "auto"
+    """Format to re-read the file with."""
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        """Identity of the judged content: the same key means the same answer can be reused."""
+        return (self.trace_id, self.trace_hash)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"2/4"`` -> ``(2, 4)`` (shards count from 1).
+
+    Raises:
+        UsageError: anything but ``i/n`` with ``1 <= i <= n``.
+    """
+    try:
+        i, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard {text!r}: expected i/n, e.g. 1/4") from None
+    if n < 1 or not 1 <= i <= n:
+        raise UsageError(f"--shard {text!r}: need 1 <= i <= n")
+    return i, n
+
+
+def in_shard(trace_id: str, shard: tuple[int, int] | None) -> bool:
+    """Whether a trace belongs to shard ``i`` of ``n``: a stable hash of its id, not of the machine."""
+    if shard is None or shard[1] == 1:
+        return True
+    i, n = shard
+    digest = hashlib.sha256(trace_id.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") % n == i - 1
+
+
+def scan(
+    inputs: Iterable[Any],
+    *,
+    format: str = "auto",
+    recursive: bool = True,
+    shard: tuple[int, int] | None = None,
+    keep_bytes: int = KEEP_BYTES,
+) -> Iterator[WorkItem]:
+    """Every trace of ``inputs`` as a work item, in input order.
+
+    Args:
+        inputs: :class:`Trace` objects, paths to files or folders, or parsed objects (message lists,
+            OTLP dicts...) as :func:`mast.normalize.iter_traces` reads them.
+        format: source format name, or ``auto``.
+        recursive: walk sub-folders of folders.
+        shard: ``(i, n)``: keep only the traces of shard ``i`` of ``n`` (unreadable files go to all).
+        keep_bytes: keep parsed traces while the files read so far stay under this many bytes.
+
+    Raises:
+        UsageError: a path that does not exist.
+    """
+    index = 0
+    read_bytes = 0
+    for given in inputs:
+        if isinstance(given, Trace):
+            if in_shard(given.trace_id, shard):
+                yield _item(index, given, keep=True)
+                index += 1
+        elif isinstance(given, os.PathLike) or (isinstance(given, str) and _looks_like_path(given)):
+            for path in iter_paths([given], recursive=recursive):
+                try:
+                    read_bytes += path.stat().st_size
+                except OSError:
+                    pass
+                keep = read_bytes <= keep_bytes
+                for item in _file_items(path, format, shard, keep=keep, start=index):
+                    yield item
+                    index += 1
+        else:
+            for item in _object_items(given, format, shard, start=index):
+                yield item
+                index += 1
+
+
+def _item(index: int, trace: Trace, *, keep: bool, position: int = 0, format: str = "auto") -> WorkItem:
+    src = trace.source
+    return WorkItem(
+        index=index,
+        trace_id=trace.trace_id,
+        trace_hash=trace.content_hash(),
+        source=SourceRef(path=src.path, format=src.format, record=src.record),
+        trace=trace if keep else None,
+        file_position=position,
+        format=format,
+    )
+
+
+def _error_item(index: int, error: TraceFormatError, path: str | None, position: int, format: str) -> WorkItem:
+    record = error.record if error.record is not None else position
+    where = path or "input"
+    return WorkItem(
+        index=index,
+        trace_id=f"{where}#{record}",
+        trace_hash=None,
+        source=SourceRef(path=path, format=None if format == "auto" else format, record=record),
+        error=error,
+        file_position=position,
+        format=format,
+    )
+
+
+def _file_items(
+    path: Path,
+    format: str,
+    shard: tuple[int, int] | None,
+    *,
+    keep: bool,
+    start: int,
+) -> Iterator[WorkItem]:
+    index = start
+    try:
+        for position, got in enumerate(iter_traces(path, format=format)):
+            if isinstance(got, Trace):
+                if in_shard(got.trace_id, shard):
+                    yield _item(index, got, keep=keep, position=position, format=format)
+                    index += 1
+            else:
+                item = _error_item(index, got, str(path), position, format)
+                if in_shard(item.trace_id, shard):
+                    yield item
+                    index += 1
+    except Exception as exc:  # noqa: BLE001 - one bad file (or a normaliser bug) must not stop the batch
+        # A file that breaks off half-way keeps the traces read before the break.
+        yield _file_error_item(index, str(path), exc)
+
+
+def _object_items(given: Any, format: str, shard: tuple[int, int] | None, *, start: int) -> Iterator[WorkItem]:
+    index = start
+    try:
+        for position, got in enumerate(iter_traces(given, format=format)):
+            if isinstance(got, Trace):
+                if in_shard(got.trace_id, shard):
+                    yield _item(index, got, keep=True, position=position)
+                    index += 1
+            else:
+                item = _error_item(index, got, None, position, format)
+                if in_shard(item.trace_id, shard):
+                    yield item
+                    index += 1
+    except Exception as exc:  # noqa: BLE001 - as for files
+        yield _file_error_item(index, f"<{type(given).__name__} input>", exc)
+
+
+def _file_error_item(index: int, where: str, exc: BaseException) -> WorkItem:
+    return WorkItem(
+        index=index,
+        trace_id=where,
+        trace_hash=None,
+        source=SourceRef(path=where),
+        error=exc,
+        whole_file=True,
+    )
+
+
+class Reloader:
+    """Reads dropped traces back, walking each file once in order as items come due."""
+
+    def __init__(self) -> None:
+        self._path: str | None = None
+        self._iter: Iterator[Trace | TraceFormatError] | None = None
+        self._position = -1
+
+    def load(self, item: WorkItem) -> Trace:
+        """The trace of ``item``, parsed again from its file.
+
+        Raises:
+            TraceFormatError: the file changed since it was scanned.
+        """
+        path = item.source.path
+        if path is None:
+            raise TraceFormatError("trace was not kept in memory and has no file to re-read")
+        if self._path != path or self._iter is None or self._position >= item.file_position:
+            self._path, self._iter, self._position = path, iter_traces(path, format=item.format), -1
+        for got in self._iter:
+            self._position += 1
+            if self._position == item.file_position:
+                if isinstance(got, Trace) and got.trace_id == item.trace_id and got.content_hash() == item.trace_hash:
+                    return got
+                break
+        self._iter = None
+        raise TraceFormatError("file changed while the batch ran; run again to pick up the change", path=path)
+
+    def close(self) -> None:
+        """Forget the open file."""
+        self._path, self._iter = None, None

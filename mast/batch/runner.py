@@ -1,0 +1,423 @@
+"""The batch core: judge many traces concurrently, write each result as it finishes, resume, budget.
+
+The judge is injected as a :class:`BatchJudge` (an async ``trace -> Diagnosis`` function plus what
+the batch needs to know about it), so the same loop serves the LLM judge, the offline detectors and,
+later, other executors. One :class:`asyncio.Semaphore` bounds the traces in flight; rate limits and
+the spending cap gate each start; a failure becomes an ``error`` result and never stops its siblings
+(unless ``raise_on_error``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import signal
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from mast.batch.inputs import Reloader, WorkItem
+from mast.batch.limits import Budget, RateLimiter
+from mast.batch.store import ResultsFile
+from mast.diagnosis import Diagnosis, ErrorInfo, JudgeInfo, ModeVerdict
+from mast.errors import MastError, UsageError, error_info, one_line
+from mast.trace import Trace
+
+JudgeFn = Callable[[Trace], Awaitable[Diagnosis]]
+"""Judge one trace. Raising is fine: the batch turns the error into an ``error`` result."""
+
+Outcome = Literal["judged", "resumed", "duplicate", "unreadable"]
+"""How a result came about: judged now, read back from the output, shared with an identical trace
+earlier in the input, or an input record that could not be read."""
+
+ResultCallback = Callable[[WorkItem, Diagnosis, Outcome], None]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What judging one trace is expected to cost, before any call."""
+
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    """``None`` when the model's price is unknown."""
+
+
+@dataclass
+class BatchJudge:
+    """A judge as the batch sees it.
+
+    Attributes:
+        call: judges one trace.
+        info: the judge's identity, written into ``error`` results; results in the output whose
+            ``judge`` has the same :func:`judge_fingerprint` are reused on resume.
+        estimate: expected tokens and cost of one trace (needed by budgets, token limits, dry runs).
+        empty_verdicts: the not-assessed verdicts put into ``error`` results (one per mode).
+        notice: a line for the user about this judge (e.g. that no model is configured).
+    """
+
+    call: JudgeFn
+    info: JudgeInfo
+    estimate: Callable[[Trace], Estimate] | None = None
+    empty_verdicts: list[ModeVerdict] = field(default_factory=list)
+    notice: str | None = None
+
+
+def judge_fingerprint(info: JudgeInfo) -> str:
+    """Hash of everything about a judge that changes its answers (``strategy`` varies per trace)."""
+    payload = info.model_dump(mode="json", exclude={"strategy"})
+    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+class BatchReport(BaseModel):
+    """What a batch did: counts, spend and why it stopped early, if it did."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    total: int = 0
+    """Traces selected (unreadable records included)."""
+    statuses: dict[str, int] = Field(default_factory=lambda: {"judged": 0, "unjudgeable": 0, "error": 0})
+    """Results by status, resumed ones included."""
+    resumed: int = 0
+    """Results read back from the output instead of judged again."""
+    unreadable: int = 0
+    """Input records that could not be read (written as ``error`` results)."""
+    not_started: int = 0
+    """Traces left for a later run (budget reached or interrupted)."""
+    file_errors: list[str] = Field(default_factory=list)
+    """``path: reason`` for each input file that could not be read (skipped)."""
+    mode_counts: dict[str, int] = Field(default_factory=dict)
+    """Judged traces with each mode present."""
+    input_tokens: int = 0
+    """Tokens sent in this run."""
+    output_tokens: int = 0
+    """Tokens received in this run."""
+    llm_calls: int = 0
+    """LLM calls made in this run."""
+    cached: int = 0
+    """Results the judge's cache answered without a call."""
+    cost_usd: float = 0.0
+    """Dollars spent in this run, where the price is known."""
+    cost_unknown: int = 0
+    """Traces judged with a model whose price litellm does not know."""
+    wall_s: float = 0.0
+    """Seconds the run took."""
+    stopped: Literal["budget", "interrupted", "failed"] | None = None
+    """Why the run stopped before starting every trace."""
+    message: str | None = None
+    """The reason in words."""
+    retried: int = 0
+    """``error`` results from an earlier run removed from the output to be judged again."""
+    repaired: str | None = None
+    """What was repaired in the output before resuming (a torn last line)."""
+
+    @property
+    def done(self) -> int:
+        """Traces with a result."""
+        return sum(self.statuses.values())
+
+    @property
+    def failed(self) -> int:
+        """Results in ``error`` or ``unjudgeable``."""
+        return self.statuses.get("error", 0) + self.statuses.get("unjudgeable", 0)
+
+    @property
+    def exit_code(self) -> int:
+        """2: inputs could not be read; 1: some trace not judged (error, unjudgeable, not started); 0."""
+        if self.file_errors or self.unreadable:
+            return 2
+        if self.failed or self.not_started or self.stopped:
+            return 1
+        return 0
+
+
+class BatchRunner:
+    """Runs a :class:`BatchJudge` over work items; see :func:`mast.batch.aclassify_many`.
+
+    Args:
+        judge: the judge.
+        concurrency: most traces judged at the same time.
+        rpm: requests-per-minute limit (one request per trace start, corrected afterwards).
+        tpm: tokens-per-minute limit (needs ``judge.estimate``).
+        budget_usd: stop starting traces when spend + in-flight estimates would pass this.
+        raise_on_error: re-raise the first failure and cancel the rest, instead of an ``error`` result.
+        results: an open :class:`ResultsFile` to append each result to, and to resume from.
+        on_result: called after each result, in completion order.
+    """
+
+    def __init__(
+        self,
+        judge: BatchJudge,
+        *,
+        concurrency: int = 8,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        budget_usd: float | None = None,
+        raise_on_error: bool = False,
+        results: ResultsFile | None = None,
+        on_result: ResultCallback | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise UsageError(f"concurrency must be at least 1 (got {concurrency})")
+        if budget_usd is not None and budget_usd < 0:
+            raise UsageError(f"budget must not be negative (got {budget_usd})")
+        if (budget_usd is not None or tpm) and judge.estimate is None:
+            raise UsageError("this judge cannot estimate costs, so --budget-usd and --tpm are not available")
+        self.judge = judge
+        self.concurrency = concurrency
+        self.limiter = RateLimiter(rpm=rpm, tpm=tpm)
+        self.budget = Budget(budget_usd)
+        self.raise_on_error = raise_on_error
+        self.results_file = results
+        self.on_result = on_result
+        self.report = BatchReport()
+        self.results: list[Diagnosis | None] = []
+        self._fingerprint = judge_fingerprint(judge.info)
+        self._stopping = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._failure: BaseException | None = None
+        self._started_at = 0.0
+        self._interrupts = 0
+
+    # -- control -----------------------------------------------------------------------------------
+
+    def stop(self, reason: Literal["budget", "interrupted", "failed"], message: str) -> None:
+        """Start no more traces; the ones in flight finish and are written."""
+        if not self._stopping:
+            self._stopping = True
+            self.report.stopped = reason
+            self.report.message = message
+
+    def abort(self) -> None:
+        """Stop now: cancel the traces in flight (their results are lost; the rest is written)."""
+        self.stop("interrupted", "interrupted")
+        for task in list(self._tasks):
+            task.cancel()
+
+    def handle_sigint(self) -> None:
+        """First Ctrl-C: finish what is in flight, start nothing new; second: cancel it too."""
+        self._interrupts += 1
+        if self._interrupts == 1:
+            self.stop("interrupted", "interrupted: finishing the traces in flight (Ctrl-C again to abandon them)")
+        else:
+            self.abort()
+
+    # -- the run -----------------------------------------------------------------------------------
+
+    async def run(self, items: Sequence[WorkItem], *, catch_sigint: bool = False) -> BatchReport:
+        """Judge every item not already in the output; return the report (results in :attr:`results`)."""
+        self._started_at = time.monotonic()
+        self.results = [None] * len(items)
+        self.report.total = sum(1 for item in items if not item.whole_file)
+        done = self._prepare_resume(items)
+        loop = asyncio.get_running_loop()
+        if catch_sigint:
+            loop.add_signal_handler(signal.SIGINT, self.handle_sigint)
+        try:
+            await self._feed(items, done)
+            await self._drain()
+        finally:
+            if catch_sigint:
+                loop.remove_signal_handler(signal.SIGINT)
+            if self._tasks:  # cancelled from outside, or failing fast: leave no orphan task behind
+                for task in self._tasks:
+                    task.cancel()
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            self.report.not_started = sum(1 for r in self.results if r is None)
+            self.report.wall_s = time.monotonic() - self._started_at
+        if self._failure is not None and self.raise_on_error:
+            raise self._failure
+        return self.report
+
+    def _prepare_resume(self, items: Sequence[WorkItem]) -> dict[tuple[str, str | None], Diagnosis]:
+        """Results already in the output for this judge; drop stale ``error`` lines to retry them."""
+        if self.results_file is None:
+            return {}
+        self.report.repaired = self.results_file.repaired
+        wanted = {item.key for item in items}
+        done: dict[tuple[str, str | None], Diagnosis] = {}
+        for _, diagnosis in ResultsFile.read(self.results_file.path):
+            key = (diagnosis.trace_id, diagnosis.trace_hash)
+            if (
+                key in wanted
+                and diagnosis.status != "error"
+                and judge_fingerprint(diagnosis.judge) == self._fingerprint
+            ):
+                done[key] = diagnosis
+        # Errors are worth another try (rate limits pass, providers recover). Their old lines go
+        # first, so each trace keeps exactly one line in the file.
+        self.report.retried = self.results_file.rewrite_without(
+            lambda d: d.status == "error" and (d.trace_id, d.trace_hash) in wanted and (d.trace_id, d.trace_hash) not in done
+        )
+        return done
+
+    async def _feed(self, items: Sequence[WorkItem], done: dict[tuple[str, str | None], Diagnosis]) -> None:
+        semaphore = asyncio.Semaphore(self.concurrency)
+        reloader = Reloader()
+        first_index: dict[tuple[str, str | None], int] = {}
+        duplicates: list[WorkItem] = []
+        try:
+            for item in items:
+                if self._stopping:
+                    break
+                if item.error is not None:
+                    # An unreadable record gets an error line; a whole unreadable file has no
+                    # trace id to resume by, so it is only reported.
+                    self._finish(item, self._error_result(item, item.error), "unreadable", write=not item.whole_file)
+                    continue
+                previous = done.get(item.key)
+                if previous is not None:
+                    self._finish(item, previous, "resumed", write=False)
+                    continue
+                if item.key in first_index:
+                    duplicates.append(item)
+                    continue
+                await semaphore.acquire()
+                if self._stopping:
+                    semaphore.release()
+                    break
+                try:
+                    trace = item.trace if item.trace is not None else reloader.load(item)
+                except MastError as exc:
+                    semaphore.release()
+                    self._finish(item, self._error_result(item, exc), "unreadable")
+                    continue
+                estimate = self._estimate(trace)
+                if estimate is not None and not self.budget.try_start(estimate.cost_usd or 0.0):
+                    semaphore.release()
+                    self.stop("budget", self._budget_message())
+                    break
+                if self.limiter.active:
+                    tokens = estimate.input_tokens + estimate.output_tokens if estimate else 0
+                    await self.limiter.acquire(requests=1, tokens=tokens)
+                first_index[item.key] = item.index
+                task = asyncio.create_task(self._judge_one(item, trace, estimate, semaphore))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                del trace  # the task holds the only reference; free it once judged
+            await self._drain()
+        finally:
+            reloader.close()
+        for item in duplicates:
+            first = self.results[first_index[item.key]]
+            if first is not None:
+                self._finish(item, first, "duplicate", write=False)
+
+    async def _drain(self) -> None:
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    def _estimate(self, trace: Trace) -> Estimate | None:
+        if self.judge.estimate is None or (self.budget.limit_usd is None and not self.limiter.active):
+            return None
+        estimate = self.judge.estimate(trace)
+        if self.budget.limit_usd is not None and estimate.cost_usd is None:
+            raise UsageError(
+                f"cannot keep to --budget-usd: litellm has no price for model {self.judge.info.model!r}"
+            )
+        return estimate
+
+    def _budget_message(self) -> str:
+        spent = self.budget.spent_usd + self.budget.in_flight_usd
+        return (
+            f"budget of ${self.budget.limit_usd:.2f} reached (about ${spent:.4f} spent or in flight); "
+            "no new traces started. Run the same command again with a higher --budget-usd to continue"
+        )
+
+    async def _judge_one(
+        self, item: WorkItem, trace: Trace, estimate: Estimate | None, semaphore: asyncio.Semaphore
+    ) -> None:
+        diagnosis: Diagnosis | None = None
+        try:
+            diagnosis = await self.judge.call(trace)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if self.raise_on_error:
+                self._failure = self._failure or exc
+                self.stop("failed", f"stopped at the first failure: {error_info(exc)['message']}")
+                for task in self._tasks:
+                    if task is not asyncio.current_task():
+                        task.cancel()
+                return
+            diagnosis = self._error_result(item, exc)
+        finally:
+            semaphore.release()
+            if estimate is not None:
+                actual = diagnosis.usage.cost_usd if diagnosis is not None else None
+                self.budget.finish(estimate=estimate.cost_usd or 0.0, actual=actual)
+            if diagnosis is not None and self.limiter.active:
+                planned = estimate.input_tokens + estimate.output_tokens if estimate else 0
+                used = diagnosis.usage.input_tokens + diagnosis.usage.output_tokens
+                self.limiter.settle(requests=max(0, diagnosis.usage.llm_calls - 1), tokens=used - planned)
+        self._finish(item, diagnosis, "judged")
+
+    def _finish(self, item: WorkItem, diagnosis: Diagnosis, outcome: Outcome, *, write: bool = True) -> None:
+        if diagnosis.source.path is None and item.source.path is not None:
+            diagnosis = diagnosis.model_copy(update={"source": item.source})
+        if write and self.results_file is not None:
+            self.results_file.append(diagnosis)
+        self.results[item.index] = diagnosis
+        self._account(item, diagnosis, outcome)
+        if self.on_result is not None:
+            self.on_result(item, diagnosis, outcome)
+
+    def _account(self, item: WorkItem, diagnosis: Diagnosis, outcome: Outcome) -> None:
+        report = self.report
+        if item.whole_file:
+            report.file_errors.append(_file_error_line(item))
+            return
+        report.statuses[diagnosis.status] = report.statuses.get(diagnosis.status, 0) + 1
+        if outcome == "resumed":
+            report.resumed += 1
+        elif outcome == "unreadable":
+            report.unreadable += 1
+        if diagnosis.status == "judged":
+            for code in diagnosis.present_codes:
+                report.mode_counts[code] = report.mode_counts.get(code, 0) + 1
+        if outcome == "judged":
+            usage = diagnosis.usage
+            report.input_tokens += usage.input_tokens
+            report.output_tokens += usage.output_tokens
+            report.llm_calls += usage.llm_calls
+            report.cached += int(usage.cached)
+            if usage.cost_usd is not None:
+                report.cost_usd += usage.cost_usd
+            elif usage.llm_calls:
+                report.cost_unknown += 1
+
+    def _error_result(self, item: WorkItem, exc: BaseException) -> Diagnosis:
+        return Diagnosis(
+            trace_id=item.trace_id,
+            source=item.source,
+            trace_hash=item.trace_hash,
+            status="error",
+            error=ErrorInfo(**error_info(exc)),
+            judge=self.judge.info,
+            failure_modes=[v.model_copy() for v in self.judge.empty_verdicts],
+        )
+
+    def not_started_result(self, item: WorkItem) -> Diagnosis:
+        """The placeholder returned (never written) for a trace the run did not start."""
+        reason = self.report.message or "not started"
+        return Diagnosis(
+            trace_id=item.trace_id,
+            source=item.source,
+            trace_hash=item.trace_hash,
+            status="error",
+            error=ErrorInfo(type="NotStarted", message=reason),
+            judge=self.judge.info,
+            failure_modes=[v.model_copy() for v in self.judge.empty_verdicts],
+        )
+
+
+def _file_error_line(item: WorkItem) -> str:
+    """``path: reason`` for an unreadable input file, without saying the path twice."""
+    error = item.error
+    text = one_line(error) if error is not None else "unreadable"
+    path = item.source.path or "input"
+    return text if text.startswith(path) else f"{path}: {text}"

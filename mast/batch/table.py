@@ -1,0 +1,65 @@
+"""Results files as tables: CSV or Parquet export of a ``results.jsonl``.
+
+The table itself is :func:`mast.evaluate.labels.to_dataframe` (one row per trace, a nullable
+boolean column per mode): there is one implementation of "diagnoses as a DataFrame", and this
+module only reads results and writes files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from mast.batch.store import ResultsFile
+from mast.diagnosis import Diagnosis
+from mast.errors import UsageError
+
+TABLE_SUFFIXES = (".csv", ".parquet")
+"""File endings :func:`write_table` can write."""
+
+
+def read_results(path: str | os.PathLike[str]) -> list[Diagnosis]:
+    """Every result in a ``results.jsonl`` file, in file order (a torn last line is left out).
+
+    Raises:
+        UsageError: the file is missing or holds a line that is not a Diagnosis.
+    """
+    if not Path(path).is_file():
+        raise UsageError(f"{path}: no such results file")
+    return [diagnosis for _, diagnosis in ResultsFile.read(path)]
+
+
+def write_table(diagnoses: Iterable[Diagnosis] | str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
+    """Write results (or a results file) as CSV or Parquet, by the file ending; returns the path.
+
+    The file is written beside the target and renamed over it, so a reader never sees half a table.
+
+    Raises:
+        UsageError: another file ending, or Parquet without pyarrow installed.
+    """
+    from mast.evaluate.labels import to_dataframe
+
+    target = Path(path)
+    suffix = target.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise UsageError(f"{target}: cannot tell the table format; use a name ending in .csv or .parquet")
+    if isinstance(diagnoses, str | os.PathLike):
+        diagnoses = read_results(diagnoses)
+    frame = to_dataframe(diagnoses)
+    if suffix == ".parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise UsageError("writing Parquet needs pyarrow: pip install 'mast-judge[parquet]'") from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        if suffix == ".csv":
+            frame.to_csv(tmp, index=False)
+        else:
+            frame.to_parquet(tmp, index=False)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target

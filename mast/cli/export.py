@@ -1,0 +1,28 @@
+"""``mast export``: a results file as a CSV or Parquet table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mast.batch.table import read_results, write_table
+from mast.cli._shared import stderr
+
+
+@click.command("export")
+@click.argument("results", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Table to write: a name ending in .csv or .parquet.")
+def command(results: Path, output: Path) -> None:
+    """Write RESULTS (a results.jsonl from `mast label`) as a table: one row per trace.
+
+    Columns: trace_id, status, one column per mode code (true/false, empty when not assessed),
+    first failure, task completion, source, judge, tokens and cost.
+
+    \b
+    mast export results.jsonl -o results.parquet
+    """
+    diagnoses = read_results(results)
+    write_table(diagnoses, output)
+    stderr.print(f"mast: {len(diagnoses)} rows written to {output}", markup=False, highlight=False)

@@ -10,6 +10,7 @@ information.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
@@ -24,14 +25,18 @@ MIN_MESSAGE_CHARS = 20
 _COMPARE_CHARS = 2_000
 """Only this much of each message is compared, to keep the check linear in trace length."""
 
+# Every alternative starts on a hex digit: the lookahead lets the regex skip other characters fast.
 _VOLATILE = re.compile(
+    r"(?<![0-9a-z])(?=[0-9a-f])(?:"
     r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?"  # ISO timestamps
-    r"|\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b"  # clock times
-    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # uuids
-    r"|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}\b"  # hex ids and hashes
-    r"|\b\d+(?:\.\d+)?\s?(?:ms|s|secs?|seconds?)\b",  # durations
+    r"|\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b"  # clock times
+    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # uuids
+    r"|(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}\b"  # hex ids and hashes
+    r"|\d+(?:\.\d+)?\s?(?:ms|s|secs?|seconds?)\b)"  # durations
 )
-_SPACE = re.compile(r"\s+")
+LONG_TEXT = 8_000
+"""Texts longer than this are compared by head, tail, length and a hash of the middle."""
+_EDGE = 3_000
 
 _USERS = frozenset({"user", "human"})
 _NOT_AGENTS = frozenset({"user", "human", "tool", "system", "environment"})
@@ -57,7 +62,7 @@ MAX_NUDGE_CHARS = 300
 # never on an agent's own prose (agents talk about errors all the time).
 _ERROR_TEXT = re.compile(
     r"traceback \(most recent call last\)"
-    r"|^\s*(?:[\w.]*(?:error|exception)|fatal|err!?)(?:\[[^\]]*\])?:"
+    r"|^[ \t]*(?:[\w.]{0,60}(?:error|exception)|fatal|err!?)(?:\[[^\]\n]{0,40}\])?:"
     r"|\bexit(?:ed)?\s*(?:with\s*)?(?:code|status)\s*[:=]?\s*-?[1-9]\d*"
     r"|\bexitcode:\s*-?[1-9]"
     r"|\bnon-zero exit|\bcommand not found|\bpermission denied|\bno such file or directory"
@@ -71,8 +76,19 @@ _EXEC_REPLY = re.compile(r"^\s*exitcode:\s*(-?\d+)", re.IGNORECASE)
 
 
 def normalize(text: str) -> str:
-    """Lower case, volatile tokens masked, whitespace collapsed."""
-    return _SPACE.sub(" ", _VOLATILE.sub("#", text.lower())).strip()
+    """Lower case, volatile tokens masked, whitespace collapsed.
+
+    A very long text keeps its head and tail, with its length and a hash of the (unmasked) middle
+    between them: equal texts stay equal, and masking stays linear in what is compared.
+    """
+    if len(text) > LONG_TEXT:
+        middle = f" <{len(text)} chars, middle {hash(text[_EDGE:-_EDGE]) & 0xFFFFFFFF:x}> "
+        return _mask(text[:_EDGE]) + middle + _mask(text[-_EDGE:])
+    return _mask(text)
+
+
+def _mask(text: str) -> str:
+    return " ".join(_VOLATILE.sub("#", text.lower()).split())
 
 
 def same_text(a: str, b: str) -> bool:
@@ -99,10 +115,44 @@ def is_filler(text: str) -> bool:
     return not _FILLER_RESIDUE.sub("", _FILLER_PHRASE.sub(" ", text))
 
 
+# Every failure pattern contains one of these words: a fast literal scan finds the few lines
+# worth the full patterns.
+_ERROR_WORD = re.compile(
+    r"traceback|error|exception|fatal|err!|exit|non-zero|not found|denied|no such file|segmentation"
+    r"|timed out|failed|bad request|unauthorized|forbidden|unavailable|bad gateway|timeout|too many requests"
+)
+_ERROR_EDGE = 2_000
+"""Failures show at the start or the end of an output: only that much of each end is searched."""
+_MAX_CANDIDATE_LINES = 40
+
+
+def _edges(text: str) -> str:
+    if len(text) <= 2 * _ERROR_EDGE:
+        return text
+    return text[:_ERROR_EDGE] + "\n" + text[-_ERROR_EDGE:]
+
+
+def error_lines(text: str) -> Iterator[str]:
+    """Lines of tool or command output that read like a failure (traceback, non-zero exit...)."""
+    edges = _edges(text)
+    lowered = edges.lower()
+    seen: set[int] = set()
+    for match in _ERROR_WORD.finditer(lowered):
+        start = lowered.rfind("\n", 0, match.start()) + 1
+        if start in seen:
+            continue
+        seen.add(start)
+        if len(seen) > _MAX_CANDIDATE_LINES:
+            return
+        end = lowered.find("\n", match.end())
+        line = edges[start : end if end >= 0 else len(edges)]
+        if _ERROR_TEXT.search(line) or _ERROR_CAPS.search(line):
+            yield line.strip()
+
+
 def error_in_output(text: str) -> bool:
     """True when tool or command output reads like a failure (traceback, non-zero exit...)."""
-    head = text[:4_000] + ("\n" + text[-4_000:] if len(text) > 8_000 else text[4_000:8_000])
-    return bool(_ERROR_TEXT.search(head) or _ERROR_CAPS.search(head))
+    return next(error_lines(text), None) is not None
 
 
 def exec_reply_failed(text: str) -> bool | None:
@@ -116,11 +166,8 @@ def exec_reply_failed(text: str) -> bool | None:
 def error_line(view: StepView) -> str:
     """The line of a step's error that shows the failure best (the matching line, else the first)."""
     text = view.error or ""
-    for pattern in (_ERROR_TEXT, _ERROR_CAPS):
-        for line in text.splitlines():
-            if pattern.search(line):
-                return line.strip()
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+    found = next(error_lines(text), None)
+    return found if found is not None else next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
 
 def _arguments(value: object) -> str:

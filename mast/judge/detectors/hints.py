@@ -8,7 +8,7 @@ they do; so they are handed to a judge as evidence to weigh, and the modes stay 
 from __future__ import annotations
 
 from mast.judge.detectors._view import TraceView, error_line, same_text
-from mast.judge.detectors.report import Finding, evidence, span, step_quote
+from mast.judge.detectors.report import Finding, evidence, inline, span, step_quote
 from mast.judge.detectors.termination import claims_success
 
 STREAK = 3
@@ -37,7 +37,7 @@ def error_streak_findings(view: TraceView) -> list[Finding]:
                     at=run[0],
                     evidence=[q for q in (evidence(first.step, error_line(first)), evidence(last.step, error_line(last))) if q.verified],
                     confidence=0.5,
-                    message=f"{span(run)}: {len(run)} tool errors in a row with no success between (first: \"{error_line(first)[:80]}\")",
+                    message=f"{span(run)}: {len(run)} tool errors in a row with no success between (first: \"{inline(error_line(first), 80)}\")",
                 )
             )
         run = []
@@ -66,7 +66,7 @@ def ignored_error_findings(view: TraceView) -> list[Finding]:
                             at=w.index,
                             evidence=[q for q in (evidence(v.step, error_line(v)), evidence(w.step, line.strip())) if q.verified],
                             confidence=0.55,
-                            message=f"step {w.index}: {w.actor} claims success (\"{line.strip()[:80]}\") right after the error at step {v.index} (\"{error_line(v)[:60]}\")",
+                            message=f"step {w.index}: {w.actor} claims success (\"{inline(line.strip(), 80)}\") right after the error at step {v.index} (\"{inline(error_line(v), 60)}\")",
                         )
                     )
                 break

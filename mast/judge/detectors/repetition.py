@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from mast.judge.detectors._view import StepView, TraceView, same_text
-from mast.judge.detectors.report import Finding, span, step_quote
+from mast.judge.detectors.report import Finding, call_quote, inline, span, step_quote
 
 _WAIT_TOOL = re.compile(r"wait|sleep|poll", re.IGNORECASE)
 _STDIN_TOOL = re.compile(r"stdin", re.IGNORECASE)
@@ -167,8 +167,8 @@ def _describe(chain: Chain) -> str:
     where = span(chain.steps)
     if first.is_call:
         call = first.view.step.tool_calls[0]
-        quote = step_quote(first.view.step).quote
-        what = f"the same tool call `{call.name} {quote}`" if quote and quote != call.name else f"the same tool call `{call.name}`"
+        quote = call_quote(first.view.step).quote
+        what = f"the same tool call `{call.name} {inline(quote, 100)}`" if quote and quote != call.name else f"the same tool call `{call.name}`"
         if chain.results_unknown:
             back = "(no results recorded)"
         elif not first.observed:
@@ -178,7 +178,7 @@ def _describe(chain: Chain) -> str:
         return f"{where}: {chain.actor} repeats {what} {n} times {back}"
     quote = step_quote(first.view.step).quote
     back = "with nothing new in between" if not first.observed else "and gets the same reply each time"
-    return f"{where}: {chain.actor} sends the same message {n} times {back}: \"{quote}\""
+    return f"{where}: {chain.actor} sends the same message {n} times {back}: \"{inline(quote, 100)}\""
 
 
 def repetition_findings(view: TraceView) -> tuple[list[Finding], list[Chain]]:
@@ -188,7 +188,8 @@ def repetition_findings(view: TraceView) -> tuple[list[Finding], list[Chain]]:
     for chain in chains:
         n = len(chain.members)
         confidence = 0.55 if chain.results_unknown else (0.85 if n >= 3 else 0.7)
-        quotes = [step_quote(chain.members[0].view.step), step_quote(chain.members[-1].view.step)]
+        quote = call_quote if chain.members[0].is_call else step_quote
+        quotes = [quote(chain.members[0].view.step), quote(chain.members[-1].view.step)]
         findings.append(
             Finding(
                 detector="step_repetition",

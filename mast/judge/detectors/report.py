@@ -120,12 +120,26 @@ def step_quote(step: Step) -> Evidence:
     return Evidence(step=step.index, quote="", verified=False)
 
 
+def call_quote(step: Step) -> Evidence:
+    """A quote of the step's first tool call: its arguments as rendered, else its name."""
+    if not step.tool_calls:
+        return step_quote(step)
+    call = step.tool_calls[0]
+    return evidence(step, _arguments(call.arguments) or call.arguments_raw or call.name)
+
+
 def matching_line(text: str, pattern: re.Pattern[str]) -> str | None:
     """The first line of ``text`` that ``pattern`` matches."""
     for line in text.splitlines():
         if pattern.search(line):
             return line.strip()
     return None
+
+
+def inline(text: str, limit: int = 100) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis: for readable messages."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def span(steps: list[int]) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from mast.judge.detectors._view import StepView, TraceView, error_line
-from mast.judge.detectors.report import Finding, evidence, matching_line, span, step_quote
+from mast.judge.detectors.report import Finding, evidence, inline, matching_line, span, step_quote
 
 _LIMIT_NOUN = re.compile(
     r"\bmax(?:imum)?[ _-]?(?:number[ _]of[ _])?(?:turns?|rounds?|iterations?|steps?|messages?|replies|calls"
@@ -107,7 +107,7 @@ def turn_limit_findings(view: TraceView) -> list[Finding]:
                         at=v.index,
                         evidence=[evidence(v.step, line)],
                         confidence=0.8,
-                        message=f"step {v.index}: the run ends at a limit (\"{line[:120]}\"): the agents never stopped on their own",
+                        message=f"step {v.index}: the run ends at a limit (\"{inline(line, 120)}\"): the agents never stopped on their own",
                     )
                 ]
     sources: list[tuple[str, str]] = [("error", view.trace.error or "")]
@@ -124,7 +124,7 @@ def turn_limit_findings(view: TraceView) -> list[Finding]:
                     steps=[last],
                     at=last,
                     confidence=0.7,
-                    message=f"the trace's {key} says the run stopped at a limit (\"{line[:120]}\"): the agents never stopped on their own",
+                    message=f"the trace's {key} says the run stopped at a limit (\"{inline(line, 120)}\"): the agents never stopped on their own",
                 )
             ]
     return []
@@ -245,7 +245,7 @@ def premature_findings(view: TraceView, *, limit_hit: bool) -> tuple[list[Findin
                 at=final.index,
                 evidence=[q for q in (evidence(final.step, sentence),) if q.verified],
                 confidence=0.55,
-                message=f"step {final.index}: the run ends on {final.actor} announcing more work (\"{sentence[:100]}\") that never happens",
+                message=f"step {final.index}: the run ends on {final.actor} announcing more work (\"{inline(sentence, 100)}\") that never happens",
             )
         ], True, ""
     if view.trace.status == "error" and view.trace.error and not (final.message_action and final is last):
@@ -258,7 +258,7 @@ def premature_findings(view: TraceView, *, limit_hit: bool) -> tuple[list[Findin
                 at=last.index,
                 evidence=[q for q in (step_quote(last.step),) if q.verified],
                 confidence=0.5,
-                message=f"the run ends with an error (\"{view.trace.error[:100]}\") and no final answer",
+                message=f"the run ends with an error (\"{inline(view.trace.error, 100)}\") and no final answer",
             )
         ], True, ""
     if last is final or view.trace.final_output:
@@ -282,7 +282,7 @@ def _after_error(view: TraceView, error: StepView) -> Finding | None:
             at=error.index,
             evidence=quote,
             confidence=0.8 if error.error_explicit else 0.65,
-            message=f"step {error.index}: the run ends right after this error, which nobody resolved: \"{error_line(error)[:100]}\"",
+            message=f"step {error.index}: the run ends right after this error, which nobody resolved: \"{inline(error_line(error), 100)}\"",
         )
     final = replies[-1]
     text = final.step.content

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mast.errors import TraceFormatError, UsageError
+from mast.errors import MastError, TraceFormatError, UsageError, one_line
 from mast.normalize.base import RawInput, TraceFormat, formats, get_format, register
 from mast.trace import Trace
 
@@ -134,10 +134,31 @@ def iter_traces(
         fmt, confidence = detect_format(raw)
     else:
         fmt, confidence = get_format(format), None
-    for item in fmt.parse(raw):
+    for item in _parse_guarded(fmt, raw):
         if isinstance(item, Trace):
             item.source.confidence = confidence
         yield item
+
+
+def _parse_guarded(fmt: TraceFormat, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+    """Run a format's parser, turning any non-:class:`MastError` it raises into a TraceFormatError.
+
+    This is the one boundary for every normaliser; the error names the format.
+
+    Input the parser did not foresee (a number where it wanted a dict, nesting deeper than the
+    interpreter's recursion limit, a 50 MB line) must end as a one-line error for that file, never as
+    a traceback that stops a batch.
+    """
+    try:
+        yield from fmt.parse(raw)
+    except MastError:
+        raise
+    except RecursionError as exc:
+        raise raw.fail(f"{fmt.name}: input nested too deeply to read") from exc
+    except MemoryError as exc:
+        raise raw.fail(f"{fmt.name}: input too large to read in memory") from exc
+    except Exception as exc:  # noqa: BLE001 - translated once, here, with the cause chained
+        raise raw.fail(f"{fmt.name}: cannot read this input ({type(exc).__name__}: {one_line(exc)})") from exc
 
 
 def load_traces(source: str | os.PathLike[str] | Any, format: str = "auto") -> list[Trace]:

@@ -1,0 +1,72 @@
+"""Redaction speed: a 1 MB transcript, and the shared real traces, through mast.redact.
+
+Run: .venv/bin/python benchmarks/bench_redact.py
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+from mast.redact import Redactor, redact_trace
+from mast.trace import Step, Trace
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "traces"
+
+
+def synthetic(size: int, seed: int = 0) -> str:
+    """Agent-log-like text: commands, ids, versions, JSON usage blocks, and a secret every ~2 KB."""
+    rng = random.Random(seed)
+    words = (
+        "the agent ran pytest and 3 tests failed; editing src/app/models.py line 42 to fix the import "
+        "commit 3f786850e387550fdab836ed7e6dc881de23001b request 123e4567-e89b-12d3-a456-426614174000 "
+        'numpy 1.26.4 pod api-7d9f8b6c4-x2kqz {"prompt_tokens": 1234, "max_tokens": 4096} OK'
+    ).split()
+    secrets = [
+        "password=hunter2", "Authorization: Bearer 0a1b2c3d4e5f6a7b8c9d0e1f", "ops@example.com",
+        "sk-proj-Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789", "postgres://u:pw9@db/x",
+    ]
+    parts: list[str] = []
+    total = 0
+    while total < size:
+        line = " ".join(rng.choice(words) for _ in range(20))
+        if rng.random() < 0.07:
+            line += " " + rng.choice(secrets)
+        parts.append(line)
+        total += len(line) + 1
+    return "\n".join(parts)[:size]
+
+
+def best_of(runs: int, func) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    text = synthetic(1_000_000)
+    for ips in (False, True):
+        redactor = Redactor(ips=ips)
+        seconds = best_of(5, lambda: redactor.redact(text))
+        found = redactor.redact(text).total
+        print(f"1 MB synthetic transcript, ips={ips}: {seconds * 1000:.0f} ms ({found} findings)")
+    if SHARED.is_dir():
+        files = [p for p in sorted(SHARED.rglob("*")) if p.is_file()]
+        texts = [p.read_text(encoding="utf-8", errors="replace") for p in files]
+        size = sum(map(len, texts))
+        redactor = Redactor()
+        seconds = best_of(3, lambda: [redactor.redact(t) for t in texts])
+        print(f"shared real traces ({len(files)} files, {size / 1e6:.2f} MB as text): {seconds * 1000:.0f} ms")
+    steps = [Step(index=i, agent="coder", content=synthetic(900, seed=i)) for i in range(50)]
+    trace = Trace(steps=steps)
+    per_trace = best_of(20, lambda: redact_trace(trace))
+    print(f"redact_trace, 50 steps x 900 chars: {per_trace * 1000:.2f} ms per trace")
+
+
+if __name__ == "__main__":
+    main()

@@ -240,7 +240,10 @@ def _from_wide(frame: pd.DataFrame, taxonomy: Taxonomy, source: str) -> pd.DataF
 
 
 def read_diagnoses(path: str | os.PathLike[str]) -> list[Diagnosis]:
-    """Read a ``results.jsonl`` of :class:`~mast.diagnosis.Diagnosis` lines.
+    """Read a ``results.jsonl`` of :class:`~mast.diagnosis.Diagnosis` lines (or a JSON list of them).
+
+    A torn last line (no newline, not valid) is what a running or killed batch leaves; it is skipped,
+    as ``mast label`` itself does on resume.
 
     Raises:
         EvaluationError: naming the line that is not a valid diagnosis.
@@ -257,6 +260,8 @@ def read_diagnoses(path: str | os.PathLike[str]) -> list[Diagnosis]:
                 try:
                     diagnoses.append(Diagnosis.model_validate_json(line))
                 except ValidationError as exc:
+                    if not line.endswith(b"\n"):
+                        break  # a torn last line: what a batch still writing (or killed) leaves behind
                     first = exc.errors()[0]
                     loc = ".".join(str(p) for p in first.get("loc", ()))
                     raise EvaluationError(
@@ -394,7 +399,7 @@ def read_labels(
     path = Path(source)
     if not path.is_file():
         raise EvaluationError(f"{path}: no such file")
-    kind = _sniff(path) if format == "auto" else format
+    kind = sniff_format(path) if format == "auto" else format
     name = str(path)
     if kind == "diagnoses":
         return labels_from_diagnoses(read_diagnoses(path), taxonomy=tax, source=name)
@@ -482,7 +487,8 @@ def _first_char(handle: Any) -> bytes:
             return char
 
 
-def _sniff(path: Path) -> LabelFormat:
+def sniff_format(path: Path) -> LabelFormat:
+    """The label format of a file, from its name and first record."""
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
         with path.open(encoding="utf-8", errors="replace") as handle:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from mast.diagnosis import Diagnosis, Evidence, JudgeInfo, ModeVerdict
 from mast.errors import EvaluationError
 from mast.evaluate.labels import label_table, normalize_label_code
 from mast.taxonomy import Taxonomy, load_taxonomy
@@ -295,3 +296,39 @@ def labels_from_present_list(
             raise EvaluationError(f"{source} {trace_id}: present modes {sorted(unknown)} are not among 'modes'")
         rows.extend({"trace_id": trace_id, "code": code, "present": code in present} for code in modes)
     return label_table(rows, taxonomy=tax, source=source)
+
+
+def mastlint_diagnoses(
+    records: Iterable[Mapping[str, Any]], *, taxonomy: Taxonomy | None = None, model: str | None = None
+) -> list[Diagnosis]:
+    """The judge side of mast-lint records as mast :class:`~mast.diagnosis.Diagnosis` results.
+
+    Every mode is assessed (present exactly when a finding names it); a finding's rationale becomes
+    the explanation and its ``s<N>`` span ids the evidence steps (no quotes: mast-lint keeps none).
+    Lets existing judge outputs flow into :func:`mast.evaluate.evaluate` and ``mast report``.
+    """
+    tax = taxonomy or load_taxonomy()
+    out = []
+    for n, record in enumerate(records, start=1):
+        where = f"mast-lint record {n}"
+        report = record.get("report") if isinstance(record, Mapping) else None
+        if not isinstance(report, Mapping) or "trace_id" not in report:
+            raise EvaluationError(f"{where}: not a mast-lint record (needs report.trace_id)")
+        findings = {normalize_label_code(f.get("failure_mode_id"), tax, where=where): f
+                    for f in report.get("findings") or []}
+        verdicts = []
+        for mode in tax.modes:
+            finding = findings.get(mode.code)
+            steps = [int(s[1:]) for s in (finding or {}).get("span_ids") or [] if re.fullmatch(r"s\d+", str(s))]
+            verdicts.append(ModeVerdict(
+                code=mode.code, name=mode.name, category=mode.category, present=finding is not None,
+                confidence=finding.get("confidence") if finding else None,
+                evidence=[Evidence(step=step) for step in steps],
+                explanation=str(finding.get("rationale", "")) if finding else "",
+            ))
+        out.append(Diagnosis(
+            trace_id=str(report["trace_id"]),
+            judge=JudgeInfo(kind="llm", model=model, taxonomy_version=tax.version, strategy="mast-lint"),
+            failure_modes=verdicts,
+        ))
+    return out

@@ -1,0 +1,182 @@
+"""Public data sets: the MAST data set (MAD, Cemri et al. 2025, CC-BY-4.0).
+
+MAD holds 1,642 multi-agent traces labelled by the MAST LLM annotator (``MAD_full_dataset.json``,
+about 200 MB) and the human-labelled rounds (``MAD_human_labelled_dataset.json``). It lives on the
+Hugging Face hub as ``mcemri/MAST-Data``.
+
+:func:`load_mad` reads a local copy, or downloads the file with ``huggingface_hub`` (extra
+``mast-judge[hub]``) at a fixed revision and checks its sha256. Nothing is downloaded implicitly:
+only a call with no ``path`` (and no ``MAST_MAD_PATH``) reaches the network.
+
+Pinning: the returned :class:`MadDataset` records the commit the hub resolved and the file's sha256.
+Pass both back (``revision=..., sha256=...``) to make a run reproducible; a file whose sha256
+differs is refused. :data:`KNOWN_SHA256` holds the digests this package has verified.
+
+Example:
+    >>> ds = load_mad("MAD_full_dataset.json")                      # doctest: +SKIP
+    >>> ds.labels().groupby("code")["present"].mean()               # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from mast.errors import EvaluationError, UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from mast.trace import Trace
+
+MAD_REPO_ID = "mcemri/MAST-Data"
+"""Hugging Face dataset repository of MAD."""
+
+MAD_FILES: dict[str, str] = {"full": "MAD_full_dataset.json", "human": "MAD_human_labelled_dataset.json"}
+"""Which file each ``file=`` choice downloads."""
+
+MAD_REVISION = "main"
+"""Revision downloaded when none is given. The machines this package was built on could not reach
+the hub to read a commit hash, so the default follows ``main``; every :class:`MadDataset` records
+the commit actually resolved, and passing it as ``revision=`` pins a run."""
+
+KNOWN_SHA256: dict[tuple[str, str], str] = {}
+"""(revision, file name) -> sha256 verified by this package; checked automatically when present."""
+
+HUB_HINT = "downloading MAD needs huggingface_hub: pip install 'mast-judge[hub]' (or pass path= to a local copy)"
+
+
+class MadDataset(BaseModel):
+    """A MAD file on disk, with where it came from and its checksum."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    path: Path
+    """The local file."""
+    sha256: str
+    """sha256 of the file's bytes."""
+    filename: str
+    """File name in the hub repository."""
+    repo_id: str | None = None
+    """Hub repository, when downloaded."""
+    revision: str | None = None
+    """Commit the hub resolved, when downloaded (pass it back as ``revision=`` to pin)."""
+
+    def records(self) -> Iterator[Any]:
+        """The raw records, streamed (the full file is never held twice in memory)."""
+        from mast.evaluate.labels import iter_json_records
+
+        return iter_json_records(self.path)
+
+    def labels(self, *, trace_id_prefix: str = "") -> pd.DataFrame:
+        """Label table of the file (LLM labels, or one row per human annotator); see :mod:`mast.evaluate.mad`."""
+        from mast.evaluate.mad import labels_from_mad
+
+        return labels_from_mad(self.records(), source=str(self.path), trace_id_prefix=trace_id_prefix)
+
+    def metadata(self, *, trace_id_prefix: str = "") -> pd.DataFrame:
+        """One row per record: trace_id, mas_name, llm_name, benchmark_name, round."""
+        from mast.evaluate.mad import mad_metadata
+
+        return mad_metadata(self.records(), trace_id_prefix=trace_id_prefix)
+
+    def traces(self) -> Iterator[Trace]:
+        """The records as normalised traces (through mast's MAD normaliser)."""
+        from mast.normalize import iter_traces
+
+        return iter_traces(self.path)
+
+
+def sha256_of(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def load_mad(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    file: Literal["full", "human"] = "full",
+    repo_id: str = MAD_REPO_ID,
+    revision: str = MAD_REVISION,
+    sha256: str | None = None,
+    endpoint: str | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> MadDataset:
+    """Open MAD from a local file, or download it from the Hugging Face hub.
+
+    Args:
+        path: a local MAD JSON file. Without it, ``MAST_MAD_PATH`` is used when set; otherwise the
+            file is downloaded.
+        file: ``full`` (LLM-labelled, 1,642 traces) or ``human`` (the human-labelled rounds).
+        repo_id: hub dataset repository.
+        revision: branch, tag or commit to download; a commit hash pins the data.
+        sha256: expected sha256 of the file; a mismatch raises. Defaults to :data:`KNOWN_SHA256`.
+        endpoint: hub URL (default huggingface.co, or ``HF_ENDPOINT``): a mirror, or a local server.
+        cache_dir: where huggingface_hub caches downloads.
+
+    Raises:
+        UsageError: no such local file, or huggingface_hub missing for a download.
+        EvaluationError: the download failed, or the checksum differs.
+    """
+    if file not in MAD_FILES:
+        raise UsageError(f"file must be one of {', '.join(MAD_FILES)}, not {file!r}")
+    filename = MAD_FILES[file]
+    local = path if path is not None else os.environ.get("MAST_MAD_PATH") or None
+    if local is not None:
+        where = Path(local)
+        if not where.is_file():
+            raise UsageError(f"{where}: no such MAD file")
+        return _checked(where, filename=Path(where).name, expected=sha256)
+    downloaded = _download(repo_id, filename, revision=revision, endpoint=endpoint, cache_dir=cache_dir)
+    resolved = _commit_of(downloaded) or revision
+    expected = sha256 or KNOWN_SHA256.get((resolved, filename)) or KNOWN_SHA256.get((revision, filename))
+    return _checked(downloaded, filename=filename, expected=expected, repo_id=repo_id, revision=resolved)
+
+
+def _download(
+    repo_id: str, filename: str, *, revision: str, endpoint: str | None, cache_dir: str | os.PathLike[str] | None
+) -> Path:
+    try:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError
+    except ImportError as exc:
+        raise UsageError(HUB_HINT) from exc
+    try:
+        local = hf_hub_download(
+            repo_id, filename, repo_type="dataset", revision=revision, endpoint=endpoint,
+            cache_dir=str(cache_dir) if cache_dir is not None else None,
+        )
+    except (OSError, EntryNotFoundError, ValueError) as exc:
+        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+        raise EvaluationError(
+            f"cannot download {filename} from {repo_id}@{revision}: {reason}; pass path= to a local copy"
+        ) from exc
+    return Path(str(local))
+
+
+def _commit_of(downloaded: Path) -> str | None:
+    """The commit hash of a file in huggingface_hub's cache (``.../snapshots/<commit>/<file>``)."""
+    parent = downloaded.parent
+    if parent.parent.name == "snapshots" and len(parent.name) == 40:
+        return parent.name
+    return None
+
+
+def _checked(
+    path: Path, *, filename: str, expected: str | None, repo_id: str | None = None, revision: str | None = None
+) -> MadDataset:
+    digest = sha256_of(path)
+    if expected is not None and digest != expected.lower():
+        raise EvaluationError(
+            f"{path}: sha256 {digest[:16]}… differs from the expected {expected[:16]}…; the file is not the pinned MAD"
+        )
+    return MadDataset(path=path, sha256=digest, filename=filename, repo_id=repo_id, revision=revision)

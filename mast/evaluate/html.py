@@ -1,0 +1,228 @@
+"""``mast report``: one self-contained HTML page about a results file.
+
+Sections (each a ``<section id=...>``): ``summary`` (traces, statuses, judges), ``cost`` (tokens,
+dollars, calls), ``prevalence`` (bars with CIs and a table), ``cooccurrence`` (heatmap),
+``first-failure`` (when diagnoses name one), and with gold labels ``agreement`` (per-mode kappa with
+bootstrap CIs, and the table) and ``disagreements`` (every differing cell with its evidence).
+Figures are embedded PNGs; the page loads nothing from anywhere.
+
+Example:
+    >>> write_report("results.jsonl", "report.html", gold="gold.csv")   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from mast.__about__ import __version__
+from mast.diagnosis import Diagnosis
+from mast.errors import EvaluationError
+from mast.evaluate.labels import LabelSource, read_diagnoses, to_dataframe
+from mast.evaluate.report import EvaluationReport, fmt, fmt_ci, shorten
+from mast.taxonomy import Taxonomy, load_taxonomy
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1100px;color:#222;padding:0 1rem}
+h1{font-size:1.5rem}h2{font-size:1.15rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
+table{border-collapse:collapse;font-size:.82rem;margin:.5rem 0}th,td{border:1px solid #ddd;padding:.25rem .45rem;text-align:right;vertical-align:top}
+th{background:#f4f4f4}td.text,th.text{text-align:left}img{max-width:100%}.note{color:#666;font-size:.85rem}
+.kpi{display:inline-block;margin:0 1.5rem .5rem 0}.kpi b{display:block;font-size:1.3rem}
+"""
+
+
+def render_report(
+    results: str | os.PathLike[str] | Iterable[Diagnosis],
+    *,
+    gold: LabelSource | None = None,
+    title: str | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    taxonomy: Taxonomy | None = None,
+) -> str:
+    """The HTML page for a results file (or diagnoses), with agreement sections when ``gold`` is given."""
+    from mast import analysis
+    from mast.evaluate import plots
+    from mast.evaluate.core import evaluate
+
+    tax = taxonomy or load_taxonomy()
+    source = str(results) if isinstance(results, str | os.PathLike) else "diagnoses"
+    diagnoses = read_diagnoses(results) if isinstance(results, str | os.PathLike) else list(results)
+    if not diagnoses:
+        raise EvaluationError(f"{source}: no results to report on")
+    frame = to_dataframe(diagnoses, taxonomy=tax)
+    judged = frame[frame["status"] == "judged"]
+    parts = [_summary(frame, source, tax), _cost(frame)]
+
+    if judged.empty:
+        parts.append(_section("prevalence", "Prevalence", "<p class='note'>No judged traces: nothing to count.</p>"))
+    else:
+        prevalence = analysis.prevalence(frame, level="both", taxonomy=tax)
+        modes = prevalence[prevalence["level"] == "mode"]
+        body = _img(plots.prevalence_figure(modes)) + _table(
+            prevalence.assign(prevalence=prevalence["prevalence"].map(_pct),
+                              ci=[f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in zip(prevalence["low"], prevalence["high"], strict=True)])
+            [["level", "code", "name", "n_assessed", "n_present", "prevalence", "ci"]],
+            text_columns={"level", "code", "name"},
+        )
+        parts.append(_section("prevalence", "Prevalence", body))
+        matrix = analysis.cooccurrence(frame, taxonomy=tax)
+        parts.append(_section("cooccurrence", "Which modes occur together",
+                              _img(plots.cooccurrence_figure(matrix)) +
+                              "<p class='note'>Cell (a, b): traces where both modes are present; the diagonal counts "
+                              "traces with the mode.</p>"))
+        if frame["first_failure_step"].notna().any() or frame["first_failure_agent"].notna().any():
+            body = ""
+            if frame["first_failure_step"].notna().any():
+                body += _img(plots.histogram_figure(analysis.first_failure_histogram(frame, "step"),
+                                                    title="First failure: step"))
+            if frame["first_failure_agent"].notna().any():
+                body += _img(plots.histogram_figure(analysis.first_failure_histogram(frame, "agent"),
+                                                    title="First failure: responsible agent"))
+            parts.append(_section("first-failure", "Where runs first go wrong", body))
+
+    if gold is not None:
+        report = evaluate(diagnoses, gold, n_boot=n_boot, seed=seed, taxonomy=tax)
+        parts.append(_agreement(report))
+        parts.append(_disagreements(report))
+    heading = html.escape(title or f"mast report: {Path(source).name}")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{heading}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{heading}</h1><p class='note'>mast {__version__}, taxonomy {html.escape(tax.version)}, {stamp}</p>"
+        + "".join(parts)
+        + "</body></html>\n"
+    )
+
+
+def write_report(
+    results: str | os.PathLike[str] | Iterable[Diagnosis], output: str | os.PathLike[str], **options: object
+) -> Path:
+    """Render the report and write it to ``output`` (written beside it, then renamed over it)."""
+    page = render_report(results, **options)  # type: ignore[arg-type]
+    target = Path(output)
+    partial = target.with_name(target.name + ".partial")
+    partial.write_text(page, encoding="utf-8")
+    partial.replace(target)
+    return target
+
+
+def _section(anchor: str, heading: str, body: str) -> str:
+    return f"<section id='{anchor}'><h2>{html.escape(heading)}</h2>{body}</section>"
+
+
+def _img(fig: object) -> str:
+    from mast.evaluate.plots import png_base64
+
+    return f"<img alt='figure' src='data:image/png;base64,{png_base64(fig)}'>"  # type: ignore[arg-type]
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None or pd.isna(value) else f"{value:.0%}"
+
+
+def _table(frame: pd.DataFrame, *, text_columns: frozenset[str] | set[str] = frozenset()) -> str:
+    head = "".join(f"<th class='{'text' if c in text_columns else ''}'>{html.escape(str(c))}</th>" for c in frame.columns)
+    rows = []
+    for record in frame.itertuples(index=False):
+        cells = []
+        for column, value in zip(frame.columns, record, strict=True):
+            text = "–" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+            cls = " class='text'" if column in text_columns else ""
+            cells.append(f"<td{cls}>{html.escape(text)}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _summary(frame: pd.DataFrame, source: str, taxonomy: Taxonomy) -> str:
+    statuses = frame["status"].value_counts().to_dict()
+    judges = sorted({str(m or k) for m, k in zip(frame["judge_model"], frame["judge_kind"], strict=True)})
+    judged = frame[frame["status"] == "judged"]
+    codes = [c for c in taxonomy.codes if c in frame.columns]
+    with_failure = int(judged[codes].fillna(False).astype(bool).any(axis=1).sum()) if not judged.empty else 0
+    kpis = [
+        ("traces", str(len(frame))),
+        ("judged", str(statuses.get("judged", 0))),
+        ("unjudgeable", str(statuses.get("unjudgeable", 0))),
+        ("errors", str(statuses.get("error", 0))),
+        ("with a failure mode", f"{with_failure}"),
+        ("modes per judged trace", fmt(float(judged["n_modes"].mean())) if not judged.empty else "–"),
+    ]
+    body = "".join(f"<div class='kpi'><b>{html.escape(v)}</b>{html.escape(k)}</div>" for k, v in kpis)
+    body += f"<p class='note'>Results: {html.escape(source)}. Judge: {html.escape(', '.join(judges))}.</p>"
+    errors = frame[frame["error"].notna()]
+    if not errors.empty:
+        body += "<p class='note'>Traces not judged, with the reason:</p>" + _table(
+            errors[["trace_id", "status", "error"]].head(50), text_columns={"trace_id", "status", "error"})
+    return _section("summary", "Summary", body)
+
+
+def _cost(frame: pd.DataFrame) -> str:
+    priced = frame["cost_usd"].notna()
+    cost = float(frame.loc[priced, "cost_usd"].sum())
+    kpis = [
+        ("input tokens", f"{int(frame['input_tokens'].sum()):,}"),
+        ("output tokens", f"{int(frame['output_tokens'].sum()):,}"),
+        ("cost (USD)", f"{cost:.4f}" if priced.any() else "unknown"),
+        ("LLM calls", f"{int(frame['llm_calls'].sum()):,}"),
+        ("served from cache", f"{int(frame['cached'].sum()):,}"),
+        ("judge time (s)", f"{float(frame['latency_s'].sum()):.1f}"),
+    ]
+    body = "".join(f"<div class='kpi'><b>{html.escape(v)}</b>{html.escape(k)}</div>" for k, v in kpis)
+    if (~priced).any() and priced.any():
+        body += f"<p class='note'>{int((~priced).sum())} traces have no known price and are left out of the cost.</p>"
+    if len(frame) and priced.any():
+        body += f"<p class='note'>Mean cost per priced trace: ${cost / int(priced.sum()):.4f}.</p>"
+    return _section("cost", "Cost and tokens", body)
+
+
+def _agreement(report: EvaluationReport) -> str:
+    from mast.evaluate.plots import agreement_figure
+
+    p = report.pooled
+    body = (
+        f"<p>{report.n_traces} traces, {report.n_cells} cells compared with {html.escape(report.gold_source)}. "
+        f"Pooled: accuracy {fmt(p.accuracy)}, precision {fmt(p.precision)}, recall {fmt(p.recall)}, "
+        f"F1 {fmt(p.f1)}, Cohen's kappa {fmt(p.kappa)} {fmt_ci(p.ci.get('kappa'))}.</p>"
+    )
+    ex = report.exclusions
+    body += (f"<p class='note'>Left out: {ex.gold_only_cells} gold cells without a prediction "
+             f"({ex.gold_only_traces} traces), {ex.pred_only_cells} predicted cells without gold "
+             f"({ex.pred_only_traces} traces), {ex.gold_ties + ex.pred_ties} tied votes. Undefined values: –.</p>")
+    for side, iaa in report.inter_annotator.items():
+        body += (f"<p class='note'>Inter-annotator agreement ({side}, {len(iaa.annotators)} annotators): Fleiss kappa "
+                 f"{fmt(iaa.pooled.fleiss_kappa)}, Krippendorff alpha {fmt(iaa.pooled.krippendorff_alpha)}.</p>")
+    body += _img(agreement_figure(report))
+    frame = report.per_mode_frame()
+    shown = pd.DataFrame({
+        "mode": frame["code"], "name": frame["name"], "n": frame["n"], "TP": frame["tp"], "FP": frame["fp"],
+        "FN": frame["fn"], "TN": frame["tn"],
+        **{m: frame[m].map(lambda v: fmt(None if pd.isna(v) else v)) for m in ("accuracy", "precision", "recall", "f1")},
+        "kappa": [f"{fmt(None if pd.isna(v) else v)} {fmt_ci(e.ci.get('kappa'))}".strip()
+                  for v, e in zip(frame["kappa"], [*report.per_mode, report.pooled], strict=True)],
+    })
+    body += _table(shown, text_columns={"mode", "name"})
+    return _section("agreement", "Agreement with gold", body)
+
+
+def _disagreements(report: EvaluationReport) -> str:
+    if not report.disagreements:
+        return _section("disagreements", "Disagreements", "<p>None: every compared cell agrees.</p>")
+    frame = pd.DataFrame({
+        "trace": [d.trace_id for d in report.disagreements],
+        "mode": [f"{d.code} {d.name}" for d in report.disagreements],
+        "kind": [d.kind for d in report.disagreements],
+        "gold votes": [d.gold_votes or "" for d in report.disagreements],
+        "confidence": [fmt(d.pred_confidence) for d in report.disagreements],
+        "judge's evidence": [shorten(d.pred_evidence, 400) for d in report.disagreements],
+    })
+    note = ("<p class='note'>FP: the judge found the mode, the gold does not have it. FN: the gold has it, "
+            "the judge did not find it.</p>")
+    return _section("disagreements", f"Disagreements ({len(frame)})",
+                    note + _table(frame, text_columns={"trace", "mode", "kind", "judge's evidence"}))

@@ -730,14 +730,17 @@ class Timeline:
             return coworker.strip()
         return None
 
-    def add(self, msg: Msg, *, agent: str | None = None, kind: str | None = None, **fields: Any) -> Step | None:
+    def add(
+        self, msg: Msg, *, agent: str | None = None, kind: str | None = None, assistant_kind: str | None = None, **fields: Any
+    ) -> Step | None:
         """Emit ``msg`` as a step (always; no history check). Returns ``None`` for empty messages."""
         if msg.empty:
             return None
+        fields["id"] = fields.get("id") or msg.id
         attributes = dict(fields.pop("attributes", None) or {})
         attributes.update({k: v for k, v in msg.extra.items() if k not in attributes})
         if msg.role in ("system", "developer"):
-            step = Step(index=len(self.steps), kind=kind or "system", role=msg.role, content=msg.content, id=msg.id, attributes=attributes, **fields)  # type: ignore[arg-type]
+            step = Step(index=len(self.steps), kind=kind or "system", role=msg.role, content=msg.content, attributes=attributes, **fields)  # type: ignore[arg-type]
             owner = agent or self.default_agent
             self.system_prompts.setdefault(owner, msg.text)
         elif msg.role == "tool":
@@ -759,7 +762,7 @@ class Timeline:
         else:
             who = msg.name or agent or (self.default_agent if msg.role == "assistant" else "user")
             if msg.role == "assistant":
-                step_kind = kind or self.assistant_kind
+                step_kind = kind or assistant_kind or self.assistant_kind
             else:
                 step_kind = kind or "message"
             if msg.model and "model" not in fields:
@@ -767,14 +770,16 @@ class Timeline:
             if msg.usage and "usage" not in fields:
                 fields["usage"] = msg.usage
             step = Step(index=len(self.steps), kind=step_kind, agent=who, role=msg.role if msg.role in CHAT_ROLES else None,  # type: ignore[arg-type]
-                        content=msg.content, tool_calls=msg.tool_calls, id=msg.id, attributes=attributes, **fields)
+                        content=msg.content, tool_calls=msg.tool_calls, attributes=attributes, **fields)
             for call in msg.tool_calls:
                 self._calls.append(_Call(call=call, agent=who))
         self.steps.append(step)
         self._register(msg)
         return step
 
-    def add_new(self, msgs: Iterable[Msg], *, agent: str | None = None, **fields: Any) -> list[Step]:
+    def add_new(
+        self, msgs: Iterable[Msg], *, agent: str | None = None, assistant_kind: str | None = None, **fields: Any
+    ) -> list[Step]:
         """Emit the messages of an input list that were not emitted before (history is skipped).
 
         Occurrences are counted: the n-th copy of a message in this list is new only when fewer than
@@ -792,7 +797,7 @@ class Timeline:
                 if msg.role == "tool" and msg.tool_results:
                     self._pair(msg.tool_results[0])
                 continue
-            step = self.add(msg, agent=agent, **fields)
+            step = self.add(msg, agent=agent, assistant_kind=assistant_kind, **dict(fields))
             if step is not None:
                 added.append(step)
         return added
@@ -813,17 +818,19 @@ class Timeline:
         result = ToolResult(call_id=call_id, name=name, output=text, is_error=is_error)
         entry = self._match_call(call_id, name)
         attributes = dict(fields.pop("attributes", None) or {})
+        recorded_error = fields.pop("error", None)
+        error = (recorded_error or text) if is_error else recorded_error
         if entry is not None:
             self._pair(result)
             coworker = self._delegate(entry)
             step = Step(index=len(self.steps), kind="tool_result", agent=coworker or "tool", role="tool", recipient=entry.agent,
-                        tool_results=[result], error=text if is_error else fields.pop("error", None), attributes=attributes, **fields)
+                        tool_results=[result], error=error, attributes=attributes, **fields)
         else:
             parsed, raw = parse_arguments(arguments)
             call = ToolCall(id=call_id, name=name, arguments=parsed, arguments_raw=raw)
             self._calls.append(_Call(call=call, agent=agent, answered=True))
             step = Step(index=len(self.steps), kind="tool_call", agent=agent or self.default_agent, tool_calls=[call], tool_results=[result],
-                        error=text if is_error else fields.pop("error", None), attributes=attributes, **fields)
+                        error=error, attributes=attributes, **fields)
         self.steps.append(step)
         self._register(Msg(role="tool", tool_results=[result]))
         return step

@@ -1,0 +1,179 @@
+"""OTLP/JSON traces: ``{"resourceSpans": [...]}`` files and JSONL (one export request per line).
+
+This is what the OpenTelemetry collector's file exporter, Phoenix, Logfire, OpenLLMetry and most
+agent frameworks' OTel integrations write. Spans are grouped by trace id (one :class:`Trace` each,
+in order of first appearance; spans of one trace may be spread over many lines), the tree is rebuilt
+from ``parentSpanId`` and walked in start-time order; see :mod:`mast.normalize._spans`. Attributes
+are read in every GenAI dialect (:mod:`mast.normalize._otel_attrs`).
+
+The file is parsed as plain JSON, never with protobuf's ``json_format`` (which would decode the hex
+ids of OTLP/JSON as base64); ids in base64 (protobuf's own JSON mapping) are converted to hex.
+JSONL files are read line by line, so they are never loaded whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from mast.errors import TraceFormatError
+from mast.normalize._otel_attrs import any_value, hex_id, key_values, span_from_attributes, span_time, status_of
+from mast.normalize._spans import Span, build_trace
+from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
+from mast.trace import Trace
+
+_HEAD = re.compile(r'^\s*\[?\s*\{\s*"(resourceSpans|resource_spans)"')
+_KEYS = ("resourceSpans", "resource_spans")
+
+
+def _resource_spans(obj: Any) -> list[Any] | None:
+    if isinstance(obj, dict):
+        for key in _KEYS:
+            if isinstance(obj.get(key), list):
+                return obj[key]
+    return None
+
+
+def is_otlp(data: Any) -> bool:
+    """An export request, or a list of them."""
+    if isinstance(data, list):
+        return bool(data) and all(_resource_spans(d) is not None for d in data if not isinstance(d, JsonlLineError))
+    return _resource_spans(data) is not None
+
+
+class _Collector:
+    """Spans grouped by trace id, plus the resources and scopes they came from."""
+
+    def __init__(self) -> None:
+        self.spans: dict[str, list[Span]] = {}
+        self.resources: dict[str, list[dict[str, Any]]] = {}
+        self.scopes: dict[str, set[str]] = {}
+        self.count = 0
+
+    def add_request(self, request: Any, where: str) -> None:
+        for resource_spans in _resource_spans(request) or []:
+            if not isinstance(resource_spans, dict):
+                continue
+            resource = resource_spans.get("resource") or {}
+            resource_attrs = key_values(resource.get("attributes") or [])
+            for scope_spans in resource_spans.get("scopeSpans") or resource_spans.get("scope_spans") or resource_spans.get("instrumentationLibrarySpans") or []:
+                scope = (scope_spans.get("scope") or scope_spans.get("instrumentationLibrary") or {}) if isinstance(scope_spans, dict) else {}
+                scope_name = scope.get("name")
+                for raw_span in (scope_spans.get("spans") or []) if isinstance(scope_spans, dict) else []:
+                    self.add_span(raw_span, resource_attrs, scope_name, where)
+
+    def add_span(self, raw: dict[str, Any], resource: dict[str, Any], scope: str | None, where: str) -> None:
+        trace_id = hex_id(raw.get("traceId") or raw.get("trace_id")) or ""
+        span_id = hex_id(raw.get("spanId") or raw.get("span_id")) or f"span-{self.count}"
+        parent = hex_id(raw.get("parentSpanId") or raw.get("parent_span_id"))
+        status, message = status_of(raw.get("status"))
+        events = [
+            {"name": e.get("name"), "time": e.get("timeUnixNano") or e.get("time_unix_nano"), "attributes": key_values(e.get("attributes") or [])}
+            for e in raw.get("events") or []
+            if isinstance(e, dict)
+        ]
+        span = span_from_attributes(
+            key_values(raw.get("attributes") or []),
+            span_id=span_id,
+            parent_id=parent,
+            name=str(raw.get("name") or ""),
+            start=span_time(raw.get("startTimeUnixNano") or raw.get("start_time_unix_nano")),
+            end=span_time(raw.get("endTimeUnixNano") or raw.get("end_time_unix_nano")),
+            status=status,
+            status_message=message,
+            events=events,
+            scope=scope,
+            order=self.count,
+        )
+        span.attributes["otel.span_ref"] = where
+        if raw.get("kind") not in (None, 0, "SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", 1):
+            span.attributes["otel.kind"] = raw.get("kind")
+        if raw.get("links"):
+            span.attributes["otel.links"] = raw["links"]
+        self.count += 1
+        self.spans.setdefault(trace_id, []).append(span)
+        resources = self.resources.setdefault(trace_id, [])
+        if resource not in resources:
+            resources.append(resource)
+        if scope:
+            self.scopes.setdefault(trace_id, set()).add(scope)
+
+
+class OTLPJson(TraceFormat):
+    name = "otlp"
+    description = "OTLP/JSON traces (resourceSpans; JSON or JSONL) with OTel GenAI or OpenInference attributes"
+    priority = 40
+    streaming = True
+
+    def detect(self, raw: RawInput) -> float:
+        if _HEAD.match(raw.head):
+            return 0.97
+        if raw.path is not None and raw.head.lstrip()[:1] not in ("[", "{"):
+            return 0.0
+        if raw.path is not None and raw.size > 256 * 2**20:
+            return 0.0
+        try:
+            data = raw.data()
+        except TraceFormatError:
+            return 0.0
+        return 0.95 if is_otlp(data) else 0.0
+
+    def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        collector = _Collector()
+        errors: list[TraceFormatError] = []
+        if raw.path is not None and self._is_jsonl(raw):
+            for number, record in raw.records():
+                if isinstance(record, JsonlLineError):
+                    errors.append(raw.fail(str(record), record=number))
+                elif _resource_spans(record) is None:
+                    errors.append(raw.fail(f"line {number + 1} is not an OTLP export request (no resourceSpans)", record=number))
+                else:
+                    collector.add_request(record, f"line {number + 1}")
+        else:
+            data = raw.data()
+            requests = data if isinstance(data, list) else [data]
+            if not is_otlp(data):
+                raise raw.fail("not OTLP/JSON: no top-level resourceSpans")
+            for number, request in enumerate(requests):
+                if isinstance(request, JsonlLineError):
+                    errors.append(raw.fail(str(request), record=number))
+                else:
+                    collector.add_request(request, f"request {number}" if len(requests) > 1 else "request")
+        yield from errors
+        if not collector.spans:
+            if not errors:
+                raise raw.fail("the OTLP export holds no spans")
+            return
+        for record, (trace_id, spans) in enumerate(collector.spans.items()):
+            metadata: dict[str, Any] = {"resources": collector.resources.get(trace_id, [])}
+            scopes = sorted(collector.scopes.get(trace_id, set()))
+            if scopes:
+                metadata["scopes"] = scopes
+            yield build_trace(
+                spans,
+                source=self.source(raw, record if len(collector.spans) > 1 else None),
+                trace_id=trace_id,
+                metadata=metadata,
+            )
+
+    @staticmethod
+    def _is_jsonl(raw: RawInput) -> bool:
+        """True when the file holds one export request per line (decided from the first line)."""
+        assert raw.path is not None
+        with raw.path.open("rb") as fh:
+            first = fh.readline()
+            rest = fh.read(1024)
+        if not rest.strip():
+            return False
+        import orjson
+
+        try:
+            return _resource_spans(orjson.loads(first)) is not None
+        except orjson.JSONDecodeError:
+            return False
+
+
+register(OTLPJson())
+
+__all__ = ["OTLPJson", "any_value", "is_otlp"]

@@ -3,8 +3,9 @@
 An *action* is a tool call (tool name + normalised arguments) or a substantive agent message
 (20+ normalised characters, not a courtesy or ``continue`` filler). Two consecutive actions of the
 same actor repeat each other when they are the same (messages: difflib ratio >= 0.9) **and nothing
-new came back between them**: either nothing at all came back after the first, or what came back
-after the first equals what came back after the second (timestamps, ids and durations masked).
+new came back between them**: nothing at all came back after the first, or what came back after
+the first equals what came back after the second, or both answer the same input (timestamps, ids
+and durations masked).
 
 So re-reading a log that keeps changing is not repetition (each read brings new output), a
 re-run of the tests after an edit is not repetition (the edit is a different action between),
@@ -36,6 +37,8 @@ class _Action:
     """Normalised text of what came back before the actor's next action."""
     anything_back: bool = False
     """True when any step (result, reply, error) came back before the actor's next action."""
+    before: str = ""
+    """What came back to the actor's previous action: the input this action answers."""
 
 
 @dataclass
@@ -109,6 +112,11 @@ def _observe(view: TraceView, actions: list[_Action]) -> None:
             parts.extend(p for p in (other.text, other.outputs) if p)
         action.observed = "\n".join(parts)
         action.anything_back = anything
+    previous_of: dict[str, _Action] = {}
+    for action in actions:
+        previous = previous_of.get(action.view.actor)
+        action.before = previous.observed if previous is not None else ""
+        previous_of[action.view.actor] = action
 
 
 def _recorded_twice(a: _Action, b: _Action) -> bool:
@@ -130,7 +138,8 @@ def _linked(a: _Action, b: _Action) -> bool:
         return False
     if not a.anything_back:
         return True
-    return a.observed == b.observed
+    # Same answer after the action, or the same input before it: either way nothing new came in.
+    return a.observed == b.observed or bool(a.before) and a.before == b.before
 
 
 def find_chains(view: TraceView) -> list[Chain]:

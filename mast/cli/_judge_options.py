@@ -1,0 +1,79 @@
+"""The judge's command-line options, shared by ``mast classify`` and ``mast label``.
+
+:func:`judge_options` adds the options to a click command and hands the command one
+``judge_config: JudgeConfig`` argument instead. An option left unset falls back to its ``MAST_*``
+environment variable (through :meth:`JudgeConfig.from_options`), then to the default.
+
+Example:
+    >>> @click.command()
+    ... @judge_options
+    ... def label(judge_config: JudgeConfig) -> None: ...
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from mast.judge.config import _ENV, JudgeConfig
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _env(name: str) -> str:
+    return f"[env: {_ENV[name]}]"
+
+
+_OPTIONS: list[tuple[str, Callable[[F], F]]] = [
+    ("model", click.option("--model", "-m", default=None, metavar="MODEL",
+                           help=f"litellm model string (openai/gpt-4.1-mini, anthropic/..., local, local/PATH.gguf). {_env('model')}")),
+    ("api_base", click.option("--api-base", default=None, metavar="URL",
+                              help=f"Base URL of an OpenAI-compatible or other custom endpoint. {_env('api_base')}")),
+    ("api_key", click.option("--api-key", default=None, metavar="KEY",
+                             help=f"Provider key (else the provider's usual variable). {_env('api_key')}")),
+    ("structured_output", click.option("--structured-output", default=None,
+                                       type=click.Choice(["auto", "json_schema", "tool", "json"]),
+                                       help=f"How the answer's shape is enforced. {_env('structured_output')}")),
+    ("context_window", click.option("--context-window", default=None, type=click.IntRange(min=512), metavar="N",
+                                    help=f"Model context in tokens (else litellm's model info). {_env('context_window')}")),
+    ("timeout", click.option("--timeout", default=None, type=click.FloatRange(min=0, min_open=True), metavar="S",
+                             help=f"Seconds per LLM call. {_env('timeout')}")),
+    ("max_retries", click.option("--max-retries", default=None, type=click.IntRange(min=0), metavar="N",
+                                 help=f"Transport retries per call. {_env('max_retries')}")),
+    ("max_reasks", click.option("--max-reasks", default=None, type=click.IntRange(min=0), metavar="N",
+                                help=f"Re-asks when an answer does not validate. {_env('max_reasks')}")),
+    ("temperature", click.option("--temperature", default=None, type=click.FloatRange(min=0), metavar="T",
+                                 help=f"Sampling temperature (default 0). {_env('temperature')}")),
+    ("seed", click.option("--seed", default=None, type=int, help=f"Sampling seed. {_env('seed')}")),
+    ("max_output_tokens", click.option("--max-output-tokens", default=None, type=click.IntRange(min=64), metavar="N",
+                                       help=f"Cap on the judge's answer length. {_env('max_output_tokens')}")),
+    ("judge", click.option("--judge", "judge", default=None, type=click.Choice(["auto", "llm", "detectors", "both"]),
+                           help=f"Which judge: the LLM, the offline detectors, or both (auto: llm when a model is set). {_env('judge')}")),
+    ("hints", click.option("--hints/--no-hints", default=None, help=f"Give the LLM the detectors' findings as hints. {_env('hints')}")),
+    ("taxonomy", click.option("--taxonomy", default=None, metavar="NAME|FILE",
+                              help=f"Taxonomy version or YAML/JSON file. {_env('taxonomy')}")),
+    ("redact", click.option("--redact/--no-redact", default=None,
+                            help=f"Replace secrets and personal data before the trace leaves the process (default on). {_env('redact')}")),
+    ("redact_ips", click.option("--redact-ips/--keep-ips", default=None, help=f"Also redact IPv4 addresses. {_env('redact_ips')}")),
+    ("cache", click.option("--cache/--no-cache", default=None, help=f"Reuse identical earlier answers (default on). {_env('cache')}")),
+]
+
+JUDGE_OPTION_NAMES = tuple(name for name, _ in _OPTIONS)
+
+
+def judge_options(func: F) -> F:
+    """Add the judge options to a click command; the command receives ``judge_config``."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        values = {name: kwargs.pop(name, None) for name in JUDGE_OPTION_NAMES}
+        kwargs["judge_config"] = JudgeConfig.from_options(**values)
+        return func(*args, **kwargs)
+
+    decorated: Any = wrapper
+    for _, option in reversed(_OPTIONS):
+        decorated = option(decorated)
+    return decorated  # type: ignore[no-any-return]

@@ -1,0 +1,142 @@
+"""``mast classify``: judge trace files and show why each run failed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from mast.cli._judge_options import judge_options
+from mast.cli._shared import stderr, stdout, write_line
+from mast.diagnosis import Diagnosis
+from mast.errors import TraceFormatError
+from mast.judge.classify import Judge, judge_notice
+from mast.judge.config import JudgeConfig
+from mast.normalize import iter_paths, iter_traces
+from mast.trace import Trace
+
+QUOTE_CHARS = 90
+
+
+def _traces(paths: tuple[str, ...], format_: str, failures: list[str]) -> Iterator[Trace]:
+    for path in iter_paths(paths):
+        try:
+            for item in iter_traces(path, format=format_):
+                if isinstance(item, TraceFormatError):
+                    failures.append(str(item))
+                    stderr.print(f"mast: {item}", markup=False, highlight=False)
+                else:
+                    yield item
+        except TraceFormatError as exc:
+            failures.append(str(exc))
+            stderr.print(f"mast: {exc}", markup=False, highlight=False)
+
+
+def _short(text: str, limit: int = QUOTE_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
+    """A readable account: header, the modes judged present with evidence, first failure, summary."""
+    judge = diagnosis.judge
+    where = diagnosis.source.path or diagnosis.trace_id
+    if diagnosis.source.record is not None:
+        where += f"#{diagnosis.source.record}"
+    about = ", ".join(part for part in (judge.kind, judge.model, judge.strategy) if part)
+    console.print(Text(f"{where}  [{diagnosis.status}]  judge: {about}", style="bold"))
+    if diagnosis.error is not None:
+        console.print(Text(f"  {diagnosis.error.type}: {diagnosis.error.message}", style="red"))
+        return
+    present = [v for v in diagnosis.failure_modes if v.present]
+    if present:
+        table = Table(show_edge=False, pad_edge=False, expand=False)
+        table.add_column("mode")
+        table.add_column("name")
+        table.add_column("conf", justify="right")
+        table.add_column("evidence")
+        for verdict in present:
+            lines = []
+            for evidence in verdict.evidence[:2]:
+                mark = "✓" if evidence.verified else "✗"
+                step = f"S{evidence.step}" if evidence.step is not None else "S?"
+                lines.append(f"{step} {mark} “{_short(evidence.quote, 70)}”")
+            if not lines and verdict.explanation:
+                lines.append(_short(verdict.explanation))
+            confidence = f"{verdict.confidence:.2f}" if verdict.confidence is not None else "-"
+            table.add_row(verdict.code, verdict.name, confidence, Text("\n".join(lines) or "-"))
+        console.print(table)
+    else:
+        console.print("  no failure mode judged present")
+    unassessed = [v.code for v in diagnosis.failure_modes if v.present is None]
+    if unassessed:
+        console.print(Text(f"  not assessed: {', '.join(unassessed)}", style="dim"))
+    completed = {True: "yes", False: "no", None: "unknown"}[diagnosis.task_completed]
+    console.print(Text(f"  task completed: {completed}"))
+    first = diagnosis.first_failure
+    if first is not None:
+        step = f"S{first.step}" if first.step is not None else "step ?"
+        console.print(Text(f"  first failure: {step} by {first.agent or '?'} ({first.code or '-'}): {_short(first.explanation, 160)}"))
+    if diagnosis.summary:
+        console.print(Text(f"  summary: {diagnosis.summary}"))
+    usage = diagnosis.usage
+    cost = f"${usage.cost_usd:.4f}" if usage.cost_usd is not None else "cost unknown"
+    cached = ", cached" if usage.cached else ""
+    console.print(Text(
+        f"  {usage.llm_calls} calls, {usage.input_tokens}+{usage.output_tokens} tokens, {cost}, {usage.latency_s:.1f}s{cached}",
+        style="dim",
+    ))
+    for warning in diagnosis.warnings[:5]:
+        console.print(Text(f"  warning: {warning}", style="yellow"))
+    if len(diagnosis.warnings) > 5:
+        console.print(Text(f"  ... {len(diagnosis.warnings) - 5} more warnings (see --json)", style="yellow"))
+
+
+@click.command("classify")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--format", "format_", default="auto", show_default=True, envvar="MAST_FORMAT",
+              help="Source format (see `mast formats`).")
+@click.option("--json", "as_json", is_flag=True, help="Print each Diagnosis as one JSON line.")
+@judge_options
+def command(paths: tuple[str, ...], format_: str, as_json: bool, judge_config: JudgeConfig) -> None:
+    """Label the trace(s) in PATHS with the MAST failure modes.
+
+    Shows the modes judged present with confidence and evidence (✓ quote verified in the cited
+    step), the first failure and a summary; --json prints the Diagnosis. Without a model the
+    offline detectors judge. Exit 1 when a trace could not be judged, 2 when a file could not be read.
+
+    \b
+    mast classify run.json --model openai/gpt-4.1-mini
+    mast classify run.json --model local            # small offline model (smoke tests only)
+    MAST_MODEL=anthropic/claude-sonnet-4-5 mast classify runs/ --json
+    """  # noqa: D301 (click's \b keeps the example lines as they are)
+    notice = judge_notice(judge_config)
+    if notice:
+        stderr.print(f"mast: {notice}", markup=False, highlight=False)
+    unreadable: list[str] = []
+    failed = asyncio.run(_run(paths, format_, as_json, judge_config, unreadable))
+    if unreadable:
+        raise SystemExit(2)
+    if failed:
+        raise SystemExit(1)
+
+
+async def _run(paths: tuple[str, ...], format_: str, as_json: bool, config: JudgeConfig, unreadable: list[str]) -> int:
+    failed = 0
+    async with Judge(config) as judge:
+        for trace in _traces(paths, format_, unreadable):
+            diagnosis = await judge.classify(trace, raise_on_error=False)
+            if diagnosis.status != "judged":
+                failed += 1
+            if as_json:
+                write_line(diagnosis.model_dump_json())
+            else:
+                render_diagnosis(diagnosis, stdout)
+            if diagnosis.status != "judged" and diagnosis.error is not None:
+                stderr.print(f"mast: {diagnosis.trace_id}: {diagnosis.status}: {diagnosis.error.message}",
+                             markup=False, highlight=False)
+    return failed

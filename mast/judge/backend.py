@@ -1,0 +1,376 @@
+"""The one module that talks to litellm: a narrow backend the judge calls.
+
+The judge needs four things from a model: a completion in a structured-output mode, a token count,
+the context window and the price of a call. :class:`Backend` is that protocol; :class:`LiteLLMBackend`
+implements it with ``litellm.acompletion``. Everything litellm raises is translated to
+:class:`~mast.errors.JudgeAPIError` here, in one place.
+
+Transport retries are classified (tenacity): a 429 waits for its ``Retry-After``, 5xx answers,
+timeouts and connection errors back off exponentially with full jitter, every other error fails at
+once. litellm's and the OpenAI client's own retries are switched off so the bound is ours.
+
+Example:
+    >>> backend = LiteLLMBackend("openai/my-model", api_base="http://127.0.0.1:8080/v1")
+    >>> backend.resolve_mode("auto")
+    'json_schema'
+"""
+
+from __future__ import annotations
+
+import copy
+import email.utils
+import logging
+import os
+import random
+import time
+from typing import Any, Literal
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from mast.errors import JudgeAPIError, one_line
+from mast.judge.config import JudgeConfig, StructuredOutput
+from mast.judge.protocol import Backend, Completion, Mode, UsageMeter
+from mast.judge.schema import OutputSpec
+
+__all__ = ["Backend", "Completion", "LiteLLMBackend", "Mode", "UsageMeter", "classify_error", "translate_error"]
+
+# litellm downloads its price map at import unless told to use the copy it ships.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import litellm  # noqa: E402
+
+# mast sends no telemetry and prints no litellm banners; callbacks the user set stay untouched.
+litellm.telemetry = False
+litellm.suppress_debug_info = True
+for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
+    logging.getLogger(_name).setLevel(logging.ERROR)
+
+RETRY_INITIAL_WAIT = 1.0
+"""Seconds before the first retry of a transient error (doubled per attempt, full jitter)."""
+RETRY_MAX_WAIT = 30.0
+"""Longest back-off between two transport attempts."""
+RETRY_AFTER_MAX = 120.0
+"""Longest ``Retry-After`` honoured; a longer one is cut to this."""
+
+_STRICT_PROVIDERS = ("openai", "azure")
+# Keywords OpenAI's strict structured outputs reject; kept for grammar-based servers (llama.cpp).
+_UNSUPPORTED_STRICT = ("maxLength", "minLength")
+
+
+class LiteLLMBackend:
+    """A :class:`Backend` on ``litellm.acompletion``: any model string litellm accepts."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 4,
+        extra: dict[str, Any] | None = None,
+        context_window: int | None = None,
+        free: bool = False,
+    ) -> None:
+        self.model = model
+        self.api_base = api_base
+        self.api_key = api_key
+        self.temperature = temperature
+        self.seed = seed
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.extra = dict(extra or {})
+        self._context_window = context_window
+        self.free = free
+        """True for a local model: every call costs 0."""
+
+    @classmethod
+    def from_config(cls, config: JudgeConfig, **overrides: Any) -> LiteLLMBackend:
+        """The backend for a :class:`JudgeConfig` (``overrides`` win, e.g. a local server's address)."""
+        values: dict[str, Any] = {
+            "model": config.model,
+            "api_base": config.api_base,
+            "api_key": config.api_key.get_secret_value() if config.api_key else None,
+            "temperature": config.temperature,
+            "seed": config.seed,
+            "timeout": config.timeout,
+            "max_retries": config.max_retries,
+            "extra": config.extra,
+            "context_window": config.context_window,
+        }
+        values.update(overrides)
+        model = values.pop("model")
+        if not model:
+            raise JudgeAPIError("no model configured for the LLM judge")
+        return cls(model, **values)
+
+    # -- model facts --
+
+    def _provider(self) -> str | None:
+        try:
+            return str(litellm.get_llm_provider(self.model, api_base=self.api_base)[1])
+        except Exception:  # unknown provider prefix: litellm raises its own BadRequestError
+            return None
+
+    def _model_info(self) -> dict[str, Any] | None:
+        try:
+            return dict(litellm.get_model_info(self.model))
+        except Exception:  # litellm raises when the model is not in its table
+            return None
+
+    def resolve_mode(self, requested: StructuredOutput) -> Mode:
+        """The mode for ``requested``; ``auto`` picks the strongest the model supports.
+
+        ``json_schema`` for an ``openai/`` model behind a custom ``api_base`` (llama.cpp, vLLM...) or a
+        model litellm says supports response schemas; else ``tool`` when it supports function
+        calling; else ``json``.
+        """
+        if requested != "auto":
+            return requested
+        if self.api_base and self.model.startswith("openai/"):
+            return "json_schema"
+        try:
+            if litellm.supports_response_schema(model=self.model):
+                return "json_schema"
+            if litellm.supports_function_calling(model=self.model):
+                return "tool"
+        except Exception:  # unknown model: litellm cannot tell, JSON mode works everywhere
+            pass
+        return "json"
+
+    def context_window(self) -> int | None:
+        """The configured context window, else litellm's ``max_input_tokens`` for the model."""
+        if self._context_window:
+            return self._context_window
+        info = self._model_info()
+        if info:
+            value = info.get("max_input_tokens") or info.get("max_tokens")
+            if isinstance(value, int) and value > 0:
+                return value
+        return None
+
+    def count_tokens(self, text: str) -> int:
+        """Litellm's token counter (the model's tokenizer when litellm knows it, else tiktoken)."""
+        try:
+            return int(litellm.token_counter(model=self.model, text=text))
+        except Exception:  # a tokenizer litellm cannot load: about 4 characters per token
+            return len(text) // 3 + 1
+
+    def _cost(self, response: Any) -> float | None:
+        if self.free:
+            return 0.0
+        if self._model_info() is None:
+            return None
+        try:
+            return float(litellm.completion_cost(completion_response=response, model=self.model))
+        except Exception:  # price not in litellm's table
+            return None
+
+    # -- the call --
+
+    def _schema_for_provider(self, output: OutputSpec) -> tuple[dict[str, Any], bool]:
+        """The schema as this provider takes it, and whether to ask for strict decoding."""
+        provider = self._provider()
+        if self.api_base is None and provider in _STRICT_PROVIDERS:
+            return _strip_keywords(output.schema, _UNSUPPORTED_STRICT), True
+        return output.schema, False
+
+    def _request(
+        self, messages: list[dict[str, Any]], output: OutputSpec, mode: Mode, max_tokens: int
+    ) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            "max_tokens": max_tokens,
+            "timeout": self.timeout,
+            # The retry bound is ours (tenacity below): no hidden retries in litellm or the SDK.
+            "num_retries": 0,
+            "max_retries": 0,
+            "drop_params": True,
+        }
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        schema, strict = self._schema_for_provider(output)
+        if mode == "json_schema":
+            spec: dict[str, Any] = {"name": output.name, "schema": schema}
+            if strict:
+                spec["strict"] = True
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": spec}
+        elif mode == "tool":
+            kwargs["tools"] = [
+                {"type": "function", "function": {"name": output.name, "description": output.description, "parameters": schema}}
+            ]
+            kwargs["tool_choice"] = {"type": "function", "function": {"name": output.name}}
+        else:
+            kwargs["response_format"] = {"type": "json_object"}
+            kwargs["messages"] = _with_schema_message(messages, output)
+        kwargs.update(self.extra)
+        return kwargs
+
+    async def complete(
+        self, messages: list[dict[str, Any]], *, output: OutputSpec, mode: Mode, max_tokens: int
+    ) -> Completion:
+        """One completion with classified transport retries.
+
+        Raises:
+            JudgeAPIError: a fatal error, or retries exhausted (with the attempt count).
+        """
+        kwargs = self._request(messages, output, mode, max_tokens)
+        attempts = 0
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(self.max_retries + 1),
+                wait=_wait,
+                retry=retry_if_exception(lambda exc: classify_error(exc) != "fatal"),
+                reraise=True,
+            ):
+                with attempt:
+                    attempts += 1
+                    response = await litellm.acompletion(**kwargs)
+        except Exception as exc:
+            raise translate_error(exc, model=self.model, attempts=attempts) from exc
+        return self._completion(response, attempts)
+
+    def _completion(self, response: Any, attempts: int) -> Completion:
+        choice = response.choices[0]
+        message = choice.message
+        tool_args = None
+        tool_calls = getattr(message, "tool_calls", None)
+        if tool_calls:
+            tool_args = tool_calls[0].function.arguments
+        usage = getattr(response, "usage", None)
+        try:
+            raw = response.model_dump()
+        except Exception:  # a provider object without model_dump: keep what can be kept
+            raw = None
+        return Completion(
+            text=message.content,
+            tool_args=tool_args,
+            finish_reason=choice.finish_reason,
+            input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            cost_usd=self._cost(response),
+            raw=raw,
+            attempts=attempts,
+        )
+
+
+def _with_schema_message(messages: list[dict[str, Any]], output: OutputSpec) -> list[dict[str, Any]]:
+    """JSON mode: put the schema in a system message right after the static one (before the trace)."""
+    import orjson
+
+    note = {
+        "role": "system",
+        "content": f"Reply with one JSON object valid against this JSON Schema (`{output.name}`):\n"
+        + orjson.dumps(output.schema).decode(),
+    }
+    position = 1 if messages and messages[0].get("role") == "system" else 0
+    return [*messages[:position], note, *messages[position:]]
+
+
+def _strip_keywords(schema: dict[str, Any], keywords: tuple[str, ...]) -> dict[str, Any]:
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: walk(v) for k, v in node.items() if k not in keywords}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    result: dict[str, Any] = walk(copy.deepcopy(schema))
+    return result
+
+
+# --- error classification and translation ----------------------------------------------------------
+
+ErrorClass = Literal["rate_limit", "transient", "fatal"]
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def classify_error(exc: BaseException) -> ErrorClass:
+    """``rate_limit`` (429), ``transient`` (5xx, timeouts, connection errors) or ``fatal`` (the rest)."""
+    status = _status(exc)
+    if isinstance(exc, litellm.RateLimitError) or status == 429:
+        return "rate_limit"
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return "fatal"
+    if isinstance(exc, litellm.Timeout | litellm.APIConnectionError | litellm.InternalServerError):
+        return "transient"
+    if isinstance(exc, litellm.ServiceUnavailableError | litellm.BadGatewayError):
+        return "transient"
+    if status is not None and status >= 500:
+        return "transient"
+    if status is None and isinstance(exc, TimeoutError | ConnectionError):
+        return "transient"
+    return "fatal"
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The wait a 429/503 asked for (``retry-after-ms`` or ``Retry-After``, seconds or HTTP date)."""
+    headers: Any = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    try:
+        millis = headers.get("retry-after-ms")
+        if millis is not None:
+            return max(0.0, float(millis) / 1000.0)
+        value = headers.get("retry-after")
+    except Exception:  # headers of an unexpected type
+        return None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except (TypeError, ValueError):
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(str(value))
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _wait(state: RetryCallState) -> float:
+    exc = state.outcome.exception() if state.outcome else None
+    if exc is not None and classify_error(exc) == "rate_limit":
+        asked = retry_after_seconds(exc)
+        if asked is not None:
+            return min(asked, RETRY_AFTER_MAX)
+    ceiling = min(RETRY_MAX_WAIT, RETRY_INITIAL_WAIT * 2 ** (state.attempt_number - 1))
+    return random.uniform(0, ceiling)
+
+
+def translate_error(exc: BaseException, *, model: str, attempts: int) -> JudgeAPIError:
+    """One :class:`JudgeAPIError` for anything litellm (or the transport under it) raised."""
+    if isinstance(exc, JudgeAPIError):
+        return exc
+    status = _status(exc)
+    kind = classify_error(exc)
+    label = {
+        "rate_limit": "rate limited",
+        "transient": "temporary failure",
+        "fatal": "request failed",
+    }[kind]
+    if isinstance(exc, litellm.Timeout):
+        label = "timed out"
+    where = f"HTTP {status}" if status else type(exc).__name__
+    message = one_line(exc)
+    if len(message) > 300:
+        message = message[:300] + "..."
+    tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
+    return JudgeAPIError(
+        f"{model}: {label} ({where}){tries}: {message}", status_code=status, n_attempts=attempts
+    )

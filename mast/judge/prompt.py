@@ -1,0 +1,149 @@
+"""The judge's prompts: versioned template files in ``prompts/judge/<version>/``, rendered from the taxonomy.
+
+Each call has a static part (instructions, taxonomy definitions, few-shot examples, answer format),
+byte-identical for every trace so providers can cache it, sent as the system message; and a
+trace-specific part sent last, where the run sits inside a fence whose name the trace text does not
+contain. :attr:`PromptSet.hash` is the sha256 of the static parts and is recorded in every result.
+
+Example:
+    >>> from mast.taxonomy import load_taxonomy
+    >>> prompts = load_prompts(load_taxonomy())
+    >>> prompts.version, len(prompts.hash)
+    ('judge-v1', 64)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from string import Template
+
+from mast.errors import UsageError
+from mast.judge.schema import DIAGNOSIS_SCHEMA_NAME, WINDOW_SCHEMA_NAME
+from mast.resources import prompts_dir
+from mast.taxonomy import Taxonomy
+
+PROMPT_VERSION = "judge-v1"
+
+FENCE_BASE = "MAST_TRACE"
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """The rendered static parts of one prompt version, and the templates of the trace parts."""
+
+    version: str
+    """Prompt version (folder name under ``prompts/judge/``)."""
+    single: str
+    """System message of a single-call judgement."""
+    window: str
+    """System message of one window of the chunked strategy."""
+    aggregate: str
+    """System message of the chunked strategy's aggregation call."""
+    trace_template: Template
+    """Trace-specific part of a single call."""
+    window_template: Template
+    """Trace-specific part of one window."""
+    aggregate_template: Template
+    """Trace-specific part of the aggregation call."""
+
+    @property
+    def hash(self) -> str:
+        """sha256 of the static parts, in a fixed order."""
+        digest = hashlib.sha256()
+        for part in (self.single, self.window, self.aggregate):
+            digest.update(part.encode("utf-8"))
+            digest.update(b"\x00")
+        return digest.hexdigest()
+
+
+def render_taxonomy(taxonomy: Taxonomy) -> str:
+    """The taxonomy as prompt text: categories, then each mode's code, name, definition and evidence."""
+    lines: list[str] = []
+    for category, title in taxonomy.categories.items():
+        lines.append(f"## {category}: {title}")
+        for mode in taxonomy.modes:
+            if mode.category != category:
+                continue
+            lines.append(f"- {mode.code} {mode.name}: {' '.join(mode.definition.split())}")
+            if mode.evidence:
+                lines.append(f"  Look for: {' '.join(mode.evidence.split())}")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def _read(folder_name: str, name: str) -> str:
+    path = prompts_dir() / "judge" / folder_name / name
+    try:
+        return path.read_text(encoding="utf-8").rstrip("\n")
+    except OSError as exc:
+        raise UsageError(f"prompt template {path} cannot be read: {exc}") from exc
+
+
+_CACHE: dict[tuple[str, str], PromptSet] = {}
+
+
+def load_prompts(taxonomy: Taxonomy, version: str = PROMPT_VERSION) -> PromptSet:
+    """Render the static parts of ``version`` for ``taxonomy`` (memoised)."""
+    key = (version, taxonomy.fingerprint())
+    if key in _CACHE:
+        return _CACHE[key]
+    if not (prompts_dir() / "judge" / version).is_dir():
+        raise UsageError(f"unknown prompt version {version!r}")
+    common = {
+        "taxonomy": render_taxonomy(taxonomy),
+        "taxonomy_version": taxonomy.version,
+        "n_modes": str(len(taxonomy.modes)),
+        "codes": ", ".join(taxonomy.codes),
+        "first_code": taxonomy.codes[0],
+    }
+    diagnosis_format = Template(_read(version, "answer-diagnosis.md")).substitute(common)
+    window_format = Template(_read(version, "answer-window.md")).substitute(common)
+    examples = _read(version, "examples.md")
+    single = Template(_read(version, "single.md")).substitute(
+        common, schema_name=DIAGNOSIS_SCHEMA_NAME, examples=examples, answer_format=diagnosis_format
+    )
+    window = Template(_read(version, "window.md")).substitute(
+        common, schema_name=WINDOW_SCHEMA_NAME, answer_format=window_format
+    )
+    aggregate = Template(_read(version, "aggregate.md")).substitute(
+        common, schema_name=DIAGNOSIS_SCHEMA_NAME, answer_format=diagnosis_format
+    )
+    prompts = PromptSet(
+        version=version,
+        single=single,
+        window=window,
+        aggregate=aggregate,
+        trace_template=Template(_read(version, "trace.md")),
+        window_template=Template(_read(version, "window-input.md")),
+        aggregate_template=Template(_read(version, "aggregate-input.md")),
+    )
+    _CACHE[key] = prompts
+    return prompts
+
+
+def choose_fence(*texts: str) -> str:
+    """A fence name that occurs in none of ``texts``, so no trace text can close the fence early.
+
+    ``MAST_TRACE`` when the texts never mention it; otherwise the same name with a suffix derived
+    from the texts (deterministic, so the same trace always gets the same prompt).
+    """
+    joined = "\x00".join(texts)
+    if FENCE_BASE not in joined:
+        return FENCE_BASE
+    seed = hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()
+    for attempt in range(1000):
+        candidate = f"{FENCE_BASE}_{seed[attempt % 56 : attempt % 56 + 8]}_{attempt}"
+        if candidate not in joined:
+            return candidate
+    raise UsageError("cannot find a fence name absent from the trace")  # pragma: no cover - needs 1000 collisions
+
+
+def hints_block(hints: str | None) -> str:
+    """The detectors' hints as a labelled block placed before the fenced trace (empty without hints)."""
+    if not hints or not hints.strip():
+        return ""
+    return (
+        "Hints from mast's offline rule-based detectors (they can be wrong; confirm each in the record "
+        "before you use it):\n" + hints.strip() + "\n"
+    )

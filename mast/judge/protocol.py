@@ -1,0 +1,101 @@
+"""The narrow seam between the judge and a model: what a backend returns and what it must do.
+
+Kept apart from :mod:`mast.judge.backend` so that importing the judge does not import litellm
+(slow); only starting an LLM judge does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from mast.judge.config import StructuredOutput
+from mast.judge.schema import OutputSpec
+
+Mode = Literal["json_schema", "tool", "json"]
+"""How the answer's shape is enforced: JSON Schema response format, a forced tool call, or JSON mode."""
+
+
+@dataclass
+class Completion:
+    """One answered call: the text or tool arguments, why it stopped, and what it cost."""
+
+    text: str | None
+    """The assistant message's content."""
+    tool_args: str | None = None
+    """Arguments of the first tool call (tool mode)."""
+    finish_reason: str | None = None
+    """``stop``, ``length``, ``tool_calls``..."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    """Dollars from litellm's price table; ``None`` when the model's price is unknown."""
+    raw: dict[str, Any] | None = None
+    """The provider's response, as a dict."""
+    attempts: int = 1
+    """HTTP attempts made for this completion (transport retries included)."""
+
+    @property
+    def answer(self) -> str:
+        """The text holding the structured answer: tool arguments when present, else the content."""
+        if self.tool_args:
+            return self.tool_args
+        return self.text or ""
+
+
+@dataclass
+class UsageMeter:
+    """Usage summed over every answered call of one judgement (re-asks and windows included)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    calls: int = 0
+    price_unknown: bool = False
+    completions: list[Completion] = field(default_factory=list)
+
+    def add(self, completion: Completion) -> None:
+        """Count one answered call."""
+        self.calls += 1
+        self.input_tokens += completion.input_tokens
+        self.output_tokens += completion.output_tokens
+        if completion.cost_usd is None:
+            self.price_unknown = True
+        else:
+            self.cost_usd = (self.cost_usd or 0.0) + completion.cost_usd
+        self.completions.append(completion)
+
+    @property
+    def total_cost(self) -> float | None:
+        """Dollars spent, or ``None`` when any call's price was unknown (never a misleading 0)."""
+        return None if self.price_unknown else self.cost_usd
+
+
+class Backend(Protocol):
+    """What the judge needs from a model."""
+
+    model: str
+
+    def resolve_mode(self, requested: StructuredOutput) -> Mode:
+        """The structured-output mode to use first for ``requested`` (``auto`` resolved)."""
+        ...
+
+    def context_window(self) -> int | None:
+        """Input tokens the model accepts, when known."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` for this model (an estimate when the tokenizer is unknown)."""
+        ...
+
+    async def complete(
+        self, messages: list[dict[str, Any]], *, output: OutputSpec, mode: Mode, max_tokens: int
+    ) -> Completion:
+        """One completion, transport retries included.
+
+        Raises:
+            JudgeAPIError: the provider failed and retries could not help.
+        """
+        ...
+
+

@@ -1,0 +1,323 @@
+"""The judge's answer models: what the LLM must send back, generated from the taxonomy.
+
+The pydantic models are the prompt contract. Their JSON Schema goes to the provider (as a
+``response_format``, a tool's parameters, or text in JSON mode); the same models parse the answer.
+Evidence and rationale come before ``present`` in every verdict so the model writes its reasons
+before it commits to a verdict.
+
+Free strings carry a ``maxLength`` in the schema only: with grammar-constrained decoding (llama.cpp)
+it stops a small model from rambling until it runs out of tokens, while parsing stays lenient so an
+answer from an unconstrained provider that is a little long is not thrown away.
+
+Example:
+    >>> from mast.taxonomy import load_taxonomy
+    >>> spec = diagnosis_spec(load_taxonomy())
+    >>> spec.name, sorted(spec.schema["properties"])
+    ('mast_diagnosis', ['failure_modes', 'first_failure', 'summary', 'task_completed'])
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import json_repair
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from mast.taxonomy import Taxonomy, normalize_code
+
+DIAGNOSIS_SCHEMA_NAME = "mast_diagnosis"
+WINDOW_SCHEMA_NAME = "mast_window_findings"
+
+QUOTE_MAX_CHARS = 300
+TEXT_MAX_CHARS = 400
+SUMMARY_MAX_CHARS = 600
+AGENT_MAX_CHARS = 80
+MAX_EVIDENCE = 3
+MAX_FINDINGS = 10
+
+
+def _limit(chars: int) -> Any:
+    return {"maxLength": chars}
+
+
+class _Answer(BaseModel):
+    # Lenient on extra keys: a model adding a field should not cost a re-ask.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class EvidenceAnswer(_Answer):
+    """One quote the judge cites."""
+
+    step: int | None = Field(description="Step number n of the [S<n>] line the quote comes from.")
+    quote: str = Field(description="Text copied exactly from that step.", json_schema_extra=_limit(QUOTE_MAX_CHARS))
+
+
+class ModeAnswer(_Answer):
+    """The judge's verdict on one mode: evidence, then rationale, then the verdict."""
+
+    evidence: list[EvidenceAnswer] = Field(default_factory=list, json_schema_extra={"maxItems": MAX_EVIDENCE})
+    rationale: str = Field(default="", json_schema_extra=_limit(TEXT_MAX_CHARS))
+    present: bool
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class DiagnosisAnswerBase(_Answer):
+    """Common part of the diagnosis answer; ``failure_modes`` is added per taxonomy."""
+
+    task_completed: bool | None = None
+    summary: str = Field(default="", json_schema_extra=_limit(SUMMARY_MAX_CHARS))
+
+
+class WindowAnswerBase(_Answer):
+    """Common part of one window's findings; ``findings`` is added per taxonomy."""
+
+    summary: str = Field(default="", json_schema_extra=_limit(SUMMARY_MAX_CHARS))
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """An answer shape: its name, the pydantic model that parses it, and the JSON Schema sent out."""
+
+    name: str
+    """Schema / tool name (``mast_diagnosis``)."""
+    model: type[BaseModel]
+    """Parses the answer."""
+    schema: dict[str, Any]
+    """JSON Schema given to the provider: every property required, no extra properties."""
+    description: str
+    """One line describing the answer (tool description)."""
+
+
+class AnswerInvalid(ValueError):
+    """The model's text is not a valid answer; the message is sent back to it on a re-ask."""
+
+
+def _codes_literal(taxonomy: Taxonomy) -> Any:
+    return Literal[tuple(taxonomy.codes)]  # type: ignore[valid-type]
+
+
+def _field_name(code: str) -> str:
+    return "m_" + re.sub(r"\W", "_", code)
+
+
+def _diagnosis_spec(taxonomy: Taxonomy) -> OutputSpec:
+    codes = _codes_literal(taxonomy)
+    modes_fields: dict[str, Any] = {
+        _field_name(code): (ModeAnswer | None, Field(default=None, alias=code, description=taxonomy.mode(code).name))
+        for code in taxonomy.codes
+    }
+    failure_modes = create_model("FailureModes", __base__=_Answer, **modes_fields)
+    first_failure = create_model(
+        "FirstFailureAnswer",
+        __base__=_Answer,
+        step=(int | None, Field(default=None, description="Step number of the decisive error.")),
+        agent=(str | None, Field(default=None, json_schema_extra=_limit(AGENT_MAX_CHARS))),
+        code=(codes | None, Field(default=None)),
+        explanation=(str, Field(default="", json_schema_extra=_limit(TEXT_MAX_CHARS))),
+    )
+    answer = create_model(
+        "DiagnosisAnswer",
+        __base__=_Answer,
+        failure_modes=(failure_modes, Field(description="One verdict per failure-mode code.")),
+        task_completed=(bool | None, None),
+        first_failure=(first_failure | None, None),
+        summary=(str, Field(default="", json_schema_extra=_limit(SUMMARY_MAX_CHARS))),
+    )
+    schema = strict_schema(answer.model_json_schema(by_alias=True))
+    # Every mode is required and must be a verdict object (not null) in what the model is asked for;
+    # only parsing tolerates an omitted mode, which then reads "not assessed".
+    modes_def = schema["$defs"]["FailureModes"]
+    modes_def["properties"] = {code: {"$ref": "#/$defs/ModeAnswer"} for code in taxonomy.codes}
+    return OutputSpec(
+        name=DIAGNOSIS_SCHEMA_NAME,
+        model=answer,
+        schema=schema,
+        description="The verdict on every MAST failure mode for the run, with evidence.",
+    )
+
+
+def _window_spec(taxonomy: Taxonomy) -> OutputSpec:
+    codes = _codes_literal(taxonomy)
+    finding = create_model(
+        "Finding",
+        __base__=_Answer,
+        step=(int, Field(description="Step number of the quote.")),
+        quote=(str, Field(description="Text copied exactly from that step.", json_schema_extra=_limit(QUOTE_MAX_CHARS))),
+        note=(str, Field(default="", json_schema_extra=_limit(TEXT_MAX_CHARS))),
+        code=(codes, Field(description="The failure mode this supports.")),
+    )
+    answer = create_model(
+        "WindowAnswer",
+        __base__=_Answer,
+        findings=(list[finding], Field(default_factory=list, json_schema_extra={"maxItems": MAX_FINDINGS})),  # type: ignore[valid-type]
+        summary=(str, Field(default="", json_schema_extra=_limit(SUMMARY_MAX_CHARS))),
+    )
+    return OutputSpec(
+        name=WINDOW_SCHEMA_NAME,
+        model=answer,
+        schema=strict_schema(answer.model_json_schema(by_alias=True)),
+        description="Findings of failure modes in one window of a long run.",
+    )
+
+
+# Taxonomy holds dicts (unhashable), so specs are memoised by its fingerprint.
+_SPECS: dict[tuple[str, str], OutputSpec] = {}
+
+
+def _memo(kind: str, taxonomy: Taxonomy, build: Any) -> OutputSpec:
+    key = (kind, taxonomy.fingerprint())
+    if key not in _SPECS:
+        _SPECS[key] = build(taxonomy)
+    return _SPECS[key]
+
+
+def diagnosis_spec(taxonomy: Taxonomy) -> OutputSpec:
+    """The answer of a single call and of the chunked strategy's aggregation."""
+    return _memo("diagnosis", taxonomy, _diagnosis_spec)
+
+
+def window_spec(taxonomy: Taxonomy) -> OutputSpec:
+    """The answer for one window of the chunked strategy."""
+    return _memo("window", taxonomy, _window_spec)
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Make every object's properties required and closed, drop titles and defaults.
+
+    Strict structured-output providers require this shape; optional fields stay nullable, so the
+    model can still answer ``null``. Parsing remains lenient (omitted modes become "not assessed").
+    """
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: walk(v) for k, v in node.items() if k not in ("title", "default")}
+            if out.get("type") == "object" and isinstance(out.get("properties"), dict):
+                out["required"] = list(out["properties"])
+                out["additionalProperties"] = False
+            return out
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    result: dict[str, Any] = walk(schema)
+    return result
+
+
+# --- parsing -------------------------------------------------------------------------------------
+
+_FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def extract_json(text: str) -> Any:
+    """The JSON value in a model's message: plain, inside a code fence, or repairable.
+
+    Raises:
+        AnswerInvalid: when no JSON object can be read.
+    """
+    stripped = text.strip()
+    if not stripped:
+        raise AnswerInvalid("the answer was empty")
+    candidates = [stripped]
+    fenced = _FENCED.search(stripped)
+    if fenced:
+        candidates.append(fenced.group(1).strip())
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if 0 <= start < end:
+        candidates.append(stripped[start : end + 1])
+    for candidate in candidates:
+        try:
+            return orjson.loads(candidate)
+        except orjson.JSONDecodeError:
+            continue
+    repaired = json_repair.loads(candidates[-1], skip_json_loads=True)
+    if isinstance(repaired, dict) and repaired:
+        return repaired
+    raise AnswerInvalid("the answer is not a JSON object")
+
+
+def _normalise_modes(data: dict[str, Any], taxonomy: Taxonomy) -> list[str]:
+    """Accept the verdicts as a list or with codes spelled differently; return notes on what was dropped."""
+    notes: list[str] = []
+    modes = data.get("failure_modes")
+    if isinstance(modes, list):
+        as_dict: dict[str, Any] = {}
+        for item in modes:
+            if isinstance(item, dict) and "code" in item:
+                as_dict[str(item["code"])] = item
+        modes = as_dict
+    if not isinstance(modes, dict):
+        return notes
+    fixed: dict[str, Any] = {}
+    for key, value in modes.items():
+        try:
+            code = normalize_code(key.split()[0] if isinstance(key, str) and key.split() else key)
+        except ValueError:
+            notes.append(f"ignored verdict for unknown code {key!r}")
+            continue
+        if code not in taxonomy.codes:
+            notes.append(f"ignored verdict for unknown code {key!r}")
+            continue
+        fixed[code] = value
+    data["failure_modes"] = fixed
+    return notes
+
+
+def _validation_message(exc: ValidationError, limit: int = 8) -> str:
+    parts = []
+    for error in exc.errors()[:limit]:
+        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        parts.append(f"{where}: {error['msg']}")
+    more = len(exc.errors()) - limit
+    if more > 0:
+        parts.append(f"... and {more} more")
+    return "; ".join(parts)
+
+
+def parse_answer(
+    text: str, spec: OutputSpec, taxonomy: Taxonomy, *, require_all: bool = True
+) -> tuple[BaseModel, list[str]]:
+    """Parse and validate a model's answer; return it with notes on what was tolerated.
+
+    Args:
+        text: the model's message (or tool arguments).
+        spec: the expected answer.
+        taxonomy: the taxonomy the codes belong to.
+        require_all: reject a diagnosis that leaves modes out (so it can be re-asked); when False,
+            omitted modes are accepted and become "not assessed". An answer with no verdict at
+            all is always rejected.
+
+    Raises:
+        AnswerInvalid: when the answer cannot be read or does not validate (message fit for a re-ask).
+    """
+    data = extract_json(text)
+    if not isinstance(data, dict):
+        raise AnswerInvalid("the answer must be a JSON object")
+    notes = _normalise_modes(data, taxonomy) if spec.name == DIAGNOSIS_SCHEMA_NAME else []
+    if spec.name == WINDOW_SCHEMA_NAME and isinstance(data.get("findings"), list):
+        for finding in data["findings"]:
+            if isinstance(finding, dict) and "code" in finding:
+                try:
+                    finding["code"] = normalize_code(finding["code"])
+                except ValueError:
+                    pass
+    try:
+        answer = spec.model.model_validate(data)
+    except ValidationError as exc:
+        raise AnswerInvalid(_validation_message(exc)) from exc
+    if spec.name == DIAGNOSIS_SCHEMA_NAME:
+        verdicts = mode_answers(answer, taxonomy)
+        missing = [code for code, verdict in verdicts.items() if verdict is None]
+        if len(missing) == len(verdicts):
+            raise AnswerInvalid("failure_modes holds no verdict; give one object per code: " + ", ".join(taxonomy.codes))
+        if missing and require_all:
+            raise AnswerInvalid("failure_modes lacks a verdict for: " + ", ".join(missing))
+    return answer, notes
+
+
+def mode_answers(answer: BaseModel, taxonomy: Taxonomy) -> dict[str, ModeAnswer | None]:
+    """Code -> the model's verdict (``None`` when the answer left the mode out)."""
+    modes = answer.failure_modes
+    return {code: getattr(modes, _field_name(code)) for code in taxonomy.codes}

@@ -150,6 +150,19 @@ def compact(value: Any) -> str:
     return orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS).decode()
 
 
+def result_text(value: Any) -> str:
+    """A tool's output as text: strings as they are, text-bearing wrappers flattened, other data as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and any(isinstance(value.get(k), str | list) for k in ("content", "text", "output")):
+        return text_of(value)
+    if isinstance(value, list) and value and all(isinstance(p, dict) and p.get("type") in ("text", "output_text") for p in value):
+        return text_of(value)
+    return compact(value)
+
+
 # --- content parts --------------------------------------------------------------------------
 
 
@@ -220,6 +233,12 @@ def from_openai(message: dict[str, Any]) -> list[Msg]:
     role = norm_role(message.get("role"))
     used = {"role", "content", "tool_calls", "tool_call_id", "name", "function_call"}
     extra = {k: v for k, v in message.items() if k not in used and v not in (None, [], {}, "")}
+    if role not in CHAT_ROLES and "additional_kwargs" in message and not message.get("tool_calls"):
+        # Langfuse renders a LangChain.js ToolMessage with the tool's name as its role.
+        extra["raw_role"] = message.get("role")
+        return [Msg(role="tool", tool_results=[ToolResult(call_id=message.get("tool_call_id"), name=str(message.get("role")), output=text_of(content))], extra=extra)]
+    if role not in CHAT_ROLES:
+        extra["raw_role"] = message.get("role")
     if role == "tool":
         if isinstance(content, dict) and content.get("type") == "function" and not message.get("tool_call_id"):
             # Langfuse renders a LangChain call's tool definitions as role=tool messages: not results.
@@ -636,6 +655,14 @@ def _norm(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
+def _canon(text: str) -> str:
+    """Tool output text for comparison: JSON re-serialised canonically, other text whitespace-normalised."""
+    value = maybe_json(text, depth=2)
+    if isinstance(value, dict | list):
+        return compact(value)
+    return _norm(text)
+
+
 @dataclass
 class _Call:
     call: ToolCall
@@ -668,7 +695,7 @@ class Timeline:
             result = msg.tool_results[0]
             if result.call_id:
                 return [("tid", result.call_id)]
-            keys: list[tuple[Any, ...]] = [("ttext", _norm(result.output))]
+            keys: list[tuple[Any, ...]] = [("ttext", _canon(result.output))]
             if result.name:
                 keys.append(("tname", result.name))
             return keys
@@ -683,7 +710,7 @@ class Timeline:
         for result in msg.tool_results:
             if result.call_id:
                 self._seen[("tid", result.call_id)] += 1
-            self._seen[("ttext", _norm(result.output))] += 1
+            self._seen[("ttext", _canon(result.output))] += 1
             if result.name:
                 self._seen[("tname", result.name)] += 1
         if msg.role == "tool" and msg.tool_results:
@@ -760,7 +787,11 @@ class Timeline:
                 **fields,
             )
         else:
-            who = msg.name or agent or (self.default_agent if msg.role == "assistant" else "user")
+            if msg.role == "assistant":
+                who = msg.name or agent or self.default_agent
+            else:
+                # A user turn is the user's (or the named author's), never the agent being traced.
+                who = msg.name or "user"
             if msg.role == "assistant":
                 step_kind = kind or assistant_kind or self.assistant_kind
             else:
@@ -814,7 +845,7 @@ class Timeline:
         **fields: Any,
     ) -> Step:
         """Emit a tool execution recorded as one event (a tool span): paired with its call if one was emitted."""
-        text = output if isinstance(output, str) else text_of(output) if output is not None else ""
+        text = result_text(output)
         result = ToolResult(call_id=call_id, name=name, output=text, is_error=is_error)
         entry = self._match_call(call_id, name)
         attributes = dict(fields.pop("attributes", None) or {})

@@ -143,6 +143,8 @@ _FRAMEWORK_HINTS = (
 )
 _INDEXED = re.compile(r"^(?P<prefix>.+?)\.(?P<index>\d+)\.(?P<rest>.+)$")
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
+_CODE_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+_CREWAI_ROLE = re.compile(r"\brole='([^'\n]{1,80})'")
 
 
 # --- OTLP/JSON values -----------------------------------------------------------------------------
@@ -406,6 +408,26 @@ def _kind(attrs: dict[str, Any], name: str, used: set[str]) -> str:
     return "other"
 
 
+def agent_from_span_name(name: str) -> str | None:
+    """The agent an agent span's name announces (``invoke_agent X``, ``agent_run [X]``, ``X``).
+
+    Dotted code paths (``Agent.run``, ``Task._execute_core``) name a method, not an agent.
+    """
+    match = _SPAN_NAME_AGENT.match(name)
+    candidate = match.group("name").strip() if match else name.strip()
+    if not candidate or _CODE_PATH.match(candidate):
+        return None
+    return candidate
+
+
+def _crewai_agent_role(value: Any) -> str | None:
+    """CrewAI's task spans pass the agent as a repr: ``... role='Researcher' goal=...``."""
+    if isinstance(value, dict) and isinstance(value.get("agent"), str):
+        match = _CREWAI_ROLE.search(value["agent"])
+        return match.group(1) if match else None
+    return None
+
+
 def _take(attrs: dict[str, Any], used: set[str], *keys: str) -> Any:
     for key in keys:
         if key in attrs and attrs[key] not in (None, ""):
@@ -538,10 +560,7 @@ def span_from_attributes(
     # identity, tool, model, usage
     agent = _take(attrs, used, GEN_AI_AGENT_NAME, SpanAttributes.AGENT_NAME, "agent_name")
     if agent is None and kind == "agent":
-        agent = _take(attrs, used, SpanAttributes.GRAPH_NODE_ID, "traceloop.entity.name")
-        if agent is None:
-            match = _SPAN_NAME_AGENT.match(name)
-            agent = match.group("name").strip() if match else name or None
+        agent = _take(attrs, used, SpanAttributes.GRAPH_NODE_ID, "traceloop.entity.name") or _crewai_agent_role(decoded_in) or agent_from_span_name(name)
     span.agent = str(agent) if agent is not None else None
     description = _take(attrs, used, GEN_AI_AGENT_DESCRIPTION)
     span.agent_description = str(description) if description else None

@@ -73,11 +73,12 @@ class MadDataset(BaseModel):
 
         return iter_json_records(self.path)
 
-    def labels(self, *, trace_id_prefix: str = "") -> pd.DataFrame:
+    def labels(self, *, trace_id_prefix: str = "", verification: Literal["paper", "mad-layout"] = "paper") -> pd.DataFrame:
         """Label table of the file (LLM labels, or one row per human annotator); see :mod:`mast.evaluate.mad`."""
         from mast.evaluate.mad import labels_from_mad
 
-        return labels_from_mad(self.records(), source=str(self.path), trace_id_prefix=trace_id_prefix)
+        return labels_from_mad(self.records(), source=str(self.path), trace_id_prefix=trace_id_prefix,
+                               verification=verification)
 
     def metadata(self, *, trace_id_prefix: str = "") -> pd.DataFrame:
         """One row per record: trace_id, mas_name, llm_name, benchmark_name, round."""

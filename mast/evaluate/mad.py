@@ -9,6 +9,16 @@ stopping conditions" in the 17-mode one), so the round is recognised from the se
 title is checked against :data:`CROSSWALK` before it is mapped. Draft modes with no counterpart in
 the 14 (``Unbatched repetitive execution``...) give no rows: not assessed, never "absent".
 
+**Verification modes.** The drafts' "lack of result verification" is defined word for word as the
+paper's (v3) 3.2 *No or Incomplete Verification* ("omission of proper checking or confirmation of
+task outcomes...") and "lack of critical verification" as its 3.3 *Incorrect Verification*
+("failure to adequately validate or cross-check crucial information..."); mast's taxonomy follows
+those definitions, so by default the drafts map that way (``verification="paper"``, which also
+agrees with mast-lint's remapping of the same records). MAD's final human round, however, prints
+the *critical* body under the 3.2 title and the *result* body under 3.3, and
+``../shared/reference/mad-code-crosswalk.csv`` maps the drafts by that layout;
+``verification="mad-layout"`` does the same. Final-round codes are taken as given either way.
+
 The LLM-labelled full set carries ``mast_annotation: {"1.1": 0, "1.2": 1, ...}`` in final codes.
 
 Example:
@@ -30,6 +40,7 @@ from mast.evaluate.labels import label_table, normalize_label_code
 from mast.taxonomy import Taxonomy, load_taxonomy
 
 Round = Literal["v1", "v2", "final"]
+Verification = Literal["paper", "mad-layout"]
 
 CROSSWALK: dict[str, dict[str, tuple[str, str | None]]] = {
     # 18-mode draft (IAA round 1): four categories, verification in 4.x.
@@ -50,10 +61,10 @@ CROSSWALK: dict[str, dict[str, tuple[str, str | None]]] = {
         "3.3": ("ignoring suggestions from agents", "2.5"),
         "3.4": ("waiting for known information", None),
         "4.1": ("ill specified termination condition", "3.1"),
-        # The final 3.2 "No or Incomplete Verification" is the draft's *critical* verification,
-        # and 3.3 "Incorrect Verification" its *result* verification: the codes cross over here.
-        "4.2": ("lack of result verification", "3.3"),
-        "4.3": ("lack of critical verification", "3.2"),
+        # Mapped by definition text to the paper's 3.2 (omission) and 3.3 (weak cross-check);
+        # see "Verification modes" above for MAD's final round, which prints them the other way.
+        "4.2": ("lack of result verification", "3.2"),
+        "4.3": ("lack of critical verification", "3.3"),
     },
     # 17-mode draft (IAA rounds 2 and 3): "waiting for known information" dropped, codes reshuffled.
     "v2": {
@@ -72,8 +83,8 @@ CROSSWALK: dict[str, dict[str, tuple[str, str | None]]] = {
         "2.6": ("withholding relevant information", "2.4"),
         "2.7": ("ignoring suggestions from agents", "2.5"),
         "3.1": ("ill specified termination condition", "3.1"),
-        "3.2": ("lack of critical verification", "3.2"),
-        "3.3": ("lack of result verification", "3.3"),
+        "3.2": ("lack of critical verification", "3.3"),
+        "3.3": ("lack of result verification", "3.2"),
     },
 }
 """Draft round -> draft code -> (start of the draft title, lower case; final code or None)."""
@@ -101,7 +112,7 @@ def detect_round(codes: Iterable[str]) -> Round:
     raise ValueError(f"{len(found)} modes ({', '.join(sorted(found))}) match no MAD taxonomy round (18, 17 or 14)")
 
 
-def map_human_annotation(title: str, round_: Round) -> str | None:
+def map_human_annotation(title: str, round_: Round, *, verification: Verification = "paper") -> str | None:
     """The final code for one annotation title of a round, or None when the mode was dropped.
 
     Raises:
@@ -116,6 +127,8 @@ def map_human_annotation(title: str, round_: Round) -> str | None:
     start, final = expected
     if not text.startswith(start):
         raise ValueError(f"mode {code} {text[:40]!r} is not the {round_} round's {code} {start!r}")
+    if verification == "mad-layout" and final in ("3.2", "3.3"):
+        return "3.3" if final == "3.2" else "3.2"
     return final
 
 
@@ -134,11 +147,13 @@ def labels_from_mad(
     taxonomy: Taxonomy | None = None,
     source: str = "MAD",
     trace_id_prefix: str = "",
+    verification: Verification = "paper",
 ) -> pd.DataFrame:
     """Label table of MAD records: ``mast_annotation`` (one LLM annotator) or human ``annotations``.
 
     Human records give one row per annotator (``annotator_1``...), so several rows per cell; LLM
     records give one row per cell with no annotator. Trace ids are ``trace_id_prefix + trace_id``.
+    ``verification`` picks how the drafts' two verification modes map (module docstring).
     """
     tax = taxonomy or load_taxonomy()
     rows: list[dict[str, Any]] = []
@@ -157,7 +172,7 @@ def labels_from_mad(
                 rows.append({"trace_id": trace_id, "code": normalize_label_code(code, tax, where=where),
                              "present": value})
         elif isinstance(record.get("annotations"), list):
-            added, dropped = _human_rows(record["annotations"], trace_id, tax, where)
+            added, dropped = _human_rows(record["annotations"], trace_id, tax, where, verification)
             rows.extend(added)
             unmapped += dropped
         else:
@@ -168,12 +183,12 @@ def labels_from_mad(
 
 
 def _human_rows(
-    annotations: list[Any], trace_id: str, taxonomy: Taxonomy, where: str
+    annotations: list[Any], trace_id: str, taxonomy: Taxonomy, where: str, verification: Verification
 ) -> tuple[list[dict[str, Any]], int]:
     try:
         titles = [str(item["failure mode"]) for item in annotations]
         round_ = detect_round(_split_title(title)[0] for title in titles)
-        finals = [map_human_annotation(title, round_) for title in titles]
+        finals = [map_human_annotation(title, round_, verification=verification) for title in titles]
     except (KeyError, TypeError) as exc:
         raise EvaluationError(f"{where}: annotation without a 'failure mode' title") from exc
     except ValueError as exc:

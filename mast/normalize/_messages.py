@@ -767,8 +767,9 @@ class Timeline:
         attributes = dict(fields.pop("attributes", None) or {})
         attributes.update({k: v for k, v in msg.extra.items() if k not in attributes})
         if msg.role in ("system", "developer"):
-            step = Step(index=len(self.steps), kind=kind or "system", role=msg.role, content=msg.content, attributes=attributes, **fields)  # type: ignore[arg-type]
             owner = agent or self.default_agent
+            step = Step(index=len(self.steps), kind=kind or "system", agent="system", recipient=owner, role=msg.role,  # type: ignore[arg-type]
+                        content=msg.content, attributes=attributes, **fields)
             self.system_prompts.setdefault(owner, msg.text)
         elif msg.role == "tool":
             result = msg.tool_results[0]
@@ -800,7 +801,10 @@ class Timeline:
                 fields["model"] = msg.model
             if msg.usage and "usage" not in fields:
                 fields["usage"] = msg.usage
-            step = Step(index=len(self.steps), kind=step_kind, agent=who, role=msg.role if msg.role in CHAT_ROLES else None,  # type: ignore[arg-type]
+            # A user turn is addressed to the agent whose model call (or conversation) it is in.
+            recipient = (agent or self.default_agent) if msg.role == "user" and who != (agent or self.default_agent) else None
+            step = Step(index=len(self.steps), kind=step_kind, agent=who, recipient=recipient,  # type: ignore[arg-type]
+                        role=msg.role if msg.role in CHAT_ROLES else None,
                         content=msg.content, tool_calls=msg.tool_calls, attributes=attributes, **fields)
             for call in msg.tool_calls:
                 self._calls.append(_Call(call=call, agent=who))

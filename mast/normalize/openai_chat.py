@@ -27,6 +27,15 @@ from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
 
 _MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "function_call", "refusal", "audio", "annotations"})
+_REQUEST_KEYS = frozenset(
+    {
+        "messages", "model", "tools", "tool_choice", "temperature", "top_p", "max_tokens", "max_completion_tokens", "n",
+        "stop", "stream", "stream_options", "response_format", "seed", "frequency_penalty", "presence_penalty",
+        "logit_bias", "logprobs", "top_logprobs", "user", "parallel_tool_calls", "functions", "function_call",
+        "metadata", "store", "reasoning_effort", "modalities", "audio", "prediction", "service_tier",
+        "web_search_options", "verbosity", "prompt_cache_key", "safety_identifier",
+    }
+)
 
 
 def _is_chat_message(item: Any) -> bool:
@@ -109,7 +118,11 @@ class OpenAIChat(TraceFormat):
         if is_response(data):
             return 0.95
         if is_request(data):
-            return 0.9
+            # Only a body of known request parameters is surely a request; other objects that
+            # merely hold a "messages" list (framework results) are readable, with less certainty.
+            if set(data) <= _REQUEST_KEYS:
+                return 0.9
+            return 0.7 if "model" in data else 0.5
         if is_chat_list(data):
             return 0.8
         return 0.0

@@ -1,0 +1,141 @@
+"""ChatDev logs: role-play turns between company roles, phase by phase.
+
+A ChatDev log is a list of entries. In the ``.log`` files (the form MAD stores) each entry opens
+with ``[YYYY-DD-MM HH:MM:SS INFO]`` (day before month); the markdown copies have no timestamps and
+an entry opens at a ``**[Event]**`` or ``Role: **...**`` line. Entries are:
+
+- a role's turn: ``Programmer: **Programmer<->Code Reviewer on : CodeReview, turn 0**`` followed
+  by the echoed role prompt in ``[...]`` and the utterance;
+- ``User Role: **[Start Chat]**``: the phase's opening instruction to the assistant role;
+- framework events: ``**[Preprocessing]**`` (holds ``**task_prompt**``), ``System: **[chatting]**``
+  and ``**[RolePlaying]**`` (tables naming the phase and its two roles), ``**[Seminar Conclusion]**``,
+  ``**[Update Codes]**``, ``**[Test Reports]**``, ``**[Software Info]**``...;
+- ``**[OpenAI_Usage_Info Receive]**`` token counts, added to the next turn's usage;
+- noise (``flask app.py did not start for online log``, ``HTTP Request: ...``), counted, not kept.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mast.normalize._logs_common import LogParse, blocks_between, body_text, first_line, parse_log_time
+from mast.trace import Usage
+
+_STAMP = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?P<level>[A-Z]+)\] ?", re.MULTILINE)
+_UNSTAMPED_HEAD = re.compile(
+    r"^(?:(?:[A-Z][\w .\-]{0,60}): )?\*\*\[[^\]\n]{1,60}\]\*\*"
+    r"|^[A-Z][\w .\-]{0,60}: \*\*[^*\n]{1,120}<->[^*\n]{1,120} on : [^,\n]{1,80}, turn \d+\*\*",
+    re.MULTILINE,
+)
+_TURN = re.compile(
+    r"^(?P<who>[^:\n*]{1,80}): \*\*(?P<a>[^*\n]{1,120}?)<->(?P<b>[^*\n]{1,120}?) on : (?P<phase>[^,\n]{1,80}), turn (?P<turn>\d+)\*\*"
+)
+_EVENT = re.compile(r"^(?:(?P<who>[^:\n*]{1,80}): )?\*\*\[(?P<tag>[^\]\n]{1,60})\]\*\*:?")
+_TABLE_ROW = re.compile(r"^\| \*\*(?P<key>\w+)\*\* \| (?P<value>.*?) \|$", re.MULTILINE)
+_TASK = re.compile(r"\*\*task_prompt\*\*:[ \t]*(?P<task>[^\n]+)")
+_USAGE_FIELD = re.compile(r"^(?P<key>prompt_tokens|completion_tokens|total_tokens|cost):[ \t]*\$?(?P<value>[\d.]+)", re.MULTILINE)
+_FLASK = "flask app.py did not start for online log"
+_NOISE = (_FLASK, "HTTP Request:")
+_CONFIG_EVENTS = {"chatting", "RolePlaying"}
+
+
+def looks_like_chatdev(text: str) -> bool:
+    """True when the text carries ChatDev's entry markers."""
+    head = text[:200_000]
+    return "**[Preprocessing]**" in head or bool(_TURN.search(head) or re.search(r"<->[^*\n]+ on : \w+, turn \d+\*\*", head))
+
+
+def _split_prompt(body: str) -> tuple[str, str | None]:
+    """Separate the echoed ``[role prompt]`` that opens a turn from what the role said."""
+    if body.startswith("["):
+        end = body.find("]\n\n")
+        if end == -1 and body.endswith("]"):
+            end = len(body) - 1
+        if end != -1:
+            return body[end + 1:].strip(), body[1:end]
+    return body, None
+
+
+def _usage(block: str) -> Usage:
+    values = {m.group("key"): m.group("value") for m in _USAGE_FIELD.finditer(block)}
+    def number(key: str) -> int | None:
+        return int(float(values[key])) if key in values else None
+    return Usage(
+        input_tokens=number("prompt_tokens"),
+        output_tokens=number("completion_tokens"),
+        total_tokens=number("total_tokens"),
+        cost_usd=float(values["cost"]) if "cost" in values else None,
+    )
+
+
+def parse_chatdev(text: str) -> LogParse:
+    """Split a ChatDev log into turns and framework events (see the module docstring)."""
+    out = LogParse(variant="chatdev")
+    stamps = list(_STAMP.finditer(text))
+    entries = blocks_between(text, stamps) if len(stamps) >= 2 else blocks_between(text, list(_UNSTAMPED_HEAD.finditer(text)))
+    if len(stamps) < 2:
+        # Without timestamps the header line is part of the entry: re-attach it.
+        entries = [(m, m.group(0) + rest) for m, rest in entries]
+    if entries and text[:entries[0][0].start()].strip():
+        out.add(kind="system", role="system", content=body_text(text[:entries[0][0].start()]), source_ref="char:0",
+                attributes={"event": "preamble"})
+    roles: dict[str, str] = {}
+    pending: Usage | None = None
+    noise = 0
+    for match, raw_entry in entries:
+        entry = raw_entry.strip("\n")
+        when = parse_log_time(match.group("ts"), "%Y-%d-%m %H:%M:%S", "%Y-%m-%d %H:%M:%S") if "ts" in match.groupdict() and match.group("ts") else None
+        head = first_line(entry)
+        if head.startswith(_NOISE) or not entry.strip():
+            noise += 1
+            continue
+        if _FLASK in entry:
+            lines = [ln for ln in entry.split("\n") if ln.strip() != _FLASK]
+            noise += entry.count("\n") + 1 - len(lines)
+            entry = "\n".join(lines)
+        attributes: dict[str, Any] = {}
+        if roles.get("phase_name"):
+            attributes["phase"] = roles["phase_name"]
+        turn = _TURN.match(head)
+        if turn:
+            who = turn.group("who").strip()
+            a, b = turn.group("a").strip(), turn.group("b").strip()
+            said, prompt = _split_prompt(body_text(entry[turn.end():]))
+            attributes.update(phase=turn.group("phase").strip(), turn=int(turn.group("turn")))
+            if prompt:
+                attributes["role_prompt"] = prompt
+            out.add(kind="message", agent=who, role="assistant", recipient=b if who == a else a, content=said,
+                    started_at=when, usage=pending, source_ref=f"char:{match.start()}", attributes=attributes)
+            pending = None
+            continue
+        event = _EVENT.match(head)
+        tag = event.group("tag").strip() if event else None
+        rest = body_text(entry[event.end():]) if event else body_text(entry)
+        if tag and tag.startswith("OpenAI_Usage_Info"):
+            usage = _usage(rest)
+            out.add_usage(usage)
+            pending = usage if pending is None else pending + usage
+            continue
+        if tag == "Preprocessing":
+            task = _TASK.search(rest)
+            if task and not out.task:
+                out.task = task.group("task").strip()
+        if tag in _CONFIG_EVENTS:
+            roles.update({m.group("key"): m.group("value").strip() for m in _TABLE_ROW.finditer(rest)})
+            if roles.get("phase_name"):
+                attributes["phase"] = roles["phase_name"]
+        if tag == "Start Chat" and event is not None and event.group("who"):
+            said, prompt = _split_prompt(rest)
+            if prompt:
+                attributes["role_prompt"] = prompt
+            who = event.group("who").strip()
+            out.add(kind="message", agent=who, role="user", recipient=roles.get("assistant_role_name"),
+                    content=said, started_at=when, source_ref=f"char:{match.start()}", attributes=attributes)
+            continue
+        attributes["event"] = tag or head[:80]
+        out.add(kind="system", role="system", content=rest if tag else entry.strip(), started_at=when,
+                source_ref=f"char:{match.start()}", attributes=attributes)
+    if noise:
+        out.metadata["chatdev_noise_lines_dropped"] = noise
+    return out

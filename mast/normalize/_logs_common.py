@@ -1,0 +1,109 @@
+"""What every framework-log parser returns, and the helpers they share.
+
+The MAD data set stores each run as the raw log its framework printed (ChatDev, MetaGPT, HyperAgent,
+AppWorld, Magentic-One, OpenManus, AG2). Each ``_logs_<framework>.py`` module turns one such log
+into a :class:`LogParse`: ordered steps plus whatever the log says about the task, the answer and
+token usage. A parser that finds none of its markers returns no steps, so the dispatcher in
+:mod:`mast.normalize._mad_logs` can try the next one.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from mast.trace import Step, Usage
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@dataclass
+class LogParse:
+    """Steps and trace-level facts read from one framework log."""
+
+    steps: list[Step] = field(default_factory=list)
+    variant: str = "generic"
+    task: str | None = None
+    final_output: str | None = None
+    usage: Usage | None = None
+    warnings: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, **fields: Any) -> Step:
+        """Append a step (its index is its position) and return it."""
+        step = Step(index=len(self.steps), **fields)
+        self.steps.append(step)
+        return step
+
+    def add_usage(self, usage: Usage | None) -> None:
+        """Add to the run's usage total."""
+        if usage is not None:
+            self.usage = usage if self.usage is None else self.usage + usage
+
+
+def clean(text: str) -> str:
+    """Text without ANSI colour codes and carriage returns."""
+    if "\x1b" in text:
+        text = ANSI.sub("", text)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def body_text(text: str) -> str:
+    """A block's body: common indentation removed (YAML-dumped logs indent it), ends stripped."""
+    text = text.strip("\n")
+    if not text.startswith((" ", "\t")):
+        return text.strip()  # the first line is flush left, so nothing can be dedented
+    return textwrap.dedent(text).strip()
+
+
+def blocks_between(text: str, matches: list[re.Match[str]]) -> list[tuple[re.Match[str], str]]:
+    """Each header match with the text that follows it up to the next header."""
+    out = []
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        out.append((match, text[match.end():end]))
+    return out
+
+
+_STAMP = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?$")
+
+
+def parse_log_time(value: str, *formats: str) -> datetime | None:
+    """A log timestamp read with the first format that fits; logs print local time, taken as UTC.
+
+    The two layouts logs use, ``%Y-%m-%d %H:%M:%S[.%f]`` and ChatDev's ``%Y-%d-%m %H:%M:%S``, are
+    read without ``strptime`` (which is slow enough to matter on a 200 MB file).
+    """
+    found = _STAMP.match(value)
+    if found:
+        year, a, b, hour, minute, second, fraction = found.groups()
+        micro = int(fraction.ljust(6, "0")) if fraction else 0
+        orders = [(int(a), int(b))] if formats and not formats[0].startswith("%Y-%d") else [(int(b), int(a))]
+        orders.append((orders[0][1], orders[0][0]))
+        for month, day in orders:
+            try:
+                return datetime(int(year), month, day, int(hour), int(minute), int(second), micro, tzinfo=UTC)
+            except ValueError:
+                continue
+    for fmt in formats:
+        try:
+            return datetime.strptime(value, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    return None
+
+
+def first_line(text: str) -> str:
+    """The first line of ``text``."""
+    return text.split("\n", 1)[0]
+
+
+LOGURU = re.compile(
+    r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) \| (?P<level>[A-Z]+) *\| (?P<where>[^\n]*?) - (?P<msg>[^\n]*)$",
+    re.MULTILINE,
+)
+"""A loguru log line (MetaGPT, OpenManus): ``<time> | LEVEL | module:function:line - message``."""

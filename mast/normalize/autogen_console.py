@@ -1,0 +1,65 @@
+"""AutoGen console transcripts: AG2 ``sender (to recipient):`` chats and AgentChat Console output.
+
+Plain text files, so this format is tried before the plain-text fallback. The parsing lives in
+:mod:`mast.normalize._logs_console` (also used for MAD's Magentic-One logs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mast.errors import TraceFormatError
+from mast.normalize._common import agents_from_steps, sum_usage
+from mast.normalize._logs_console import (
+    looks_like_ag2_console,
+    looks_like_agentchat_console,
+    parse_ag2_console,
+    parse_agentchat_console,
+)
+from mast.normalize.base import RawInput, TraceFormat, register
+from mast.trace import Trace
+
+
+class AutogenConsoleFormat(TraceFormat):
+    name = "autogen_console"
+    description = "AutoGen console text: AG2 'sender (to recipient):' chats, AgentChat/Magentic-One Console output"
+    priority = 62
+
+    def _text(self, raw: RawInput) -> str | None:
+        try:
+            data = raw.data()
+        except TraceFormatError:
+            return None
+        return data if raw.kind == "text" and isinstance(data, str) else None
+
+    def detect(self, raw: RawInput) -> float:
+        text = self._text(raw)
+        if text is None:
+            return 0.0
+        if looks_like_ag2_console(text):
+            return 0.8
+        return 0.75 if looks_like_agentchat_console(text) else 0.0
+
+    def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        text = self._text(raw)
+        if text is None:
+            raise raw.fail("AutoGen console logs are text; this input is not")
+        out = parse_ag2_console(text) if looks_like_ag2_console(text) else parse_agentchat_console(text)
+        if not out.steps:
+            raise raw.fail("no AutoGen console turns found ('sender (to recipient):' or '---------- source ----------')")
+        if out.task is None:
+            out.task = next((s.content for s in out.steps if s.content and s.kind == "message"), None)
+        yield Trace(
+            source=self.source(raw, variant=out.variant),
+            framework="magentic-one" if out.variant == "magentic_one" else "autogen",
+            task=out.task,
+            agents=agents_from_steps(out.steps),
+            steps=out.steps,
+            final_output=out.final_output,
+            usage=out.usage or sum_usage(out.steps),
+            metadata=out.metadata,
+            warnings=out.warnings,
+        )
+
+
+register(AutogenConsoleFormat())

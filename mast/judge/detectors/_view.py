@@ -98,9 +98,11 @@ def same_text(a: str, b: str) -> bool:
     if not a or not b:
         return False
     short, long = sorted((len(a), len(b)))
-    if short / long < NEAR_IDENTICAL:
+    # ratio = 2 * matches / (len(a) + len(b)) cannot reach the threshold below this length ratio.
+    if short / long < NEAR_IDENTICAL / (2 - NEAR_IDENTICAL):
         return False
-    matcher = SequenceMatcher(None, a[:_COMPARE_CHARS], b[:_COMPARE_CHARS])
+    # autojunk off: with it, long texts made of common characters (code) score near zero.
+    matcher = SequenceMatcher(None, a[:_COMPARE_CHARS], b[:_COMPARE_CHARS], autojunk=False)
     return matcher.quick_ratio() >= NEAR_IDENTICAL and matcher.ratio() >= NEAR_IDENTICAL
 
 

@@ -37,7 +37,7 @@ def error_streak_findings(view: TraceView) -> list[Finding]:
                     at=run[0],
                     evidence=[q for q in (evidence(first.step, error_line(first)), evidence(last.step, error_line(last))) if q.verified],
                     confidence=0.5,
-                    message=f"{span(run)}: {len(run)} tool errors in a row with no success between (first: \"{inline(error_line(first), 80)}\")",
+                    message=f"{span(run)}: {len(run)} failed tool calls or code runs in a row, no success between (first: \"{inline(error_line(first), 80)}\")",
                 )
             )
         run = []

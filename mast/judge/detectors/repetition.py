@@ -81,15 +81,23 @@ def _actions(view: TraceView) -> list[_Action]:
     return actions
 
 
+def _stream(action: _Action) -> tuple[str, bool]:
+    """The stream an action belongs to: one actor's tool calls, or that actor's messages.
+
+    Narration between two identical calls ("checking again...") does not break their repetition.
+    """
+    return action.view.actor, action.is_call
+
+
 def _observe(view: TraceView, actions: list[_Action]) -> None:
-    """Fill in what came back to each action before its actor acted again."""
+    """Fill in what came back to each action before its actor's next action of the same stream."""
     next_of: dict[int, int] = {}
-    last_by_actor: dict[str, _Action] = {}
+    last_in_stream: dict[tuple[str, bool], _Action] = {}
     for action in actions:
-        previous = last_by_actor.get(action.view.actor)
+        previous = last_in_stream.get(_stream(action))
         if previous is not None:
             next_of[previous.view.index] = action.view.index
-        last_by_actor[action.view.actor] = action
+        last_in_stream[_stream(action)] = action
     for action in actions:
         start = action.view.index
         stop = next_of.get(start, len(view))
@@ -112,11 +120,11 @@ def _observe(view: TraceView, actions: list[_Action]) -> None:
             parts.extend(p for p in (other.text, other.outputs) if p)
         action.observed = "\n".join(parts)
         action.anything_back = anything
-    previous_of: dict[str, _Action] = {}
+    previous_of: dict[tuple[str, bool], _Action] = {}
     for action in actions:
-        previous = previous_of.get(action.view.actor)
+        previous = previous_of.get(_stream(action))
         action.before = previous.observed if previous is not None else ""
-        previous_of[action.view.actor] = action
+        previous_of[_stream(action)] = action
 
 
 def _recorded_twice(a: _Action, b: _Action) -> bool:
@@ -146,11 +154,11 @@ def find_chains(view: TraceView) -> list[Chain]:
     """Every run of 2+ consecutive repeats of one action by one actor with nothing new between."""
     actions = _actions(view)
     _observe(view, actions)
-    by_actor: dict[str, list[_Action]] = {}
+    by_stream: dict[tuple[str, bool], list[_Action]] = {}
     for action in actions:
-        by_actor.setdefault(action.view.actor, []).append(action)
+        by_stream.setdefault(_stream(action), []).append(action)
     chains: list[Chain] = []
-    for actor, own in by_actor.items():
+    for (actor, _), own in by_stream.items():
         run: list[_Action] = [own[0]] if own else []
         for a, b in zip(own, own[1:], strict=False):
             if _linked(a, b):
@@ -215,20 +223,23 @@ def repetition_findings(view: TraceView) -> tuple[list[Finding], list[Chain]]:
 
 
 def loop_to_end_findings(view: TraceView, chains: list[Chain]) -> list[Finding]:
-    """1.5: the run ends inside a loop of 3+ identical exchanges (the agents never stopped it)."""
-    if not chains:
+    """1.5: the run ends inside a loop of 3+ identical rounds (the agents never stopped it).
+
+    The loop is the span of the last chain of 3+ repeats; the run never left it when every action
+    after that span repeats (near-identically) an action inside it.
+    """
+    long_chains = [c for c in chains if len(c.members) >= 3]
+    if not long_chains:
         return []
+    last = max(long_chains, key=lambda c: c.steps[-1])
+    first, end = last.steps[0], last.steps[-1]
     actions = _actions(view)
-    last = max(chains, key=lambda c: c.steps[-1])
-    if len(last.members) < 3:
+    inside = [a for a in actions if first <= a.view.index <= end]
+    after = [a for a in actions if a.view.index > end]
+    if any(not any(same_text(a.signature, b.signature) for b in inside) for a in after):
         return []
-    loop_signatures = {m.signature for c in chains if c.steps[-1] >= last.steps[0] for m in c.members}
-    end = last.steps[-1]
-    escaped = any(a.view.index > end and a.signature not in loop_signatures for a in actions)
-    if escaped:
-        return []
-    actors = sorted({c.actor for c in chains if c.steps[-1] >= last.steps[0]})
-    steps = sorted({s for c in chains if c.steps[-1] >= last.steps[0] for s in c.steps})
+    actors = sorted({a.view.actor for a in inside + after if not a.view.is_user})
+    steps = [a.view.index for a in inside + after]
     who = f"{' and '.join(actors)} keep repeating the same exchange" if len(actors) > 1 else f"{actors[0]} keeps repeating the same action"
     return [
         Finding(

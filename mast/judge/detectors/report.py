@@ -98,11 +98,12 @@ def evidence(step: Step, text: str) -> Evidence:
 
 
 def first_line(text: str) -> str:
-    """The first non-empty line of ``text``."""
+    """The first line of ``text`` with words in it (code fences and blank lines skipped)."""
     for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
+        stripped = line.strip()
+        if stripped and not stripped.startswith("```"):
+            return stripped
+    return text.strip()
 
 
 def step_quote(step: Step) -> Evidence:
@@ -126,6 +127,18 @@ def call_quote(step: Step) -> Evidence:
         return step_quote(step)
     call = step.tool_calls[0]
     return evidence(step, _arguments(call.arguments) or call.arguments_raw or call.name)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def matching_sentence(text: str, pattern: re.Pattern[str]) -> str | None:
+    """The last sentence (or line) of ``text`` that ``pattern`` matches."""
+    found = None
+    for sentence in _SENTENCE_END.split(text):
+        if pattern.search(sentence):
+            found = sentence.strip()
+    return found
 
 
 def matching_line(text: str, pattern: re.Pattern[str]) -> str | None:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from mast.judge.detectors._view import StepView, TraceView, error_line
-from mast.judge.detectors.report import Finding, evidence, inline, matching_line, span, step_quote
+from mast.judge.detectors.report import Finding, evidence, inline, matching_sentence, span, step_quote
 
 _LIMIT_NOUN = re.compile(
     r"\bmax(?:imum)?[ _-]?(?:number[ _]of[ _])?(?:turns?|rounds?|iterations?|steps?|messages?|replies|calls"
@@ -235,7 +235,7 @@ def premature_findings(view: TraceView, *, limit_hit: bool) -> tuple[list[Findin
     if final is last and content and not content.endswith("?") and _ANNOUNCE.search(_last_sentence(content)) and not _TERMINATE.search(content):
         line = _ANNOUNCE.search(_last_sentence(content))
         assert line is not None
-        sentence = matching_line(content[-200:], _ANNOUNCE) or content[-120:]
+        sentence = matching_sentence(content, _ANNOUNCE) or content[-120:]
         return [
             Finding(
                 detector="premature_termination",

@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -330,7 +331,9 @@ def fatal_vs_benign(
         bf = _share(wf @ f_present, wf @ f_assessed)
         bs = _share(ws @ s_present, ws @ s_assessed)
         tail = (1 - confidence) / 2 * 100
-        with np.errstate(divide="ignore", invalid="ignore"), _quiet_nan():
+        with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+            # an all-undefined column (a mode never assessed) rightly gives NaN bounds
+            warnings.filterwarnings("ignore", message="All-NaN slice encountered", category=RuntimeWarning)
             diff_ci = np.nanpercentile(bf - bs, [tail, 100 - tail], axis=0)
             ratio_ci = np.nanpercentile(np.where(bs > 0, bf / bs, np.nan), [tail, 100 - tail], axis=0)
         ratio_ci = np.where(np.isnan(ratio), np.nan, ratio_ci)
@@ -350,20 +353,6 @@ def fatal_vs_benign(
                      "difference": diff[j], "diff_low": diff_ci[0, j], "diff_high": diff_ci[1, j],
                      "ratio": ratio[j], "ratio_low": ratio_ci[0, j], "ratio_high": ratio_ci[1, j], "verdict": verdict})
     return pd.DataFrame.from_records(rows)
-
-
-class _quiet_nan:
-    """Silence numpy's "All-NaN slice" warning: an all-undefined column rightly gives NaN bounds."""
-
-    def __enter__(self) -> None:
-        import warnings
-
-        self._ctx = warnings.catch_warnings()
-        self._ctx.__enter__()
-        warnings.filterwarnings("ignore", message="All-NaN slice encountered", category=RuntimeWarning)
-
-    def __exit__(self, *exc: object) -> None:
-        self._ctx.__exit__(*exc)
 
 
 def _matrices(part: pd.DataFrame, codes: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -32,6 +32,7 @@ from mast.errors import EvaluationError, UsageError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from mast.errors import TraceFormatError
     from mast.trace import Trace
 
 MAD_REPO_ID = "mcemri/MAST-Data"
@@ -86,8 +87,8 @@ class MadDataset(BaseModel):
 
         return mad_metadata(self.records(), trace_id_prefix=trace_id_prefix)
 
-    def traces(self) -> Iterator[Trace]:
-        """The records as normalised traces (through mast's MAD normaliser)."""
+    def traces(self) -> Iterator[Trace | TraceFormatError]:
+        """The records as normalised traces (mast's MAD normaliser); an unreadable record comes as its error."""
         from mast.normalize import iter_traces
 
         return iter_traces(self.path)

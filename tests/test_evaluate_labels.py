@@ -17,7 +17,7 @@ from mast.evaluate.mad import (
     detect_round,
     labels_from_mad,
     labels_from_mastlint,
-     map_human_annotation,
+    map_human_annotation,
     mastlint_diagnoses,
 )
 from mast.taxonomy import load_taxonomy

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from mast.cli._shared import stdout, write_line
-from mast.evaluate.report import render_text
 from mast.errors import UsageError
+from mast.evaluate.report import render_text
 
 _FORMATS = click.Choice(["auto", "diagnoses", "long", "wide", "mad", "mastlint", "present-list"])
 
@@ -36,7 +36,7 @@ def command(
     mast evaluate --pred results.jsonl --gold gold.csv
     mast evaluate --pred judge_a.jsonl --pred judge_b.jsonl          judge vs judge
     mast evaluate --pred results.jsonl --gold who_and_when/ --attribution
-    """
+    """  # noqa: D301 (click's \b keeps the example lines as they are)
     from mast.evaluate import compare_judges, evaluate, evaluate_attribution
 
     if attribution:

@@ -137,7 +137,7 @@ def _krippendorff(ratings: np.ndarray) -> float | None:
         return None
     if not np.any((~np.isnan(ratings)).sum(axis=1) >= 2):
         return None
-    import krippendorff  # type: ignore[import-untyped]
+    import krippendorff
 
     return float(krippendorff.alpha(reliability_data=ratings.T, level_of_measurement="nominal"))
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +123,7 @@ def read_attribution_gold(
     return _gold_frame(rows, "traces")
 
 
-def _gold_frame(rows: list[Mapping[str, Any]], source: str) -> pd.DataFrame:
+def _gold_frame(rows: Sequence[Mapping[str, Any]], source: str) -> pd.DataFrame:
     clean = []
     for n, row in enumerate(rows, start=1):
         where = f"{source} row {n}"
@@ -182,10 +182,9 @@ def evaluate_attribution(
 
     rows: list[AttributionRow] = []
     for trace_id, gold_row in by_id.items():
-        diagnosis = matched.get(trace_id)
-        if diagnosis is None:
-            continue
-        rows.append(_row(trace_id, gold_row, diagnosis, k))
+        found = matched.get(trace_id)
+        if found is not None:
+            rows.append(_row(trace_id, gold_row, found, k))
 
     agent = np.array([r.agent_correct for r in rows], dtype=float)
     has_step = np.array([r.gold_step is not None for r in rows])

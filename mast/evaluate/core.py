@@ -83,7 +83,7 @@ def evaluate(
     if not 0 < level < 1:
         raise EvaluationError("level must be between 0 and 1")
     tax = taxonomy or load_taxonomy()
-    gold_role = "pred" if kind == "judge-vs-judge" else "gold"
+    gold_role: Literal["pred", "gold"] = "pred" if kind == "judge-vs-judge" else "gold"
     pred_table = read_labels(pred, format=pred_format, role="pred", taxonomy=tax)
     gold_table = read_labels(gold, format=gold_format, role=gold_role, taxonomy=tax)
 
@@ -145,8 +145,10 @@ def evaluate(
 
 
 def compare_judges(a: LabelSource, b: LabelSource, **options: object) -> EvaluationReport:
-    """Agreement of two judges with no gold: ``b`` is the reference, so kappa and accuracy are the
-    symmetric numbers to read; the disagreement table lists every cell where they differ.
+    """Agreement of two judges with no gold.
+
+    ``b`` is the reference, so kappa and accuracy are the symmetric numbers to read; the
+    disagreement table lists every cell where they differ.
     """
     return evaluate(a, b, kind="judge-vs-judge", **options)  # type: ignore[arg-type]
 

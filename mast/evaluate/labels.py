@@ -45,7 +45,7 @@ import math
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import orjson
 import pandas as pd
@@ -60,7 +60,7 @@ LABEL_COLUMNS = ("trace_id", "code", "present", "annotator", "confidence", "evid
 
 LabelFormat = Literal["auto", "diagnoses", "long", "wide", "mad", "mastlint", "present-list"]
 Role = Literal["pred", "gold"]
-LabelSource = str | os.PathLike[str] | pd.DataFrame | Iterable[Diagnosis]
+LabelSource: TypeAlias = str | os.PathLike[str] | pd.DataFrame | Iterable[Diagnosis]
 """What :func:`read_labels` accepts: a path, a DataFrame (long or wide), or diagnoses."""
 
 _TRUE = frozenset({"1", "true", "t", "yes", "y", "present", "1.0"})
@@ -455,7 +455,7 @@ def _load_json(path: Path) -> Any:
 
 def iter_json_records(path: str | os.PathLike[str]) -> Iterator[Any]:
     """Records of a JSON list (streamed, so a 200 MB MAD file never sits in memory twice) or a JSONL file."""
-    import ijson
+    import ijson  # type: ignore[import-untyped]
 
     file = Path(path)
     try:

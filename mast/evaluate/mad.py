@@ -2,8 +2,8 @@
 
 MAD's human-labelled records come from three annotation rounds that used three versions of the
 taxonomy: an 18-mode draft (IAA round 1), a 17-mode draft (rounds 2 and 3) and the final 14 modes.
-Each record lists ``annotations``: ``{"failure mode": "<code> <title>\\n<definition>",
-"annotator_1": bool, "annotator_2": bool, "annotator_3": bool}``. The same code means different
+Each record lists ``annotations``: ``{"failure mode": "<code> <title>", then the definition on the
+next lines, "annotator_1": bool, "annotator_2": bool, "annotator_3": bool}``. The same code means different
 things in different drafts (``1.3`` is "undetected ambiguities" in the 18-mode draft and "unaware of
 stopping conditions" in the 17-mode one), so the round is recognised from the set of codes and each
 title is checked against :data:`CROSSWALK` before it is mapped. Draft modes with no counterpart in
@@ -303,7 +303,7 @@ def labels_from_present_list(
     if not isinstance(data, Mapping) or not isinstance(data.get("labels"), Mapping):
         raise EvaluationError(f"{source}: expected {{'modes': [...], 'labels': {{trace_id: {{'present': [...]}}}}}}")
     modes = [normalize_label_code(code, tax, where=source) for code in data.get("modes") or tax.codes]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for trace_id, entry in data["labels"].items():
         present = {normalize_label_code(code, tax, where=f"{source} {trace_id}") for code in entry.get("present", [])}
         unknown = present - set(modes)

@@ -22,7 +22,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, precision_score, recall_score
+from sklearn.metrics import (  # type: ignore[import-untyped]
+    accuracy_score,
+    cohen_kappa_score,
+    f1_score,
+    precision_score,
+    recall_score,
+)
 
 METRICS = ("accuracy", "precision", "recall", "f1", "kappa", "gold_rate", "pred_rate")
 """Metric names, in report order."""

@@ -17,8 +17,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-EVALUATION_SCHEMA_VERSION = "mast-evaluation/1"
-ATTRIBUTION_SCHEMA_VERSION = "mast-attribution/1"
+EVALUATION_SCHEMA_VERSION: Literal["mast-evaluation/1"] = "mast-evaluation/1"
+ATTRIBUTION_SCHEMA_VERSION: Literal["mast-attribution/1"] = "mast-attribution/1"
 
 
 class _Model(BaseModel):

@@ -33,7 +33,7 @@ def _is_item(item: Any) -> bool:
     if kind == "message" or (kind is None and "role" in item):
         content = item.get("content")
         if isinstance(content, str):
-            return kind == "message"
+            return True  # EasyInputMessage: {"role", "content": "text"}
         return isinstance(content, list) and all(isinstance(p, dict) and p.get("type") in _PART_TYPES for p in content)
     return kind in RESPONSES_ITEM_TYPES
 

@@ -23,6 +23,7 @@ import logging
 import os
 import random
 import time
+import warnings
 from typing import Any, Literal
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
@@ -39,7 +40,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402
 
+
 # mast sends no telemetry and prints no litellm banners; callbacks the user set stay untouched.
+# litellm builds pydantic adapters for ReadOnly TypedDicts lazily, mid-call; pydantic's note about
+# them would surface in the caller's code, so only that message is silenced.
+warnings.filterwarnings("ignore", message=r".*using the `ReadOnly` qualifier", category=UserWarning)
 litellm.telemetry = False
 litellm.suppress_debug_info = True
 for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):

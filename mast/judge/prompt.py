@@ -145,5 +145,5 @@ def hints_block(hints: str | None) -> str:
         return ""
     return (
         "Hints from mast's offline rule-based detectors (they can be wrong; confirm each in the record "
-        "before you use it):\n" + hints.strip() + "\n"
+        "before you use it):\n" + hints.strip() + "\n\n"
     )

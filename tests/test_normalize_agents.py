@@ -555,3 +555,22 @@ def test_my_detectors_leave_other_formats_alone(traces_dir: Path) -> None:
         raw = RawInput(path=path)
         claims = {name: get_format(name).detect(raw) for name in MINE}
         assert all(score == 0.0 for score in claims.values()), (path.name, claims)
+
+
+def test_benchmark_generators_write_readable_files(tmp_path: Path) -> None:
+    """The synthetic files of benchmarks/bench_normalize.py stay readable as MAD and OTLP."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_normalize", Path(__file__).parent.parent / "benchmarks" / "bench_normalize.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    mad, otlp = tmp_path / "mad.json", tmp_path / "otlp.jsonl"
+    records = bench.write_mad(mad, 600_000)
+    runs = bench.write_otlp(otlp, 300_000)
+    assert detect_format(mad)[0].name == "mad" and detect_format(otlp)[0].name == "otlp"
+    traces = load_traces(mad)
+    assert len(traces) == records and all(t.labels.get("mast_annotation") for t in traces)
+    assert {a.name for t in traces for a in t.agents} >= {"Planner"}
+    spans = load_traces(otlp)
+    assert len(spans) == runs and all(unpaired(t) == (set(), set()) for t in spans)

@@ -1,0 +1,70 @@
+"""Checks shared by the MAD, research-data and AutoGen normaliser tests."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from mast.trace import Trace
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def speakers(trace: Trace) -> list[str | None]:
+    return [s.agent for s in trace.steps]
+
+
+def unpaired(trace: Trace) -> tuple[set[str], set[str]]:
+    """Call ids without a result, and result ids without a call."""
+    calls = {c.id for s in trace.steps for c in s.tool_calls if c.id}
+    results = {r.call_id for s in trace.steps for r in s.tool_results if r.call_id}
+    return calls - results, results - calls
+
+
+def assert_labels_hidden(trace: Trace, *fragments: str) -> None:
+    """Labels exist, survive a JSON round trip, and none of ``fragments`` reaches the transcript."""
+    assert trace.labels, "expected ground-truth labels"
+    text = trace.to_transcript(max_step_chars=10**9).text
+    for fragment in fragments:
+        assert fragment in json.dumps(trace.labels, ensure_ascii=False), f"{fragment!r} is not in the labels"
+        assert fragment not in text, f"label text {fragment!r} leaked into the transcript"
+    again = Trace.model_validate_json(trace.to_json())
+    assert again.labels == json.loads(json.dumps(trace.labels))
+
+
+def skeleton(trace: Trace) -> dict[str, Any]:
+    return {
+        "format": trace.source.format,
+        "variant": trace.source.variant,
+        "framework": trace.framework,
+        "task": (trace.task or "")[:120],
+        "final_output": (trace.final_output or "")[:120],
+        "agents": [a.name for a in trace.agents],
+        "label_keys": sorted(trace.labels),
+        "steps": [
+            {
+                "kind": s.kind,
+                "agent": s.agent,
+                "recipient": s.recipient,
+                "role": s.role,
+                "calls": [[c.name, c.id] for c in s.tool_calls],
+                "results": [[r.call_id, r.is_error] for r in s.tool_results],
+                "content_start": s.content[:60],
+                "content_chars": len(s.content),
+            }
+            for s in trace.steps
+        ],
+    }
+
+
+def check_golden(trace: Trace, name: str) -> None:
+    """Compare the trace's skeleton with ``tests/golden/<name>.steps.json`` (``MAST_UPDATE_GOLDEN=1`` rewrites)."""
+    path = GOLDEN / f"{name}.steps.json"
+    actual = skeleton(trace)
+    if os.environ.get("MAST_UPDATE_GOLDEN") == "1":
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(json.dumps(actual, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert path.is_file(), f"golden {path.name} missing; run with MAST_UPDATE_GOLDEN=1 once and review it"
+    assert actual == json.loads(path.read_text(encoding="utf-8"))

@@ -106,6 +106,17 @@ def _first_llm(span: Span) -> Span | None:
     return None
 
 
+def _outermost_output(root: Span) -> Any:
+    """The output of the shallowest agent/chain span that has one (a wrapper root often has none)."""
+    level = [root]
+    while level:
+        for span in level:
+            if span.kind not in ("llm", "tool") and span.output not in (None, "", {}, []):
+                return span.output
+        level = [c for s in level for c in sorted(s.children, key=Span.sort_key)]
+    return None
+
+
 def _unwrap_llm_wrappers(spans: Iterable[Span]) -> None:
     """An LLM span around other LLM spans is a wrapper; a lone inner call borrows what it lacks."""
     for span in spans:
@@ -273,7 +284,7 @@ def build_trace(
         if root.output_messages:
             final_output = next((m.text for m in reversed(root.output_messages) if m.role == "assistant" and m.text.strip()), None)
         elif root.kind not in ("llm", "tool"):
-            final_output = output_text(root.output)
+            final_output = output_text(_outermost_output(root))
     if final_output is None:
         final_output = timeline.final_answer()
     if task is None and root is not None and root.kind not in ("llm", "tool") and isinstance(root.input, str) and root.input.strip():

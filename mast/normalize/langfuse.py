@@ -127,6 +127,8 @@ def _observation_span(obs: dict[str, Any], order: int) -> Span:
     else:
         if span.input_messages is None and obs_in is not None and not isinstance(obs_in, str):
             span.input_messages = to_messages(obs_in)
+            if span.input_messages is None and isinstance(obs_in, dict) and isinstance(obs_in.get("prompt"), str):
+                span.input_messages = _llm_input(obs_in)  # {"prompt", "system"}: the run's instructions
         if span.output_messages is None and obs_out is not None and not isinstance(obs_out, str):
             span.output_messages = to_messages(obs_out)
         if span.input is None and span.input_messages is None:
@@ -135,7 +137,8 @@ def _observation_span(obs: dict[str, Any], order: int) -> Span:
             span.output = obs_out
     if span.agent is None:
         node = meta.get("langgraph_node")
-        if isinstance(node, str) and node and span.kind in ("llm", "chain", "other", "agent"):
+        # LangGraph's own "__start__" / "__end__" nodes route messages; they are not agents.
+        if isinstance(node, str) and node and not node.startswith("__") and span.kind in ("llm", "chain", "other", "agent"):
             span.agent = node
         elif span.kind == "agent":
             span.agent = agent_from_span_name(name)

@@ -150,7 +150,7 @@ def _run_span(run: dict[str, Any], order: int) -> Span:
         order=order,
     )
     node = meta.get("langgraph_node")
-    if isinstance(node, str) and node:
+    if isinstance(node, str) and node and not node.startswith("__"):
         span.agent = node
         span.framework = "langgraph"
     if kind == "chain" and isinstance(node, str) and node == span.name:

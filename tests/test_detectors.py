@@ -187,7 +187,22 @@ def test_turn_limit_notice_is_unaware_of_termination() -> None:
     assert report.present("1.5") is True
     (finding,) = findings(report, "turn_limit")
     assert finding.steps == [4] and finding.evidence[0].verified
-    # A run cut by a limit is not premature termination: the agents did not stop it.
+    # Nobody had declared the task finished when the limit hit: its objectives were not met either.
+    assert report.present("3.1") is True
+    assert findings(report, "premature_termination")[0].steps == [4]
+
+
+def test_limit_after_the_task_was_declared_done_is_not_premature() -> None:
+    t = trace(
+        user("Rename the column total to amount in report.sql."),
+        *run("apply_patch", {"path": "report.sql", "patch": "- total\n+ amount"}, "patched"),
+        msg("agent", "Renamed the column; the task is complete."),
+        msg("reviewer", "I would also like to see the view definitions updated in the same change."),
+        msg("agent", "The views read from report.sql, so they pick up the new name without any change."),
+        msg("system", "Max turns (6) exceeded", role="system", kind="system"),
+    )
+    report = run_detectors(t)
+    assert report.present("1.5") is True
     assert report.present("3.1") is False
 
 
@@ -322,9 +337,30 @@ def test_ends_announcing_more_work() -> None:
     assert "never happens" in findings(report, "premature_termination")[0].message
 
 
-def test_a_question_to_the_user_is_not_premature() -> None:
-    t = trace(user("Book me a table."), msg("agent", "Which evening would you like, and for how many people should I book the table?"))
-    assert run_detectors(t).present("3.1") is False
+@pytest.mark.parametrize(
+    "last",
+    [
+        "Which evening would you like, and for how many people should I book the table?",
+        "I found two free tables. Please confirm which one you want, or I'll book the one by the window.",
+    ],
+)
+def test_a_question_or_request_at_the_end_leaves_3_1_unassessed(last: str) -> None:
+    report = run_detectors(trace(user("Book me a table for Friday."), msg("agent", last)))
+    assert report.present("3.1") is None
+    assert "asking someone else" in next(a.note for a in report.assessments if a.code == "3.1")
+
+
+def test_idle_empty_turns_at_the_end() -> None:
+    t = trace(
+        user("Implement and test a stack class."),
+        msg("coder", "class Stack:\n    def __init__(self):\n        self.items = []\n    def push(self, x):\n        self.items.append(x)"),
+        msg("tester", ""),
+        msg("tester", ""),
+        msg("tester", ""),
+    )
+    report = run_detectors(t)
+    assert report.present("3.1") is True
+    assert findings(report, "premature_termination")[0].steps == [2, 3, 4]
 
 
 def test_ends_in_the_middle_of_a_tool_call() -> None:
@@ -461,7 +497,7 @@ def test_examples_ids_match_the_gold_file() -> None:
     ids = {Path(t.source.path or "").name: trace_id for trace_id, t in traces.items()}
     assert set(traces) == set(gold), f"update data/examples/gold.csv: the files now load with ids {ids}"
     formats = {t.source.format for t in traces.values()}
-    assert {"openai_chat", "codex_rollout", "otlp", "plain_text"} <= formats
+    assert {"openai_chat", "autogen", "codex_rollout", "otlp", "plain_text"} <= formats
 
 
 def test_detectors_agree_with_the_gold_on_the_examples() -> None:
@@ -504,11 +540,18 @@ def test_real_openhands_repeated_failed_edit(shared: Path) -> None:
     assert "No exact match" in t.steps[32].tool_results[0].output
 
 
-def test_real_ag2_chat_ending_on_a_request_to_run_code(shared: Path) -> None:
-    t = load_trace(shared / "traces/autogen_ag2_chat/agenteval_sample_math_response_failed.json")
-    report = run_detectors(t)
-    assert report.present("3.1") is True
-    assert "Please run the Python code" in findings(report, "premature_termination")[0].evidence[0].quote
+def test_real_ag2_chats(shared: Path) -> None:
+    # Ends on "Please run the Python code above ...": a hand-over, so 3.1 is left to a judge.
+    failed = run_detectors(load_trace(shared / "traces/autogen_ag2_chat/agenteval_sample_math_response_failed.json"))
+    assert failed.present("3.1") is None and failed.findings == []
+    # 32 messages, 29 of them empty: the two agents trade empty turns until the chat stops.
+    idle = run_detectors(load_trace(shared / "traces/autogen_ag2_chat/agenteval_prealgebra_19.json"))
+    assert idle.present("1.5") is True and idle.present("3.1") is True
+    assert findings(idle, "pingpong")[0].steps[:3] == [2, 3, 4]
+    assert findings(idle, "premature_termination")[0].steps[-1] == 31
+    # Solves it with code, answers and says TERMINATE: nothing to find.
+    solved = run_detectors(load_trace(shared / "traces/autogen_ag2_chat/agenteval_prealgebra_0.json"))
+    assert solved.findings == [] and solved.present("3.1") is False
 
 
 def test_real_smolagents_error_streak_is_a_hint(shared: Path) -> None:

@@ -12,9 +12,12 @@ mode    assessed by                            absent (``present: false``) means
 1.5     ``turn_limit``, ``pingpong``,          no limit notice, no filler ping-pong, no work
         ``after_terminate``, ``loop_until_end``  after ``TERMINATE``, no loop to the end (0.45)
 3.1     ``premature_termination``              the run ends on an agent's answer with no
-                                               unresolved error before it (0.4); not assessed
-                                               when the trace ends on a user message or tool
-                                               result (it may be a partial capture)
+                                               unresolved error before it, or a limit stopped
+                                               it after the task was declared finished (0.4);
+                                               not assessed when the trace ends on a user
+                                               message or tool result (it may be a partial
+                                               capture) or on a question or request to
+                                               someone else
 ======  =====================================  ==============================================
 
 Every other mode is ``present: null`` (not assessed). ``error_streak``, ``ignored_error`` and
@@ -117,7 +120,8 @@ def run_detectors(trace: Trace, taxonomy: Taxonomy | None = None) -> DetectorRep
     findings += pingpong_findings(view)
     findings += after_terminate_findings(view)
     findings += loop_to_end_findings(view, chains)
-    premature, premature_assessed, premature_note = premature_findings(view, limit_hit=bool(limits))
+    limit_step = limits[0].at if limits else None
+    premature, premature_assessed, premature_note = premature_findings(view, limit_step=limit_step)
     findings += premature
     findings += error_streak_findings(view)
     findings += ignored_error_findings(view)

@@ -4,8 +4,10 @@
 steps, the trace's error, or a stop reason in its metadata), on "thank you" / "continue"
 ping-pong with no work in it, and on a run that keeps going after an agent said ``TERMINATE``.
 3.1 fires on a run that ends right after an error nobody resolved, that stops in the middle of a
-tool call, or whose last agent message announces work that never happens. A run ended by a limit
-is 1.5, not 3.1: the agents did not stop early, something outside stopped them.
+tool call, whose last agent message announces work that never happens, that idles out in empty
+turns, or that a limit stopped before anyone declared the task finished. A run whose last message
+asks someone else to act ("please run the code above", a question) is left unassessed: whether the
+task was over there is not something a rule can tell.
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from mast.judge.detectors._view import StepView, TraceView, error_line
-from mast.judge.detectors.report import Finding, evidence, inline, matching_sentence, span, step_quote
+from mast.judge.detectors.report import (
+    Finding,
+    call_quote,
+    evidence,
+    inline,
+    matching_sentence,
+    span,
+    step_quote,
+)
 
 _LIMIT_NOUN = re.compile(
     r"\bmax(?:imum)?[ _-]?(?:number[ _]of[ _])?(?:turns?|rounds?|iterations?|steps?|messages?|replies|calls"
@@ -37,16 +47,23 @@ TAIL_STEPS = 3
 _TERMINATE = re.compile(r"\bTERMINATE\W{0,3}$")
 _DONE = re.compile(
     r"\bterminate\b|\bfinal answer\b|\\boxed\{"
-    r"|\b(?:task|work|job|problem|issue|request)\s+(?:is|has been|was)\s+(?:now\s+)?(?:complete|completed|done|finished|solved|resolved)\b"
+    r"|(?<!before the )(?<!until the )\b(?:task|work|job|problem|issue|request)\s+(?:is|has been|was)\s+(?:now\s+)?(?:complete|completed|done|finished|solved|resolved)\b"
     r"|\b(?:cannot|can't|can not|could not|couldn't)\s+be\s+(?:solved|completed|done)\b|\bunsolvable\b"
     r"|\bimpossible to (?:solve|complete)\b",
     re.IGNORECASE,
 )
 _ANNOUNCE = re.compile(
     r"\b(?:i will|i'll|i am going to|i'm going to|let me(?! know)|let's|let us(?! know)|next,? i|now i|i need to"
-    r"|we need to|we will|we'll|please (?:run|execute|try|provide|check|confirm))\b",
+    r"|we need to|we will|we'll)\b",
     re.IGNORECASE,
 )
+_HANDOFF = re.compile(
+    r"^(?:please|kindly|could you|can you|would you|let me know|once you|when you)\b"
+    r"|\bplease (?:run|execute|try|provide|check|confirm|review|reply|let me know)\b",
+    re.IGNORECASE,
+)
+IDLE_TAIL = 3
+"""Empty or filler turns at the very end (with nothing declared finished) that make a run idle out."""
 _GIVE_UP = re.compile(
     r"\b(?:unable to|cannot|can't|could not|couldn't|not able to|give up|giving up|stop here|i'll stop)\b", re.IGNORECASE
 )
@@ -202,14 +219,47 @@ def _last_sentence(text: str) -> str:
     return stripped[-200:]
 
 
-def premature_findings(view: TraceView, *, limit_hit: bool) -> tuple[list[Finding], bool, str]:
-    """3.1 findings, whether 3.1 could be assessed on this trace, and a note saying what was seen."""
+def _hands_over(text: str) -> bool:
+    """The message ends by asking someone else to act or answer (a question, "please run...")."""
+    stripped = text.strip()
+    if stripped.endswith("?"):
+        return True
+    last = matching_sentence(stripped[-400:], re.compile(r"\S")) or ""
+    return bool(_HANDOFF.search(last))
+
+
+def _finding(step: StepView, confidence: float, message: str, quote: str | None = None) -> Finding:
+    ev = evidence(step.step, quote) if quote else step_quote(step.step)
+    return Finding(
+        detector="premature_termination",
+        codes=["3.1"],
+        verdict=True,
+        steps=[step.index],
+        at=step.index,
+        evidence=[ev] if ev.verified else [],
+        confidence=confidence,
+        message=message,
+    )
+
+
+def premature_findings(view: TraceView, *, limit_step: int | None) -> tuple[list[Finding], bool, str]:
+    """3.1 findings, whether 3.1 could be assessed on this trace, and a note saying what was seen.
+
+    ``limit_step`` is the step where a limit stopped the run (see :func:`turn_limit_findings`), or
+    ``None`` when no limit did. A limit that stops a run before anyone declared the task finished
+    is 3.1 as well as 1.5: the objectives were not met when it ended.
+    """
     live = view.live()
     agents = [v for v in live if v.is_agent and not v.is_reasoning]
     if not agents:
         return [], False, "no agent step in the trace"
-    if limit_hit:
-        return [], True, "the run was ended by a limit (see 1.5), not by the agents"
+    end = limit_step if limit_step is not None else len(view)
+    declared = [v for v in live if 0 < v.index < end and not v.is_user and _completion(v)]
+    if limit_step is not None:
+        if declared:
+            return [], True, f"the task was declared finished (step {declared[-1].index}) before the limit stopped the run"
+        stop = view.steps[limit_step]
+        return [_finding(stop, 0.5, f"step {stop.index}: a limit stopped the run before any agent declared the task finished")], True, ""
     errors = [v for v in live if v.error]
     last_call = max((v.index for v in live if v.step.tool_calls), default=-1)
     if errors and errors[-1].index >= last_call:
@@ -219,52 +269,49 @@ def premature_findings(view: TraceView, *, limit_hit: bool) -> tuple[list[Findin
     last = live[-1]
     final = agents[-1]
     if final.step.tool_calls and final is last and not view.results_of.keys() & {c.id for c in final.step.tool_calls if c.id}:
+        return [_finding(final, 0.7, f"step {final.index}: the run stops in the middle of a tool call by {final.actor}, with no result and no answer", step_quote_text(final))], True, ""
+    tail = _idle_tail(live)
+    if len(tail) >= IDLE_TAIL and not any(v.index < tail[0].index for v in declared):
         return [
             Finding(
                 detector="premature_termination",
                 codes=["3.1"],
                 verdict=True,
-                steps=[final.index],
-                at=final.index,
-                evidence=[q for q in (step_quote(final.step),) if q.verified],
-                confidence=0.7,
-                message=f"step {final.index}: the run stops in the middle of a tool call by {final.actor}, with no result and no answer",
+                steps=[v.index for v in tail],
+                at=tail[0].index,
+                confidence=0.5,
+                message=f"{span([v.index for v in tail])}: the run ends with {len(tail)} empty or filler turns and no agent ever declared the task finished",
             )
         ], True, ""
     content = final.step.content.strip()
-    if final is last and content and not content.endswith("?") and _ANNOUNCE.search(_last_sentence(content)) and not _TERMINATE.search(content):
-        line = _ANNOUNCE.search(_last_sentence(content))
-        assert line is not None
+    if final is last and content and _hands_over(content):
+        return [], False, f"the run ends on {final.actor} asking someone else to act or answer; a rule cannot tell whether the task was over"
+    if final is last and content and _ANNOUNCE.search(_last_sentence(content)) and not _TERMINATE.search(content):
         sentence = matching_sentence(content, _ANNOUNCE) or content[-120:]
-        return [
-            Finding(
-                detector="premature_termination",
-                codes=["3.1"],
-                verdict=True,
-                steps=[final.index],
-                at=final.index,
-                evidence=[q for q in (evidence(final.step, sentence),) if q.verified],
-                confidence=0.55,
-                message=f"step {final.index}: the run ends on {final.actor} announcing more work (\"{inline(sentence, 100)}\") that never happens",
-            )
-        ], True, ""
+        return [_finding(final, 0.55, f"step {final.index}: the run ends on {final.actor} announcing more work (\"{inline(sentence, 100)}\") that never happens", sentence)], True, ""
     if view.trace.status == "error" and view.trace.error and not (final.message_action and final is last):
-        return [
-            Finding(
-                detector="premature_termination",
-                codes=["3.1"],
-                verdict=True,
-                steps=[last.index],
-                at=last.index,
-                evidence=[q for q in (step_quote(last.step),) if q.verified],
-                confidence=0.5,
-                message=f"the run ends with an error (\"{inline(view.trace.error, 100)}\") and no final answer",
-            )
-        ], True, ""
+        return [_finding(last, 0.5, f"the run ends with an error (\"{inline(view.trace.error, 100)}\") and no final answer")], True, ""
     if last is final or view.trace.final_output:
         return [], True, "the run ends with an agent's answer, and no unresolved error before it"
     kind = "a user message" if last.is_user else ("a tool result" if last.is_tool_output else f"a {last.step.kind} step")
     return [], False, f"the trace ends with {kind}: it may be a capture cut before the agent's reply"
+
+
+def step_quote_text(view: StepView) -> str | None:
+    """The text of a step's best quote (its tool call arguments for a call step)."""
+    quote = call_quote(view.step)
+    return quote.quote or None
+
+
+def _idle_tail(live: list[StepView]) -> list[StepView]:
+    tail: list[StepView] = []
+    for v in reversed(live):
+        if v.is_tool_output or v.is_reasoning:
+            continue
+        if not v.filler:
+            break
+        tail.append(v)
+    return tail[::-1]
 
 
 def _after_error(view: TraceView, error: StepView) -> Finding | None:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 import yaml
-
 from _normalize_checks import assert_no_repeats, assert_paired, check_golden
+
 from mast.errors import TraceFormatError
 from mast.normalize import detect_format, load_trace, load_traces
 

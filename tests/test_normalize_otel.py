@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _normalize_checks import assert_no_repeats, assert_paired
+
 from mast.errors import TraceFormatError
 from mast.normalize import detect_format, iter_traces, load_trace, load_traces
 from mast.normalize._otel_attrs import GEN_AI_INPUT_MESSAGES, OI_INPUT_MESSAGES, any_value

@@ -13,8 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _normalize_checks import (
+    assert_no_repeats,
+    assert_paired,
+    check_golden,
+    is_subsequence,
+    oracle_view,
+    step_view,
+    unpaired,
+)
 
-from _normalize_checks import assert_no_repeats, assert_paired, check_golden, is_subsequence, oracle_view, step_view, unpaired
 from mast.errors import TraceFormatError
 from mast.normalize import detect_format, iter_traces, load_trace, load_traces
 from mast.trace import Trace

@@ -128,6 +128,11 @@ def norm_role(role: Any) -> str:
     return ROLE_ALIASES.get(text, text) or "user"
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a dict, else an empty dict (for optional nested objects)."""
+    return value if isinstance(value, dict) else {}
+
+
 def maybe_json(value: Any, depth: int = 3) -> Any:
     """Decode JSON held in a string, repeatedly (sources double-encode), up to ``depth`` times."""
     for _ in range(depth):
@@ -205,7 +210,7 @@ def _call_from_openai(call: Any) -> ToolCall | None:
     """A tool call in OpenAI (``function: {name, arguments}``), flat or LangChain (``args``) form."""
     if not isinstance(call, dict):
         return None
-    fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+    fn = as_dict(call.get("function"))
     name = fn.get("name") or call.get("name") or call.get("toolName")
     if name is None:
         return None
@@ -351,7 +356,7 @@ def from_langchain(message: dict[str, Any]) -> list[Msg]:
         kind, data = str(message.get("type")), dict(message)
     role = LANGCHAIN_TYPES.get(kind) or norm_role(data.get("role"))
     content = data.get("content")
-    meta = data.get("response_metadata") if isinstance(data.get("response_metadata"), dict) else {}
+    meta = as_dict(data.get("response_metadata"))
     usage = usage_from(data.get("usage_metadata")) or usage_from(meta.get("token_usage"))
     used = {"content", "type", "tool_calls", "tool_call_id", "name", "additional_kwargs", "invalid_tool_calls", "usage_metadata", "id", "example", "role"}
     extra = {k: v for k, v in data.items() if k not in used and v not in (None, [], {}, "")}
@@ -590,7 +595,7 @@ def to_messages(value: Any) -> list[Msg] | None:
         return msgs
     if isinstance(value.get("contents"), list):
         out: list[Msg] = []
-        config = value.get("config") if isinstance(value.get("config"), dict) else {}
+        config = as_dict(value.get("config"))
         system = config.get("system_instruction") or value.get("system_instruction")
         if system:
             out.append(Msg(role="system", text=text_of(system)))
@@ -768,7 +773,7 @@ class Timeline:
         attributes.update({k: v for k, v in msg.extra.items() if k not in attributes})
         if msg.role in ("system", "developer"):
             owner = agent or self.default_agent
-            step = Step(index=len(self.steps), kind=kind or "system", agent="system", recipient=owner, role=msg.role,  # type: ignore[arg-type]
+            step = Step(index=len(self.steps), kind=kind or "system", agent="system", recipient=owner, role=msg.role,
                         content=msg.content, attributes=attributes, **fields)
             self.system_prompts.setdefault(owner, msg.text)
         elif msg.role == "tool":
@@ -777,7 +782,7 @@ class Timeline:
             coworker = self._delegate(entry)
             step = Step(
                 index=len(self.steps),
-                kind=kind or "tool_result",  # type: ignore[arg-type]
+                kind=kind or "tool_result",
                 agent=coworker or "tool",
                 role="tool",
                 recipient=entry.agent if entry else None,
@@ -803,7 +808,7 @@ class Timeline:
                 fields["usage"] = msg.usage
             # A user turn is addressed to the agent whose model call (or conversation) it is in.
             recipient = (agent or self.default_agent) if msg.role == "user" and who != (agent or self.default_agent) else None
-            step = Step(index=len(self.steps), kind=step_kind, agent=who, recipient=recipient,  # type: ignore[arg-type]
+            step = Step(index=len(self.steps), kind=step_kind, agent=who, recipient=recipient,
                         role=msg.role if msg.role in CHAT_ROLES else None,
                         content=msg.content, tool_calls=msg.tool_calls, attributes=attributes, **fields)
             for call in msg.tool_calls:

@@ -41,7 +41,7 @@ from openinference.semconv.trace import (
 )
 
 from mast.normalize._common import parse_time, text_of
-from mast.normalize._messages import Msg, from_item, from_vercel, maybe_json, to_messages
+from mast.normalize._messages import Msg, as_dict, from_item, from_vercel, maybe_json, to_messages
 from mast.normalize._spans import Span
 from mast.trace import Usage
 
@@ -247,7 +247,7 @@ def _oi_messages(attrs: dict[str, Any], prefix: str) -> list[Msg] | None:
     msgs: list[Msg] = []
     role_key = MessageAttributes.MESSAGE_ROLE.split(".", 1)[1]
     for row in rows:
-        message = row.get("message") if isinstance(row.get("message"), dict) else row
+        message = as_dict(row.get("message")) or row
         content: Any = message.get(MessageAttributes.MESSAGE_CONTENT.split(".", 1)[1])
         contents = _listify(message.get("contents"))
         if content is None and contents:
@@ -265,7 +265,7 @@ def _oi_messages(attrs: dict[str, Any], prefix: str) -> list[Msg] | None:
         calls = []
         for entry in _listify(message.get("tool_calls")):
             call = entry.get("tool_call", entry) if isinstance(entry, dict) else {}
-            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            fn = as_dict(call.get("function"))
             calls.append({"id": call.get("id"), "function": {"name": fn.get("name"), "arguments": fn.get("arguments")}})
         fn_call = message.get("function_call_name")
         item: dict[str, Any] = {"role": message.get(role_key) or "user", "content": content}
@@ -444,7 +444,7 @@ def _event_messages(events: list[dict[str, Any]]) -> tuple[list[Msg], list[Msg],
     error: str | None = None
     for event in events:
         name = str(event.get("name") or "")
-        attrs = event.get("attributes") if isinstance(event.get("attributes"), dict) else {}
+        attrs = as_dict(event.get("attributes"))
         if name in ("gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message"):
             body = maybe_json(attrs.get("content")) if "content" in attrs else attrs
             item = {"role": attrs.get("role") or name.split(".")[1], "content": body if isinstance(body, str | list) else text_of(body)}

@@ -205,7 +205,7 @@ class _Walk:
             if msg.role != "assistant":
                 self.timeline.add_new([msg], agent=who, **fields)
                 continue
-            extra = {"model": span.model or msg.model, "id": span.id if position == last_assistant else msg.id}
+            extra: dict[str, Any] = {"model": span.model or msg.model, "id": span.id if position == last_assistant else msg.id}
             if position == last_assistant:
                 extra["usage"] = span.usage or msg.usage
                 extra["error"] = span.error
@@ -271,8 +271,8 @@ def build_trace(
     roots = link(spans)
     _unwrap_llm_wrappers(spans)
     walk = _Walk(default_agent)
-    for root in roots:
-        walk.visit(root, None)
+    for top in roots:
+        walk.visit(top, None)
     timeline = walk.timeline
     warnings: list[str] = []
     if walk.no_output:
@@ -313,7 +313,7 @@ def build_trace(
         agents=agents,
         steps=timeline.steps,
         final_output=final_output,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         error=errors[0].error if errors else None,
         usage=sum_usage(timeline.steps),
         started_at=min(starts) if starts else None,

@@ -21,7 +21,7 @@ import orjson
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import text_of, usage_from
-from mast.normalize._messages import Msg, Timeline, apply_prompt_names, from_anthropic, maybe_json
+from mast.normalize._messages import Msg, Timeline, apply_prompt_names, as_dict, from_anthropic, maybe_json
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, Trace, Usage
 
@@ -135,8 +135,8 @@ def _from_sse(text: str) -> dict[str, Any] | None:
 
 
 def _response_body(interaction: dict[str, Any]) -> tuple[dict[str, Any] | None, int | None]:
-    response = interaction.get("response") if isinstance(interaction.get("response"), dict) else {}
-    status = response.get("status") if isinstance(response.get("status"), dict) else {}
+    response = as_dict(interaction.get("response"))
+    status = as_dict(response.get("status"))
     code = status.get("code") if isinstance(status.get("code"), int) else None
     body = _decode_body(response.get("body"))
     if isinstance(body, str) and "event: message_start" in body:
@@ -161,11 +161,14 @@ def _request_msgs(request: dict[str, Any]) -> list[Msg]:
 
 
 class AnthropicMessages(TraceFormat):
+    """Anthropic Messages bodies and VCR cassettes of Messages calls."""
+
     name = "anthropic_messages"
     description = "Anthropic Messages API: request/response bodies (tool_use/tool_result/thinking blocks) and VCR cassettes of them"
     priority = 32
 
     def detect(self, raw: RawInput) -> float:
+        """How sure this is the format: cheap sniffing first, then the parsed shape."""
         head = raw.head.lstrip()
         if raw.path is not None and not (head[:1] in ("[", "{") or "interactions:" in head[:4096]):
             return 0.0
@@ -184,6 +187,7 @@ class AnthropicMessages(TraceFormat):
         return 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """Yield the traces in ``raw``; a broken record yields its error."""
         data = raw.data()
         if raw.kind == "yaml":
             yield self._cassette(data, raw)
@@ -200,7 +204,7 @@ class AnthropicMessages(TraceFormat):
     def _cassette(self, data: Any, raw: RawInput) -> Trace:
         if not is_cassette(data):
             raise raw.fail("not a VCR cassette of Anthropic Messages calls")
-        calls: list[tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any]]] = []
+        calls: list[tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]] = []
         other: list[dict[str, Any]] = []
         for number, interaction in enumerate(data["interactions"]):
             body, uri = _interaction_request(interaction)

@@ -26,8 +26,13 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import parse_time, text_of, usage_from
-from mast.normalize._messages import Msg, Timeline, maybe_json, to_messages
-from mast.normalize._otel_attrs import _SPAN_NAME_TOOL, agent_from_span_name, framework_of, span_from_attributes
+from mast.normalize._messages import Msg, Timeline, as_dict, maybe_json, to_messages
+from mast.normalize._otel_attrs import (
+    _SPAN_NAME_TOOL,
+    agent_from_span_name,
+    framework_of,
+    span_from_attributes,
+)
 from mast.normalize._spans import Span, build_trace, output_text
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Trace
@@ -82,8 +87,8 @@ def is_chatml(data: Any) -> bool:
 def _observation_span(obs: dict[str, Any], order: int) -> Span:
     meta = _value(obs.get("metadata"))
     meta = meta if isinstance(meta, dict) else ({} if meta is None else {"value": meta})
-    attributes = meta.get("attributes") if isinstance(meta.get("attributes"), dict) else {}
-    scope = meta.get("scope") if isinstance(meta.get("scope"), dict) else {}
+    attributes = as_dict(meta.get("attributes"))
+    scope = as_dict(meta.get("scope"))
     name = str(obs.get("name") or "")
     level = str(obs.get("level") or "")
     span = span_from_attributes(
@@ -196,17 +201,21 @@ def _task(value: Any) -> str | None:
             return first.strip()
     if isinstance(value, dict):
         for key in _TASK_KEYS:
-            if isinstance(value.get(key), str) and value[key].strip():
-                return value[key].strip()
+            text = value.get(key)
+            if isinstance(text, str) and text.strip():
+                return text.strip()
     return None
 
 
 class LangfuseExport(TraceFormat):
+    """Langfuse trace exports: one trace per export."""
+
     name = "langfuse"
     description = "Langfuse trace exports ({trace, observations}), OTel-ingested or from the Langfuse SDK"
     priority = 50
 
     def detect(self, raw: RawInput) -> float:
+        """How sure this is the format: cheap sniffing first, then the parsed shape."""
         if raw.path is not None and '"observations"' not in raw.head and raw.size < 64 * 1024:
             return 0.0
         try:
@@ -218,6 +227,7 @@ class LangfuseExport(TraceFormat):
         return 0.95 if is_export(data) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """Yield the traces in ``raw``; a broken record yields its error."""
         data = raw.data()
         if isinstance(data, list):
             for number, item in enumerate(data):
@@ -253,11 +263,14 @@ class LangfuseExport(TraceFormat):
 
 
 class LangfuseChatML(TraceFormat):
+    """Langfuse's ChatML rendering of one trace."""
+
     name = "langfuse_chatml"
     description = "Langfuse's ChatML rendering of a trace ({observation_id: {input, output}} message lists)"
     priority = 52
 
     def detect(self, raw: RawInput) -> float:
+        """How sure this is the format: cheap sniffing first, then the parsed shape."""
         if raw.path is not None and '"success"' not in raw.head:
             return 0.0
         try:
@@ -267,6 +280,7 @@ class LangfuseChatML(TraceFormat):
         return 0.95 if is_chatml(data) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """Yield the traces in ``raw``; a broken record yields its error."""
         data = raw.data()
         if not is_chatml(data):
             raise raw.fail("not a Langfuse ChatML rendering")

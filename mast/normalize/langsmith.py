@@ -20,7 +20,7 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import parse_time, usage_from
-from mast.normalize._messages import Msg, maybe_json, to_messages
+from mast.normalize._messages import Msg, as_dict, maybe_json, to_messages
 from mast.normalize._spans import Span, build_trace
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Trace, Usage
@@ -132,8 +132,8 @@ def _llm_inputs(inputs: Any) -> list[Msg] | None:
 
 
 def _run_span(run: dict[str, Any], order: int) -> Span:
-    extra = run.get("extra") if isinstance(run.get("extra"), dict) else {}
-    meta = extra.get("metadata") if isinstance(extra.get("metadata"), dict) else {}
+    extra = as_dict(run.get("extra"))
+    meta = as_dict(extra.get("metadata"))
     kind = _RUN_KINDS.get(str(run.get("run_type")), "other")
     inputs = maybe_json(run.get("inputs"))
     outputs = maybe_json(run.get("outputs"))
@@ -194,11 +194,14 @@ def _run_span(run: dict[str, Any], order: int) -> Span:
 
 
 class LangSmithRuns(TraceFormat):
+    """LangSmith runs: one trace per trace id."""
+
     name = "langsmith"
     description = "LangSmith runs: run lists, nested run trees, or post/patch ingestion batches"
     priority = 51
 
     def detect(self, raw: RawInput) -> float:
+        """How sure this is the format: cheap sniffing first, then the parsed shape."""
         if raw.path is not None and '"run_type"' not in raw.head:
             return 0.0
         try:
@@ -212,6 +215,7 @@ class LangSmithRuns(TraceFormat):
         return 0.9 if is_runs(data) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """Yield the traces in ``raw``; a broken record yields its error."""
         data = raw.data()
         if raw.kind == "jsonl" and isinstance(data, list):
             for number, record in enumerate(data):

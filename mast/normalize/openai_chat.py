@@ -95,11 +95,14 @@ def _pair(data: Any) -> tuple[Any, Any] | None:
 
 
 class OpenAIChat(TraceFormat):
+    """OpenAI chat completions: one conversation per file (or per JSONL record of request bodies)."""
+
     name = "openai_chat"
     description = "OpenAI chat completions: message lists, request/response bodies, or a request+response pair"
     priority = 30
 
     def detect(self, raw: RawInput) -> float:
+        """How sure this is the format: cheap sniffing first, then the parsed shape."""
         if raw.path is not None and raw.head.lstrip()[:1] not in ("[", "{"):
             return 0.0
         try:
@@ -128,6 +131,7 @@ class OpenAIChat(TraceFormat):
         return 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """Yield the traces in ``raw``; a broken record yields its error."""
         data = raw.data()
         if raw.kind == "jsonl" and isinstance(data, list) and not is_chat_list([r for r in data if not isinstance(r, JsonlLineError)]):
             for number, record in enumerate(data):

@@ -62,11 +62,14 @@ def is_request(data: Any) -> bool:
 
 
 class OpenAIResponses(TraceFormat):
+    """OpenAI Responses API items, requests and response objects."""
+
     name = "openai_responses"
     description = "OpenAI Responses API: item lists (message/function_call/function_call_output/reasoning), requests, responses"
     priority = 31
 
     def detect(self, raw: RawInput) -> float:
+        """How sure this is the format: cheap sniffing first, then the parsed shape."""
         if raw.path is not None and raw.head.lstrip()[:1] not in ("[", "{"):
             return 0.0
         try:
@@ -87,6 +90,7 @@ class OpenAIResponses(TraceFormat):
         return 0.9 if is_item_list(data) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """Yield the traces in ``raw``; a broken record yields its error."""
         data = raw.data()
         if raw.kind == "jsonl" and isinstance(data, list):
             good = [r for r in data if not isinstance(r, JsonlLineError)]

@@ -18,7 +18,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from mast.errors import TraceFormatError
-from mast.normalize._otel_attrs import any_value, hex_id, key_values, span_from_attributes, span_time, status_of
+from mast.normalize._otel_attrs import (
+    any_value,
+    hex_id,
+    key_values,
+    span_from_attributes,
+    span_time,
+    status_of,
+)
 from mast.normalize._spans import Span, build_trace
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Trace
@@ -30,8 +37,9 @@ _KEYS = ("resourceSpans", "resource_spans")
 def _resource_spans(obj: Any) -> list[Any] | None:
     if isinstance(obj, dict):
         for key in _KEYS:
-            if isinstance(obj.get(key), list):
-                return obj[key]
+            found = obj.get(key)
+            if isinstance(found, list):
+                return found
     return None
 
 
@@ -101,12 +109,15 @@ class _Collector:
 
 
 class OTLPJson(TraceFormat):
+    """OTLP/JSON export requests (JSON or JSONL): one trace per trace id."""
+
     name = "otlp"
     description = "OTLP/JSON traces (resourceSpans; JSON or JSONL) with OTel GenAI or OpenInference attributes"
     priority = 40
     streaming = True
 
     def detect(self, raw: RawInput) -> float:
+        """How sure this is the format: cheap sniffing first, then the parsed shape."""
         if _HEAD.match(raw.head):
             return 0.97
         if raw.path is not None and raw.head.lstrip()[:1] not in ("[", "{"):
@@ -120,6 +131,7 @@ class OTLPJson(TraceFormat):
         return 0.95 if is_otlp(data) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """Yield the traces in ``raw``; a broken record yields its error."""
         collector = _Collector()
         errors: list[TraceFormatError] = []
         if raw.path is not None and self._is_jsonl(raw):

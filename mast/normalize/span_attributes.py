@@ -35,11 +35,14 @@ def is_attribute_dict(data: Any) -> bool:
 
 
 class SpanAttributes(TraceFormat):
+    """Flat span-attribute dicts: one run per file."""
+
     name = "span_attributes"
     description = "Flat span-attribute dicts (OpenInference / OTel GenAI keys without an OTLP envelope)"
     priority = 41
 
     def detect(self, raw: RawInput) -> float:
+        """How sure this is the format: cheap sniffing first, then the parsed shape."""
         if raw.path is not None and raw.head.lstrip()[:1] not in ("[", "{"):
             return 0.0
         try:
@@ -53,6 +56,7 @@ class SpanAttributes(TraceFormat):
         return 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """Yield the traces in ``raw``; a broken record yields its error."""
         data = raw.data()
         items = data if isinstance(data, list) else [data]
         if not items or not all(is_attribute_dict(d) for d in items):

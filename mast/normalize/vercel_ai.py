@@ -24,11 +24,14 @@ def _is_js_span(item: Any) -> bool:
 
 
 class VercelAISpans(TraceFormat):
+    """Vercel AI SDK ReadableSpan dumps: one trace per trace id."""
+
     name = "vercel_ai"
     description = "Vercel AI SDK spans dumped as JavaScript ReadableSpan objects (spanContext, ai.* attributes)"
     priority = 42
 
     def detect(self, raw: RawInput) -> float:
+        """How sure this is the format: cheap sniffing first, then the parsed shape."""
         if raw.path is not None and '"spanContext"' not in raw.head:
             return 0.0
         try:
@@ -42,6 +45,7 @@ class VercelAISpans(TraceFormat):
         return 0.95 if has_ai else 0.6
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """Yield the traces in ``raw``; a broken record yields its error."""
         data = raw.data()
         items = data if isinstance(data, list) else [data]
         if not items or not all(_is_js_span(i) for i in items):

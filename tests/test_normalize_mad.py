@@ -512,3 +512,31 @@ def test_other_files_mentioning_mas_name_are_not_mad(shared: Path) -> None:
     for path in (shared / "labels/mastlint-mad/raw_findings.json", shared / "labels/mastlint-ag2/raw_judge_results.json"):
         with pytest.raises(TraceFormatError):
             detect_format(path)
+
+
+@pytest.mark.parametrize(
+    ("log", "framework", "first_agents"),
+    [
+        (CHATDEV, "chatdev", ["Chief Executive Officer", "Chief Product Officer"]),
+        (OPENMANUS, "openmanus", ["Manus"]),
+        (APPWORLD, "appworld", ["Supervisor", "Spotify"]),
+        ("\n".join(HYPERAGENT["trajectory"]), "hyperagent", ["Planner", "Navigator", "Editor"]),
+    ],
+)
+def test_framework_log_files_on_their_own(tmp_path: Path, log: str, framework: str, first_agents: list[str]) -> None:
+    path = tmp_path / f"{framework}.log"
+    path.write_text(log, encoding="utf-8")
+    fmt, confidence = detect_format(path)
+    assert (fmt.name, confidence) == ("framework_log", 0.8)
+    trace = load_trace(path)
+    assert trace.framework == framework and [a.name for a in trace.agents][: len(first_agents)] == first_agents
+    assert trace.steps and not trace.warnings
+
+
+def test_metagpt_log_file_matches_the_wrapped_run(shared: Path, tmp_path: Path) -> None:
+    wrapper = json.loads((shared / "traces/mast_raw_traces/metagpt_programdev_run_1.json").read_text(encoding="utf-8"))
+    path = tmp_path / "1.txt"
+    path.write_text(wrapper["content"], encoding="utf-8")
+    trace = load_trace(path)
+    assert trace.source.format == "framework_log" and trace.framework == "metagpt"
+    assert speakers(trace) == ["SimpleCoder", "SimpleTester", "SimpleReviewer", "SimpleTester", "SimpleReviewer"]

@@ -23,7 +23,7 @@ def message_calls(msg: dict[str, Any]) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for call in msg.get("tool_calls") or []:
         if isinstance(call, dict):
-            function = call.get("function") if isinstance(call.get("function"), dict) else call
+            function: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else call
             calls.append(tool_call(str(function.get("name") or "?"), function.get("arguments"), call.get("id")))
     legacy = msg.get("function_call")
     if isinstance(legacy, dict):
@@ -91,7 +91,7 @@ def parse_messages(messages: list[Any], *, variant: str = "ag2_messages") -> Log
 
 
 def boxed_answer(steps: list[Step]) -> str | None:
-    """The last message holding a ``\\boxed{}`` answer (the MathChat convention), if any."""
+    r"""The last message holding a ``\boxed{}`` answer (the MathChat convention), if any."""
     for step in reversed(steps):
         if _BOXED in step.content:
             return step.content

@@ -43,7 +43,7 @@ def record_to_trace(record: dict[str, Any], raw: RawInput, index: int | None) ->
     """Normalise one AEGIS record; steps follow the history's ``step`` order."""
     history = record["input"]["conversation_history"]
     ordered = sorted(enumerate(history), key=lambda item: (item[1].get("step", item[0]) if isinstance(item[1], dict) else item[0], item[0]))
-    meta = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+    meta: dict[str, Any] = record["metadata"] if isinstance(record.get("metadata"), dict) else {}
     model = meta.get("model") if isinstance(meta.get("model"), str) else None
     steps: list[Step] = []
     roles: dict[str, str] = {}
@@ -59,8 +59,8 @@ def record_to_trace(record: dict[str, Any], raw: RawInput, index: int | None) ->
                           model=model, source_ref=f"input.conversation_history[{position}]", attributes=attributes))
     agents = agents_from_steps(steps, [Agent(name=n, role=r, model=model) for n, r in roles.items()])
     names = {a.name.lower(): a.name for a in agents}
-    output = record.get("output") if isinstance(record.get("output"), dict) else {}
-    truth = record.get("ground_truth") if isinstance(record.get("ground_truth"), dict) else {}
+    output: dict[str, Any] = record["output"] if isinstance(record.get("output"), dict) else {}
+    truth: dict[str, Any] = record["ground_truth"] if isinstance(record.get("ground_truth"), dict) else {}
     labels: dict[str, Any] = {}
     if "faulty_agents" in output:
         labels["faulty_agents"] = _faulty(output["faulty_agents"], names)
@@ -83,11 +83,14 @@ def record_to_trace(record: dict[str, Any], raw: RawInput, index: int | None) ->
 
 
 class AegisFormat(TraceFormat):
+    """AEGIS records, one per JSONL line or in a JSON list."""
+
     name = "aegis"
     description = "AEGIS error-injected multi-agent records (per-agent MAST codes as labels), JSON or JSONL"
     priority = 25
 
     def detect(self, raw: RawInput) -> float:
+        """Sure when the first record has ``input.conversation_history`` and a label block."""
         if raw.path is not None and '"conversation_history"' not in raw.head:
             return 0.0
         try:
@@ -98,6 +101,7 @@ class AegisFormat(TraceFormat):
         return 0.97 if is_record(first) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """One trace per record; a record of another shape yields a per-record error."""
         data = raw.data()
         many = isinstance(data, list)
         for index, record in enumerate(data if many else [data]):

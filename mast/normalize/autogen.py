@@ -92,7 +92,7 @@ def _replay(calls: list[dict[str, Any]]) -> LogParse:
         if len(typed) != len(fresh):
             out.warnings.append(f"call {number}: {len(fresh) - len(typed)} message(s) of unknown type skipped")
         add_typed_messages(out, typed, ref=f"[{number}].messages")
-        response = call.get("response") if isinstance(call.get("response"), dict) else {}
+        response: dict[str, Any] = call["response"] if isinstance(call.get("response"), dict) else {}
         content = response.get("content")
         text = text_of(content) if not isinstance(content, list) else orjson.dumps(content, default=str).decode()
         seen.add(orjson.dumps(["AssistantMessage", content], default=str))
@@ -103,11 +103,14 @@ def _replay(calls: list[dict[str, Any]]) -> LogParse:
 
 
 class AutogenFormat(TraceFormat):
+    """AutoGen/AG2 conversation records (see the module docstring for the shapes)."""
+
     name = "autogen"
     description = "AutoGen/AG2 chats: AgentEval results, AG2 histories (named messages), autogen-ext replay sessions"
     priority = 60
 
     def detect(self, raw: RawInput) -> float:
+        """Sure for AgentEval results, replay sessions and AG2-only keys; unsure (0.45) for plain named chat lists."""
         try:
             data = raw.data()
         except TraceFormatError:
@@ -116,6 +119,7 @@ class AutogenFormat(TraceFormat):
         return shape[1] if shape else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """One trace for the record."""
         data = raw.data()
         shape = _shape(data)
         if shape is None:

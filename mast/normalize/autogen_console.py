@@ -21,6 +21,8 @@ from mast.trace import Trace
 
 
 class AutogenConsoleFormat(TraceFormat):
+    """Text transcripts printed by AG2 or AgentChat's Console."""
+
     name = "autogen_console"
     description = "AutoGen console text: AG2 'sender (to recipient):' chats, AgentChat/Magentic-One Console output"
     priority = 62
@@ -33,6 +35,7 @@ class AutogenConsoleFormat(TraceFormat):
         return data if raw.kind == "text" and isinstance(data, str) else None
 
     def detect(self, raw: RawInput) -> float:
+        """0.8 for AG2 ``sender (to recipient):`` turns, 0.75 for Console headers; 0 for non-text input."""
         text = self._text(raw)
         if text is None:
             return 0.0
@@ -41,6 +44,7 @@ class AutogenConsoleFormat(TraceFormat):
         return 0.75 if looks_like_agentchat_console(text) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """One trace per transcript."""
         text = self._text(raw)
         if text is None:
             raise raw.fail("AutoGen console logs are text; this input is not")

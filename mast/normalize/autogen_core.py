@@ -115,7 +115,7 @@ def _resolve_handoffs(steps: list[Step]) -> None:
         if step.kind != "handoff" or step.recipient:
             continue
         for call in step.tool_calls:
-            result = results.get(call.id)
+            result = results.get(call.id) if call.id else None
             found = _TRANSFERRED.search(result.output) if result else None
             if found:
                 step.recipient = found.group("target")
@@ -125,11 +125,14 @@ def _resolve_handoffs(steps: list[Step]) -> None:
 
 
 class AutogenCoreFormat(TraceFormat):
+    """Typed AutoGen message lists (autogen-core LLMMessages, AgentChat messages)."""
+
     name = "autogen_core"
     description = "AutoGen 0.4+ typed messages: autogen-core LLMMessage lists and AgentChat TaskResult messages"
     priority = 61
 
     def detect(self, raw: RawInput) -> float:
+        """Sure when every message carries a known AutoGen ``type``."""
         if raw.path is not None and '"type"' not in raw.head:
             return 0.0
         try:
@@ -139,6 +142,7 @@ class AutogenCoreFormat(TraceFormat):
         return 0.95 if message_list(data) is not None else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """One trace for the message list."""
         data = raw.data()
         messages = message_list(data)
         if messages is None:

@@ -12,6 +12,7 @@ streaming iterator over the items of a top-level JSON array for files too big to
 from __future__ import annotations
 
 import io
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ from mast.trace import SourceInfo, Trace
 HEAD_BYTES = 64 * 1024
 MAX_WHOLE_FILE_BYTES = 512 * 1024 * 1024
 """Files larger than this are only read by formats that stream them."""
+_LOG_LINE = re.compile(r"\[[^\[\]{}\n]*\][ \t]*[^\s,\]}]")
+"""A first line like ``[timestamp LEVEL] message``: a bracketed prefix followed by text is never JSON."""
 
 DocKind = Literal["json", "jsonl", "yaml", "text"]
 
@@ -182,6 +185,8 @@ class RawInput:
                         records.append(JsonlLineError(f"line {number + 1} is not valid JSON"))
                 if not all(isinstance(r, JsonlLineError) for r in records):
                     return records, "jsonl"
+            if _LOG_LINE.match(stripped):
+                return text, "text"  # "[2025-17-01 10:00:00 INFO] ..." opens a log (ChatDev), not broken JSON
             raise self.fail("looks like JSON but does not parse (truncated or malformed)")
         if self.path is not None and self.path.suffix in (".yaml", ".yml"):
             import yaml

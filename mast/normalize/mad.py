@@ -97,12 +97,15 @@ def record_to_trace(record: Any, raw: RawInput | None = None, index: int | None 
 
 
 class MadFormat(TraceFormat):
+    """MAD records in a JSON array (streamed), JSONL, or a single object."""
+
     name = "mad"
     description = "MAST-Data (MAD) records: full set (mast_annotation) and human-labelled set (annotations)"
     priority = 10
     streaming = True
 
     def detect(self, raw: RawInput) -> float:
+        """Decided from the first 64 KiB alone: ``"mas_name"`` plus a trace or annotation key."""
         if raw.path is None:
             obj = raw.obj
             if isinstance(obj, list) and obj:
@@ -115,6 +118,7 @@ class MadFormat(TraceFormat):
         return 1.0 if _HEAD_BODY.search(head) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """One trace per record; a broken record yields its error and the rest still come."""
         if raw.path is None:
             data = raw.data()
             yield from self._records(enumerate(data if isinstance(data, list) else [data]), raw)

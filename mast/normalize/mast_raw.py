@@ -24,11 +24,14 @@ def is_wrapper(obj: Any) -> bool:
 
 
 class MastRawFormat(TraceFormat):
+    """The MAST raw MetaGPT trace wrapper."""
+
     name = "mast_raw"
     description = "MAST raw MetaGPT trace wrapper {run_id, prompt, content (loguru log), cost, log_file}"
     priority = 15
 
     def detect(self, raw: RawInput) -> float:
+        """Sure for an object holding ``content`` text and the wrapper's other keys."""
         if raw.path is not None and '"log_file"' not in raw.head and '"run_id"' not in raw.head:
             return 0.0
         try:
@@ -38,6 +41,7 @@ class MastRawFormat(TraceFormat):
         return 0.95 if is_wrapper(data) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """One trace for the wrapper."""
         data = raw.data()
         if not is_wrapper(data):
             raise raw.fail("not a MAST raw trace: expected an object with run_id, prompt, content and log_file")

@@ -54,11 +54,12 @@ def _step(position: int, item: Any) -> Step:
     kind = "message"
     recipient = None
     role = None
+    agent: str | None
     if name:
         agent = str(name)
     else:
         parsed = _ROLE.match(raw_role)
-        agent = parsed.group("who").strip() if parsed else raw_role or None
+        agent = parsed.group("who").strip() if parsed else (raw_role or None)
         note = parsed.group("note").strip() if parsed else ""
         if note.startswith("->"):
             recipient = note[2:].strip()
@@ -93,7 +94,7 @@ def _framework(record: dict[str, Any], path: Path | None) -> str:
 def record_to_trace(record: dict[str, Any], raw: RawInput, index: int | None = None) -> Trace:
     """Normalise one Who&When record; ``steps[i]`` is ``history[i]``."""
     steps = [_step(i, item) for i, item in enumerate(record["history"])]
-    prompts = record.get("system_prompt") if isinstance(record.get("system_prompt"), dict) else {}
+    prompts: dict[str, Any] = record["system_prompt"] if isinstance(record.get("system_prompt"), dict) else {}
     known = [Agent(name=str(n), system_prompt=text_of(p)) for n, p in prompts.items()]
     agents = agents_from_steps(steps, known)
     finals = [m.group("answer").strip() for s in steps for m in _FINAL.finditer(s.content)]
@@ -122,11 +123,14 @@ def record_to_trace(record: dict[str, Any], raw: RawInput, index: int | None = N
 
 
 class WhoAndWhenFormat(TraceFormat):
+    """Who&When records, one per file (or a list of them)."""
+
     name = "who_and_when"
     description = "Who&When failure-attribution records (history + mistake_agent/mistake_step)"
     priority = 20
 
     def detect(self, raw: RawInput) -> float:
+        """Sure when the record has ``history`` plus ``mistake_agent`` and ``mistake_step``."""
         if raw.path is not None and '"history"' not in raw.head:
             return 0.0
         try:
@@ -139,6 +143,7 @@ class WhoAndWhenFormat(TraceFormat):
         return 0.98 if "mistake_agent" in first and "mistake_step" in first else 0.7
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """One trace per record; ``steps[i]`` is ``history[i]``."""
         data = raw.data()
         records = data if isinstance(data, list) else [data]
         many = isinstance(data, list)

@@ -68,7 +68,7 @@ try:  # the "incubating" module path is not stable across semconv releases
     GEN_AI_USAGE_OUTPUT_TOKENS = _gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS
     GEN_AI_USAGE_PROMPT_TOKENS = _gen_ai.GEN_AI_USAGE_PROMPT_TOKENS
     GEN_AI_USAGE_COMPLETION_TOKENS = _gen_ai.GEN_AI_USAGE_COMPLETION_TOKENS
-except ImportError:  # pragma: no cover - same names, spelled out
+except (ImportError, AttributeError):  # pragma: no cover - same names, spelled out
     GEN_AI_AGENT_DESCRIPTION = "gen_ai.agent.description"
     GEN_AI_AGENT_NAME = "gen_ai.agent.name"
     GEN_AI_COMPLETION = "gen_ai.completion"

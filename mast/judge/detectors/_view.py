@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from functools import cached_property
 
 import orjson
 
@@ -34,6 +35,7 @@ _VOLATILE = re.compile(
     r"|(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}\b"  # hex ids and hashes
     r"|\d+(?:\.\d+)?\s?(?:ms|s|secs?|seconds?)\b)"  # durations
 )
+_DIGIT = re.compile(r"\d")
 LONG_TEXT = 8_000
 """Texts longer than this are compared by head, tail, length and a hash of the middle."""
 _EDGE = 3_000
@@ -88,7 +90,19 @@ def normalize(text: str) -> str:
 
 
 def _mask(text: str) -> str:
-    return " ".join(_VOLATILE.sub("#", text.lower()).split())
+    lowered = text.lower()
+    # Every volatile token holds a digit: text without one needs no regex pass.
+    if not _DIGIT.search(lowered):
+        return " ".join(lowered.split())
+    return " ".join(_VOLATILE.sub("#", lowered).split())
+
+
+def flatten(text: str) -> str:
+    """Lower case and whitespace collapsed (no masking): cheap, for messages and length checks."""
+    if len(text) > LONG_TEXT:
+        middle = f" <{len(text)} chars, middle {hash(text[_EDGE:-_EDGE]) & 0xFFFFFFFF:x}> "
+        return " ".join(text[:_EDGE].lower().split()) + middle + " ".join(text[-_EDGE:].lower().split())
+    return " ".join(text.lower().split())
 
 
 def same_text(a: str, b: str) -> bool:
@@ -123,6 +137,7 @@ _ERROR_WORD = re.compile(
     r"traceback|error|exception|fatal|err!|exit|non-zero|not found|denied|no such file|segmentation"
     r"|timed out|failed|bad request|unauthorized|forbidden|unavailable|bad gateway|timeout|too many requests"
 )
+_ERROR_WORDS = tuple(_ERROR_WORD.pattern.split("|"))
 _ERROR_EDGE = 2_000
 """Failures show at the start or the end of an output: only that much of each end is searched."""
 _MAX_CANDIDATE_LINES = 40
@@ -138,6 +153,9 @@ def error_lines(text: str) -> Iterator[str]:
     """Lines of tool or command output that read like a failure (traceback, non-zero exit...)."""
     edges = _edges(text)
     lowered = edges.lower()
+    # A plain substring test per word runs at C speed; most outputs hold none of them.
+    if not any(word in lowered for word in _ERROR_WORDS):
+        return
     seen: set[int] = set()
     for match in _ERROR_WORD.finditer(lowered):
         start = lowered.rfind("\n", 0, match.start()) + 1
@@ -180,7 +198,7 @@ def _arguments(value: object) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str).decode()
 
 
-@dataclass(slots=True)
+@dataclass
 class StepView:
     """What the detectors need to know about one step, computed once."""
 
@@ -188,7 +206,7 @@ class StepView:
     actor: str
     """Who acted: the step's agent, else its role, else its kind."""
     text: str
-    """Normalised content (see :func:`normalize`)."""
+    """Content lower-cased with whitespace collapsed (see :func:`flatten`)."""
     is_context: bool
     """System or developer instructions, injected context: never an action, never information."""
     is_user: bool
@@ -197,8 +215,6 @@ class StepView:
     """A model's private reasoning: the actor thinking, not acting."""
     call_signature: str | None
     """Tool name(s) plus normalised arguments, when the step asks for tools."""
-    outputs: str
-    """Normalised text of the tool results carried by this step."""
     error: str | None
     """The failure this step reports (explicit flag, error step, or failing command output)."""
     error_explicit: bool
@@ -208,7 +224,18 @@ class StepView:
 
     @property
     def index(self) -> int:
+        """The step's index in the trace."""
         return self.step.index
+
+    @cached_property
+    def outputs(self) -> str:
+        """Normalised text (see :func:`normalize`) of the tool results this step carries."""
+        return " | ".join(normalize(r.output) for r in self.step.tool_results)
+
+    @cached_property
+    def masked_text(self) -> str:
+        """Normalised content (see :func:`normalize`), for comparing what came back to an action."""
+        return normalize(self.step.content)
 
     @property
     def is_agent(self) -> bool:
@@ -236,14 +263,13 @@ class StepView:
 
 def _view(step: Step) -> StepView:
     actor = step.agent or step.role or step.kind
-    text = normalize(step.content)
+    text = flatten(step.content)
     is_context = step.kind == "system" or step.role in ("system", "developer")
     calls = None
     if step.tool_calls:
         calls = " | ".join(
             f"{c.name}({normalize(_arguments(c.arguments) or c.arguments_raw or '')})" for c in step.tool_calls
         )
-    outputs = " | ".join(normalize(r.output) for r in step.tool_results)
     error, explicit = _step_error(step)
     filler = (
         not is_context
@@ -260,7 +286,6 @@ def _view(step: Step) -> StepView:
         is_user=actor.lower() in _USERS,
         is_reasoning=bool(step.attributes.get("reasoning")),
         call_signature=calls,
-        outputs=outputs,
         error=error,
         error_explicit=explicit,
         filler=filler,

@@ -17,7 +17,8 @@ came back to the action that started the process.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from mast.judge.detectors._view import StepView, TraceView, same_text
 from mast.judge.detectors.report import Finding, call_quote, inline, span, step_quote
@@ -33,12 +34,26 @@ class _Action:
     view: StepView
     signature: str
     is_call: bool
-    observed: str = ""
-    """Normalised text of what came back before the actor's next action."""
+    back: list[StepView] = field(default_factory=list)
+    """Steps that came back before the actor's next action of the same stream."""
     anything_back: bool = False
-    """True when any step (result, reply, error) came back before the actor's next action."""
-    before: str = ""
-    """What came back to the actor's previous action: the input this action answers."""
+    """True when any step (result, reply, error) came back before that next action."""
+    previous: _Action | None = None
+    """The actor's previous action of the same stream."""
+
+    @cached_property
+    def observed(self) -> str:
+        """Normalised text of what came back (filler left out); computed only when compared."""
+        parts = [self.view.outputs] if self.view.step.tool_results else []
+        for other in self.back:
+            if not other.filler:
+                parts.extend(p for p in (other.masked_text, other.outputs) if p)
+        return "\n".join(parts)
+
+    @property
+    def before(self) -> str:
+        """What came back to the actor's previous action: the input this action answers."""
+        return self.previous.observed if self.previous is not None else ""
 
 
 @dataclass
@@ -110,20 +125,11 @@ def _observe(view: TraceView, actions: list[_Action]) -> None:
             if other.is_context or (other.actor == action.view.actor and not other.step.tool_results):
                 continue
             indices.add(k)
-        parts = [action.view.outputs] if action.view.outputs else []
-        anything = bool(action.view.step.tool_results)
-        for k in sorted(indices):
-            other = view.steps[k]
-            anything = True
-            if other.filler:
-                continue
-            parts.extend(p for p in (other.text, other.outputs) if p)
-        action.observed = "\n".join(parts)
-        action.anything_back = anything
+        action.back = [view.steps[k] for k in sorted(indices)]
+        action.anything_back = bool(action.view.step.tool_results or indices)
     previous_of: dict[tuple[str, bool], _Action] = {}
     for action in actions:
-        previous = previous_of.get(_stream(action))
-        action.before = previous.observed if previous is not None else ""
+        action.previous = previous_of.get(_stream(action))
         previous_of[_stream(action)] = action
 
 

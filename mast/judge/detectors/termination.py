@@ -46,12 +46,14 @@ TAIL_STEPS = 3
 
 _TERMINATE = re.compile(r"\bTERMINATE\W{0,3}$")
 _DONE = re.compile(
-    r"\bterminate\b|\bfinal answer\b|\\boxed\{"
+    r"\bterminate\b|\bfinal answer\b|\\boxed\{|\btask complete\b"
     r"|(?<!before the )(?<!until the )\b(?:task|work|job|problem|issue|request)\s+(?:is|has been|was)\s+(?:now\s+)?(?:complete|completed|done|finished|solved|resolved)\b"
+    r"|\b(?:approved|marked|considered)\s+(?:as\s+)?(?:complete|completed|done|finished)\b"
     r"|\b(?:cannot|can't|can not|could not|couldn't)\s+be\s+(?:solved|completed|done)\b|\bunsolvable\b"
     r"|\bimpossible to (?:solve|complete)\b",
     re.IGNORECASE,
 )
+"""An agent saying the task is finished (or cannot be finished)."""
 _ANNOUNCE = re.compile(
     r"\b(?:i will|i'll|i am going to|i'm going to|let me(?! know)|let's|let us(?! know)|next,? i|now i|i need to"
     r"|we need to|we will|we'll)\b",
@@ -254,10 +256,14 @@ def premature_findings(view: TraceView, *, limit_step: int | None) -> tuple[list
     if not agents:
         return [], False, "no agent step in the trace"
     end = limit_step if limit_step is not None else len(view)
-    declared = [v for v in live if 0 < v.index < end and not v.is_user and _completion(v)]
+
+    def declared() -> list[StepView]:
+        return [v for v in live if 0 < v.index < end and not v.is_user and _completion(v)]
+
     if limit_step is not None:
-        if declared:
-            return [], True, f"the task was declared finished (step {declared[-1].index}) before the limit stopped the run"
+        done = declared()
+        if done:
+            return [], True, f"the task was declared finished (step {done[-1].index}) before the limit stopped the run"
         stop = view.steps[limit_step]
         return [_finding(stop, 0.5, f"step {stop.index}: a limit stopped the run before any agent declared the task finished")], True, ""
     errors = [v for v in live if v.error]
@@ -271,7 +277,7 @@ def premature_findings(view: TraceView, *, limit_step: int | None) -> tuple[list
     if final.step.tool_calls and final is last and not view.results_of.keys() & {c.id for c in final.step.tool_calls if c.id}:
         return [_finding(final, 0.7, f"step {final.index}: the run stops in the middle of a tool call by {final.actor}, with no result and no answer", step_quote_text(final))], True, ""
     tail = _idle_tail(live)
-    if len(tail) >= IDLE_TAIL and not any(v.index < tail[0].index for v in declared):
+    if len(tail) >= IDLE_TAIL and not any(v.index < tail[0].index for v in declared()):
         return [
             Finding(
                 detector="premature_termination",

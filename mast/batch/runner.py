@@ -58,6 +58,8 @@ class BatchJudge:
         estimate: expected tokens and cost of one trace (needed by budgets, token limits, dry runs).
         empty_verdicts: the not-assessed verdicts put into ``error`` results (one per mode).
         notice: a line for the user about this judge (e.g. that no model is configured).
+        start: set the judge up inside the batch's event loop (backend, local model server).
+        close: release what the judge holds when the batch ends.
     """
 
     call: JudgeFn
@@ -65,11 +67,23 @@ class BatchJudge:
     estimate: Callable[[Trace], Estimate] | None = None
     empty_verdicts: list[ModeVerdict] = field(default_factory=list)
     notice: str | None = None
+    start: Callable[[], Awaitable[None]] | None = None
+    close: Callable[[], Awaitable[None]] | None = None
+
+
+PER_TRACE_PARAMS = frozenset({"structured_output", "context_window", "windows"})
+"""``judge.params`` the judge fills in per trace (the mode that answered, how it was split): they
+describe one judgement, not the judge, so they are left out of :func:`judge_fingerprint`."""
 
 
 def judge_fingerprint(info: JudgeInfo) -> str:
-    """Hash of everything about a judge that changes its answers (``strategy`` varies per trace)."""
+    """Hash of what identifies a judge's answers: kind, model, prompt, taxonomy and answer parameters.
+
+    Two results with the same fingerprint, trace id and trace hash are interchangeable, so a rerun
+    reuses the one already in the output.
+    """
     payload = info.model_dump(mode="json", exclude={"strategy"})
+    payload["params"] = {k: v for k, v in payload["params"].items() if k not in PER_TRACE_PARAMS}
     return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
@@ -218,6 +232,8 @@ class BatchRunner:
         if catch_sigint:
             loop.add_signal_handler(signal.SIGINT, self.handle_sigint)
         try:
+            if self.judge.start is not None and any(item.error is None and item.key not in done for item in items):
+                await self.judge.start()
             await self._feed(items, done)
             await self._drain()
         finally:
@@ -227,6 +243,8 @@ class BatchRunner:
                 for task in self._tasks:
                     task.cancel()
                 await asyncio.gather(*self._tasks, return_exceptions=True)
+            if self.judge.close is not None:
+                await self.judge.close()
             self.report.not_started = sum(1 for r in self.results if r is None)
             self.report.wall_s = time.monotonic() - self._started_at
         if self._failure is not None and self.raise_on_error:

@@ -119,3 +119,16 @@ def test_aegis_records(shared: Path) -> None:
 def test_aegis_schema_file_is_not_a_trace(shared: Path) -> None:
     with pytest.raises(TraceFormatError, match="no known trace format"):
         load_trace(shared / "traces/aegis/aegis_unified_schema.json")
+
+
+def test_one_odd_aegis_line_does_not_sink_the_file(shared: Path, tmp_path: Path) -> None:
+    lines = (shared / "traces/aegis/aegis_jsonl_first3records.jsonl").read_text(encoding="utf-8").splitlines()
+    odd = json.loads(lines[1])
+    odd["input"]["conversation_history"][0]["content"] = {"unexpected": ["shape"]}
+    odd["ground_truth"] = "not a dict"
+    path = tmp_path / "aegis.jsonl"
+    path.write_text("\n".join([lines[0], json.dumps(odd), "{cut", lines[2]]) + "\n", encoding="utf-8")
+    items = list(iter_traces(path))
+    assert [type(i).__name__ for i in items] == ["Trace", "Trace", "TraceFormatError", "Trace"]
+    assert isinstance(items[1], Trace) and items[1].steps[0].content == '{"unexpected":["shape"]}'
+    assert isinstance(items[2], TraceFormatError) and items[2].record == 2

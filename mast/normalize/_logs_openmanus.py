@@ -29,7 +29,7 @@ _TIME_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S")
 def looks_like_openmanus(text: str) -> bool:
     """True when the text holds OpenManus agent log lines."""
     head = text[:200_000]
-    return "app.agent." in head or "'s thoughts:" in head and "completed its mission" in head
+    return LOGURU.search(head) is not None and ("app.agent." in head or "'s thoughts:" in head)
 
 
 def parse_openmanus(text: str) -> LogParse:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from mast.errors import TraceFormatError
+from mast.errors import TraceFormatError, one_line
 from mast.normalize._common import agents_from_steps, text_of
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, Trace
@@ -111,7 +111,10 @@ class AegisFormat(TraceFormat):
             elif not is_record(record):
                 yield raw.fail("not an AEGIS record: expected input.conversation_history and output/ground_truth", record=where)
             else:
-                yield record_to_trace(record, raw, where)
+                try:
+                    yield record_to_trace(record, raw, where)
+                except (TypeError, ValueError, KeyError, AttributeError) as exc:  # one odd record, not the file
+                    yield raw.fail(f"AEGIS record unreadable ({type(exc).__name__}: {one_line(exc)})", record=where)
 
 
 register(AegisFormat())

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mast.errors import TraceFormatError
+from mast.errors import TraceFormatError, one_line
 from mast.normalize._common import agents_from_steps, text_of
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, Trace
@@ -152,6 +152,9 @@ class WhoAndWhenFormat(TraceFormat):
             if not is_record(record):
                 yield raw.fail("not a Who&When record: expected an object with a history list and mistake_agent", record=where)
                 continue
-            yield record_to_trace(record, raw, where)
+            try:
+                yield record_to_trace(record, raw, where)
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:  # one odd record, not the file
+                yield raw.fail(f"Who&When record unreadable ({type(exc).__name__}: {one_line(exc)})", record=where)
 
 register(WhoAndWhenFormat())

@@ -7,11 +7,15 @@ an entry opens at a ``**[Event]**`` or ``Role: **...**`` line. Entries are:
 - a role's turn: ``Programmer: **Programmer<->Code Reviewer on : CodeReview, turn 0**`` followed
   by the echoed role prompt in ``[...]`` and the utterance;
 - ``User Role: **[Start Chat]**``: the phase's opening instruction to the assistant role;
+
 - framework events: ``**[Preprocessing]**`` (holds ``**task_prompt**``), ``System: **[chatting]**``
   and ``**[RolePlaying]**`` (tables naming the phase and its two roles), ``**[Seminar Conclusion]**``,
   ``**[Update Codes]**``, ``**[Test Reports]**``, ``**[Software Info]**``...;
 - ``**[OpenAI_Usage_Info Receive]**`` token counts, added to the next turn's usage;
 - noise (``flask app.py did not start for online log``, ``HTTP Request: ...``), counted, not kept.
+
+ChatDev echoes each speaker's whole role prompt before every utterance; it is moved out of the
+step's text into ``attributes["role_prompt"]`` so the transcript shows what was said.
 """
 
 from __future__ import annotations

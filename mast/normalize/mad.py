@@ -106,7 +106,7 @@ class MadFormat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """Decided from the first 64 KiB alone: ``"mas_name"`` plus a trace or annotation key."""
-        if raw.path is None:
+        if raw.path is None and not isinstance(raw.obj, str | bytes):
             obj = raw.obj
             if isinstance(obj, list) and obj:
                 obj = obj[0]

@@ -7,7 +7,6 @@ an entry opens at a ``**[Event]**`` or ``Role: **...**`` line. Entries are:
 - a role's turn: ``Programmer: **Programmer<->Code Reviewer on : CodeReview, turn 0**`` followed
   by the echoed role prompt in ``[...]`` and the utterance;
 - ``User Role: **[Start Chat]**``: the phase's opening instruction to the assistant role;
-
 - framework events: ``**[Preprocessing]**`` (holds ``**task_prompt**``), ``System: **[chatting]**``
   and ``**[RolePlaying]**`` (tables naming the phase and its two roles), ``**[Seminar Conclusion]**``,
   ``**[Update Codes]**``, ``**[Test Reports]**``, ``**[Software Info]**``...;

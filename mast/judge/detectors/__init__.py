@@ -155,12 +155,20 @@ def run_detectors(trace: Trace, taxonomy: Taxonomy | None = None) -> DetectorRep
     return DetectorReport(trace_id=trace.trace_id, findings=findings, assessments=assessments, warnings=warnings)
 
 
-def format_hints(report: DetectorReport, taxonomy: Taxonomy | None = None) -> str:
+def format_hints(report: DetectorReport, taxonomy: Taxonomy | None = None, *, quotes: bool = True) -> str:
     """The findings as short lines for an LLM judge's prompt (empty text when there are none).
 
     Each line says what was seen and where, then the mode it bears on and whether it is a
     detector verdict or only a hint, e.g.
     ``- steps 14-17: agent repeats the same tool call `sh {"cmd":"kubectl get pods"}` 4 times ...``.
+
+    Args:
+        report: what :func:`run_detectors` found.
+        taxonomy: names the modes (MAST v3 by default).
+        quotes: include short quotes, agent and tool names from the trace. With ``False`` the
+            lines hold only step numbers, counts and the detectors' own words: use that when the
+            hints sit outside the fenced transcript of a prompt, since trace text may carry
+            injected instructions.
     """
     taxonomy = taxonomy or load_taxonomy()
     lines: list[str] = []
@@ -172,7 +180,8 @@ def format_hints(report: DetectorReport, taxonomy: Taxonomy | None = None) -> st
             except KeyError:
                 names.append(code)
         kind = f"confidence {finding.confidence:.2f}" if finding.verdict else "hint only"
-        lines.append(f"- {finding.message} [{'; '.join(names)}, {kind}]")
+        text = finding.message if quotes else (finding.outline or finding.message)
+        lines.append(f"- {text} [{'; '.join(names)}, {kind}]")
     return "\n".join(lines)
 
 

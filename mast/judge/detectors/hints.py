@@ -38,6 +38,7 @@ def error_streak_findings(view: TraceView) -> list[Finding]:
                     evidence=[q for q in (evidence(first.step, error_line(first)), evidence(last.step, error_line(last))) if q.verified],
                     confidence=0.5,
                     message=f"{span(run)}: {len(run)} failed tool calls or code runs in a row, no success between (first: \"{inline(error_line(first), 80)}\")",
+                    outline=f"{span(run)}: {len(run)} failed tool calls or code runs in a row, no success between",
                 )
             )
         run = []
@@ -67,6 +68,7 @@ def ignored_error_findings(view: TraceView) -> list[Finding]:
                             evidence=[q for q in (evidence(v.step, error_line(v)), evidence(w.step, line.strip())) if q.verified],
                             confidence=0.55,
                             message=f"step {w.index}: {w.actor} claims success (\"{inline(line.strip(), 80)}\") right after the error at step {v.index} (\"{inline(error_line(v), 60)}\")",
+                            outline=f"step {w.index}: an agent claims success right after the error at step {v.index}",
                         )
                     )
                 break
@@ -93,6 +95,7 @@ def restated_task_findings(view: TraceView) -> list[Finding]:
                     evidence=[q for q in (step_quote(v.step),) if q.verified],
                     confidence=0.4,
                     message=f"step {v.index}: {v.actor} restates the opening request of step {opening.index} almost word for word, as if starting over",
+                    outline=f"step {v.index}: the opening request of step {opening.index} is restated almost word for word, as if starting over",
                 )
             ]
     return []

@@ -204,6 +204,18 @@ def _describe(chain: Chain) -> str:
     return f"{where}: {chain.actor} sends the same message {n} times {back}: \"{inline(quote, 100)}\""
 
 
+def _outline(chain: Chain) -> str:
+    first = chain.members[0]
+    what = "tool call" if first.is_call else "message"
+    if chain.results_unknown:
+        back = "(no results recorded)"
+    elif not first.observed:
+        back = "with nothing coming back in between"
+    else:
+        back = "with the same result each time" if first.is_call else "with the same reply each time"
+    return f"{span(chain.steps)}: the same {what} by one agent, {len(chain.members)} times {back}"
+
+
 def repetition_findings(view: TraceView) -> tuple[list[Finding], list[Chain]]:
     """1.3 findings, one per chain; the chains are returned too for the loop check."""
     findings: list[Finding] = []
@@ -223,6 +235,7 @@ def repetition_findings(view: TraceView) -> tuple[list[Finding], list[Chain]]:
                 evidence=[q for q in quotes if q.verified],
                 confidence=confidence,
                 message=_describe(chain),
+                outline=_outline(chain),
             )
         )
     return findings, chains
@@ -257,5 +270,6 @@ def loop_to_end_findings(view: TraceView, chains: list[Chain]) -> list[Finding]:
             evidence=[q for q in (step_quote(view.steps[steps[0]].step), step_quote(view.steps[steps[-1]].step)) if q.verified],
             confidence=0.7,
             message=f"{span(steps)}: {who} until the run ends ({len(last.members)} rounds), never recognising it should stop",
+            outline=f"{span(steps)}: the same {'exchange' if len(actors) > 1 else 'action'} repeats until the run ends ({len(last.members)} rounds), never recognised as a reason to stop",
         )
     ]

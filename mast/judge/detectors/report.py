@@ -36,7 +36,10 @@ class Finding(_Model):
     confidence: float = Field(ge=0.0, le=1.0)
     """How likely the finding is right, by the detector's own calibration (0..1)."""
     message: str
-    """One readable line: what was seen, where."""
+    """One readable line: what was seen, where, with short quotes from the trace."""
+    outline: str = ""
+    """The same line without any text taken from the trace (no quotes, agent or tool names): safe
+    to put outside a prompt's fenced transcript, since a trace may hold injected instructions."""
 
 
 class ModeAssessment(_Model):

@@ -127,6 +127,7 @@ def turn_limit_findings(view: TraceView) -> list[Finding]:
                         evidence=[evidence(v.step, line)],
                         confidence=0.8,
                         message=f"step {v.index}: the run ends at a limit (\"{inline(line, 120)}\"): the agents never stopped on their own",
+                        outline=f"step {v.index}: the run ends at a turn, step or time limit: the agents never stopped on their own",
                     )
                 ]
     sources: list[tuple[str, str]] = [("error", view.trace.error or "")]
@@ -144,6 +145,7 @@ def turn_limit_findings(view: TraceView) -> list[Finding]:
                     at=last,
                     confidence=0.7,
                     message=f"the trace's {key} says the run stopped at a limit (\"{inline(line, 120)}\"): the agents never stopped on their own",
+                    outline="the trace's own record says a turn, step or time limit stopped the run: the agents never stopped on their own",
                 )
             ]
     return []
@@ -182,6 +184,7 @@ def pingpong_findings(view: TraceView) -> list[Finding]:
                     evidence=[q for q in quotes if q.verified],
                     confidence=0.75 if len(run) >= 3 else 0.65,
                     message=f"{span(steps)}: {len(run)} turns of thanks / continue / sign-off between {' and '.join(sorted(actors))} with no work in them{context}",
+                    outline=f"{span(steps)}: {len(run)} turns of thanks / continue / sign-off between {len(actors)} agents with no work in them{context}",
                 )
             )
         i = j
@@ -210,6 +213,7 @@ def after_terminate_findings(view: TraceView) -> list[Finding]:
                     evidence=[q for q in (evidence(v.step, "TERMINATE"), step_quote(work[0].step)) if q.verified],
                     confidence=0.65,
                     message=f"step {v.index}: {v.actor} says TERMINATE, yet the run goes on for {len(work)} more agent turns ({span([w.index for w in work])})",
+                    outline=f"step {v.index}: an agent says TERMINATE, yet the run goes on for {len(work)} more agent turns ({span([w.index for w in work])})",
                 )
             ]
         return []
@@ -230,7 +234,7 @@ def _hands_over(text: str) -> bool:
     return bool(_HANDOFF.search(last))
 
 
-def _finding(step: StepView, confidence: float, message: str, quote: str | None = None) -> Finding:
+def _finding(step: StepView, confidence: float, message: str, quote: str | None = None, outline: str | None = None) -> Finding:
     ev = evidence(step.step, quote) if quote else step_quote(step.step)
     return Finding(
         detector="premature_termination",
@@ -241,6 +245,7 @@ def _finding(step: StepView, confidence: float, message: str, quote: str | None 
         evidence=[ev] if ev.verified else [],
         confidence=confidence,
         message=message,
+        outline=outline or message,
     )
 
 
@@ -275,7 +280,7 @@ def premature_findings(view: TraceView, *, limit_step: int | None) -> tuple[list
     last = live[-1]
     final = agents[-1]
     if final.step.tool_calls and final is last and not view.results_of.keys() & {c.id for c in final.step.tool_calls if c.id}:
-        return [_finding(final, 0.7, f"step {final.index}: the run stops in the middle of a tool call by {final.actor}, with no result and no answer", step_quote_text(final))], True, ""
+        return [_finding(final, 0.7, f"step {final.index}: the run stops in the middle of a tool call by {final.actor}, with no result and no answer", step_quote_text(final), f"step {final.index}: the run stops in the middle of a tool call, with no result and no answer")], True, ""
     tail = _idle_tail(live)
     if len(tail) >= IDLE_TAIL and not any(v.index < tail[0].index for v in declared()):
         return [
@@ -287,6 +292,7 @@ def premature_findings(view: TraceView, *, limit_step: int | None) -> tuple[list
                 at=tail[0].index,
                 confidence=0.5,
                 message=f"{span([v.index for v in tail])}: the run ends with {len(tail)} empty or filler turns and no agent ever declared the task finished",
+                outline=f"{span([v.index for v in tail])}: the run ends with {len(tail)} empty or filler turns and no agent ever declared the task finished",
             )
         ], True, ""
     content = final.step.content.strip()
@@ -294,9 +300,9 @@ def premature_findings(view: TraceView, *, limit_step: int | None) -> tuple[list
         return [], False, f"the run ends on {final.actor} asking someone else to act or answer; a rule cannot tell whether the task was over"
     if final is last and content and _ANNOUNCE.search(_last_sentence(content)) and not _TERMINATE.search(content):
         sentence = matching_sentence(content, _ANNOUNCE) or content[-120:]
-        return [_finding(final, 0.55, f"step {final.index}: the run ends on {final.actor} announcing more work (\"{inline(sentence, 100)}\") that never happens", sentence)], True, ""
+        return [_finding(final, 0.55, f"step {final.index}: the run ends on {final.actor} announcing more work (\"{inline(sentence, 100)}\") that never happens", sentence, f"step {final.index}: the run ends on an agent announcing more work that never happens")], True, ""
     if view.trace.status == "error" and view.trace.error and not (final.message_action and final is last):
-        return [_finding(last, 0.5, f"the run ends with an error (\"{inline(view.trace.error, 100)}\") and no final answer")], True, ""
+        return [_finding(last, 0.5, f"the run ends with an error (\"{inline(view.trace.error, 100)}\") and no final answer", None, "the run ends with an error the source recorded, and no final answer")], True, ""
     if last is final or view.trace.final_output:
         return [], True, "the run ends with an agent's answer, and no unresolved error before it"
     kind = "a user message" if last.is_user else ("a tool result" if last.is_tool_output else f"a {last.step.kind} step")
@@ -336,6 +342,7 @@ def _after_error(view: TraceView, error: StepView) -> Finding | None:
             evidence=quote,
             confidence=0.8 if error.error_explicit else 0.65,
             message=f"step {error.index}: the run ends right after this error, which nobody resolved: \"{inline(error_line(error), 100)}\"",
+            outline=f"step {error.index}: the run ends right after an error there, which nobody resolved",
         )
     final = replies[-1]
     text = final.step.content
@@ -354,5 +361,6 @@ def _after_error(view: TraceView, error: StepView) -> Finding | None:
         evidence=quote + [q for q in (step_quote(final.step),) if q.verified],
         confidence=confidence,
         message=f"step {error.index}: the run ends with this error unresolved {why} (step {final.index})",
+        outline=f"step {error.index}: the run ends with the error there unresolved {why} (step {final.index})",
     )
 

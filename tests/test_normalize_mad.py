@@ -420,6 +420,12 @@ def test_ag2_console_and_yaml_dumps() -> None:
     assert speakers(dump) == ["mathproxyagent", "assistant"]
     assert dump.steps[0].content == "Let's use Python to solve a math problem.\nProblem: What is 2 + 2?"
     assert dump.final_output == "The answer is \\boxed{4}."
+    # The flatter layout (keys at column 0, text indented, blank line between messages) reads the same.
+    flat = ("problem_statement:\n    What is 2 + 2?\ntrajectory:\ncontent:\n    Let's use Python.\n    Problem: 2 + 2\n"
+            "role: assistant\nname: mathproxyagent\n\ncontent:\n    It is \\boxed{4}.\nrole: user\nname: assistant\n")
+    flat_trace = load_trace(mad("AG2", flat))
+    assert speakers(flat_trace) == ["mathproxyagent", "assistant"] and flat_trace.task == "What is 2 + 2?"
+    assert flat_trace.steps[0].content == "Let's use Python.\nProblem: 2 + 2"
 
 
 def test_unknown_mas_is_sniffed_from_the_log() -> None:

@@ -98,6 +98,7 @@ def test_codex_small_real_run(traces_dir: Path) -> None:
     # the task is what the user typed, not the injected AGENTS.md / environment context
     assert trace.task == "what is current repository about? summarize purpuse and explain goals"
     system = [s for s in trace.steps if s.kind == "system"]
+    assert all(s.agent == "system" and s.attributes["injected_context"] for s in system)
     assert [s.content.split("\n", 1)[0] for s in system] == ["# AGENTS.md instructions for /Users/Nikita_Levyankov/repos/EPMCDME/codemie-ai/codemie-code", "<environment_context>"]
     # the user message is written as a response item and again as an event: one step
     assert [s.content for s in trace.steps if s.agent == "user" and s.kind == "message"] == [trace.task]
@@ -481,6 +482,10 @@ def test_crewai_hierarchical_cassette(traces_dir: Path) -> None:
     assert [s.recipient for s in delegated] == ["Senior Writer", "Researcher", "Senior Writer"]
     answers = [(s.agent, s.recipient) for s in trace.steps if s.kind == "tool_result"]
     assert answers == [("Researcher", "Crew Manager"), ("Senior Writer", "Crew Manager"), ("Senior Writer", "Crew Manager")]
+    # "Analyze the tool result..." is CrewAI prompting its manager, not a person
+    nudges = [s for s in trace.steps if s.agent == "crewai"]
+    assert len(nudges) == 2 and all(s.content.startswith("Analyze the tool result") for s in nudges)
+    assert [s.agent for s in trace.steps if s.role == "user"].count("user") == 1
     assert trace.task is not None and trace.task.startswith("Come up with a list of 5 interesting ideas")
     assert trace.final_output is not None and trace.final_output.startswith("- **The Rise of Autonomous AI Agents")
     assert trace.metadata["not_rendered"] == {"repeated system prompt": 1}

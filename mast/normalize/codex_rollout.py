@@ -173,7 +173,7 @@ class _Rollout:
         text = text_of(item.get("content"))
         extra = {k: v for k, v in item.items() if k not in ("type", "role", "content")}
         if role in ("developer", "system") or (role == "user" and _is_injected(text)):
-            self._add(Step(index=0, kind="system", agent="system" if role != "user" else "user", role="developer" if role == "developer" else ("system" if role == "system" else "user"), content=text, started_at=when, source_ref=ref, attributes={"injected_context": True, **extra}))
+            self._add(Step(index=0, kind="system", agent="system", role="developer" if role == "developer" else ("system" if role == "system" else "user"), content=text, started_at=when, source_ref=ref, attributes={"injected_context": True, **extra}))
         elif role == "assistant":
             self._assistant(text, when, ref, extra)
         else:
@@ -218,7 +218,7 @@ class _Rollout:
             if ("user", text.strip()) in self.item_texts:
                 self.skipped["event_msg:user_message (duplicate of a response item)"] += 1
             elif _is_injected(text):
-                self._add(Step(index=0, kind="system", agent="user", role="user", content=text, started_at=when, source_ref=ref, attributes={"injected_context": True}))
+                self._add(Step(index=0, kind="system", agent="system", role="user", content=text, started_at=when, source_ref=ref, attributes={"injected_context": True}))
             else:
                 self._user(text, when, ref, {"from_event": True})
         elif sub == "agent_message":

@@ -87,6 +87,7 @@ class _Crew:
         self.timeline = Timeline(default_agent="agent")
         self.goals: dict[str, str] = {}
         self.prompts: dict[str, str] = {}
+        self.prompted: set[str] = set()
         self.root: str | None = None
         self.task: str | None = None
         self.final: str | None = None
@@ -152,6 +153,12 @@ class _Crew:
                 step.attributes["delegated_by_call"] = call_id
                 del self.delegations[position]
                 break
+        if step.agent == "user" and agent in self.prompted:
+            # Later user-role prompts in an agent's conversation ("Analyze the tool result...") are
+            # CrewAI's own nudges, not a person stepping in.
+            step.agent = "crewai"
+            step.attributes["framework_prompt"] = True
+        self.prompted.add(agent)
         if self.task is None and step.agent == "user":
             match = _TASK.search(step.content)
             self.task = match.group("task").strip() if match else step.content.strip()
@@ -188,7 +195,7 @@ class _Crew:
         steps = self.timeline.steps
         if not steps:
             raise TraceFormatError("cassette holds no chat-completions calls to rebuild a crew run from", path=source.path)
-        agents = self.timeline.agents()
+        agents = [a for a in self.timeline.agents() if a.name != "crewai"]  # the framework's prompts, not an agent
         for agent in agents:
             if agent.name in self.goals:
                 agent.role = f"goal: {self.goals[agent.name]}"

@@ -70,6 +70,11 @@ def _raw(source: str | os.PathLike[str] | Any) -> RawInput:
         if path.is_dir():
             raise UsageError(f"{path} is a folder; use iter_paths() or `mast label` for folders")
         if not path.is_file():
+            if path.is_symlink():
+                raise TraceFormatError("symbolic link that leads nowhere (broken, or a loop)", path=str(path))
+            if path.exists():
+                # A FIFO would block the reader forever; devices and sockets are no traces either.
+                raise TraceFormatError("not a regular file (a pipe, socket or device)", path=str(path))
             raise TraceFormatError("no such file", path=str(path))
         return RawInput(path=path)
     return RawInput.from_object(source)

@@ -1,0 +1,187 @@
+"""``mast label`` and ``mast export``: exit codes, dry run, shards, resume, Ctrl-C, tables."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner, Result
+from test_batch import MODEL, task_number
+from test_batch_inputs import chat_jsonl
+
+from mast.batch import read_results
+from mast.cli import main
+from mast.testing import FakeLLMServer, Reply
+
+
+def label(*args: Any) -> Result:
+    return CliRunner().invoke(main, ["label", *map(str, args)], catch_exceptions=False)
+
+
+def llm_args(server: FakeLLMServer) -> list[str]:
+    return ["-m", MODEL, "--api-base", server.base_url, "--api-key", "test", "--no-cache", "--max-retries", "0"]
+
+
+def test_all_judged_exits_0_with_a_summary_and_the_detectors_notice(tmp_path: Path) -> None:
+    runs = chat_jsonl(tmp_path / "runs.jsonl", 3)
+    out = tmp_path / "results.jsonl"
+    result = label(runs, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert "no model configured: using the offline detectors" in result.stderr
+    assert "judged" in result.stderr and "wall time" in result.stderr
+    assert len(read_results(out)) == 3
+
+
+def test_errors_exit_1_with_a_count(tmp_path: Path) -> None:
+    runs = chat_jsonl(tmp_path / "runs.jsonl", 4)
+    out = tmp_path / "results.jsonl"
+    with FakeLLMServer(responder=lambda body: Reply(status=400) if task_number(body) == 3 else None) as server:
+        result = label(runs, "-o", out, *llm_args(server), "--json")
+    assert result.exit_code == 1, result.output
+    assert "1 error of 4 traces" in result.stderr
+    assert "runs.jsonl#3" in result.stderr  # the failing trace is named as it happens
+    report = orjson.loads(result.stdout.strip().splitlines()[-1])
+    assert report["statuses"] == {"judged": 3, "unjudgeable": 0, "error": 1} and report["llm_calls"] == 3
+    assert report["input_tokens"] > 0 and report["cost_usd"] > 0
+
+
+def test_unreadable_inputs_are_reported_per_file_skipped_and_exit_2(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    chat_jsonl(folder / "a.jsonl", 2, tag="a")
+    (folder / "b.json").write_text('{"messages": [', encoding="utf-8")
+    chat_jsonl(folder / "c.jsonl", 2, tag="c")
+    out = tmp_path / "results.jsonl"
+    result = label(folder, "-o", out)
+    assert result.exit_code == 2, result.output
+    skipped = [line for line in result.stderr.splitlines() if line.startswith("mast: skipped")]
+    assert len(skipped) == 1 and "b.json" in skipped[0]
+    assert len(read_results(out)) == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nope/"], "nope/: no such file or folder"),
+        (["--shard", "3/2"], "--shard '3/2'"),
+        (["--concurrency", "0"], "Invalid value for '-j' / '--concurrency'"),
+        (["-o", "x.txt"], "use a name ending in .jsonl"),
+    ],
+)
+def test_usage_errors_exit_2_in_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    runs = chat_jsonl(tmp_path / "runs.jsonl", 1)
+    base = [str(runs), "-o", str(tmp_path / "results.jsonl")]
+    if args[0] == "nope/":
+        base = [str(tmp_path / "nope"), "-o", str(tmp_path / "results.jsonl")]
+        message = "nope: no such file or folder"
+    elif args[0] == "-o":
+        base = [str(runs)]
+    result = label(*base, *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_dry_run_counts_and_estimates_without_a_request(tmp_path: Path) -> None:
+    runs = chat_jsonl(tmp_path / "runs.jsonl", 5)
+    out = tmp_path / "results.jsonl"
+    with FakeLLMServer() as server:
+        result = label(runs, "-o", out, *llm_args(server), "--dry-run", "--json")
+        assert server.chat_requests == []
+    assert result.exit_code == 0, result.output
+    plan = orjson.loads(result.stdout)
+    assert plan["traces"] == plan["to_judge"] == 5 and plan["already_done"] == 0
+    assert plan["estimated_input_tokens"] > 5 * 500  # the instructions alone are long
+    assert plan["estimated_output_tokens"] > 0
+    assert not out.exists()
+
+
+def test_rerun_resumes_and_overwrite_starts_over(tmp_path: Path) -> None:
+    runs = chat_jsonl(tmp_path / "runs.jsonl", 6)
+    out = tmp_path / "results.jsonl"
+    with FakeLLMServer() as server:
+        assert label(runs, "-o", out, *llm_args(server)).exit_code == 0
+        # A kill -9 mid-write leaves a torn last line.
+        blob = out.read_bytes()
+        out.write_bytes(blob[: len(blob) - 40])
+        server.reset()
+        result = label(runs, "-o", out, *llm_args(server), "--json")
+        assert result.exit_code == 0, result.output
+        assert "removed a torn last line" in result.stderr
+        assert len(server.chat_requests) == 1
+        assert orjson.loads(result.stdout)["resumed"] == 5
+        server.reset()
+        assert label(runs, "-o", out, *llm_args(server), "--overwrite").exit_code == 0
+        assert len(server.chat_requests) == 6
+    assert len(read_results(out)) == 6
+
+
+def test_shards_partition_the_input_and_concatenate(tmp_path: Path, shared: Path) -> None:
+    inputs = [shared / "traces" / "smolagents_memory", chat_jsonl(tmp_path / "runs.jsonl", 9)]
+    whole = tmp_path / "whole.jsonl"
+    assert label(*inputs, "-o", whole).exit_code == 0
+    parts = []
+    for k in (1, 2, 3):
+        part = tmp_path / f"part-{k}.jsonl"
+        assert label(*inputs, "-o", part, "--shard", f"{k}/3").exit_code == 0
+        parts.append([(d.trace_id, d.trace_hash) for d in read_results(part)])
+    assert all(parts)
+    merged = [key for part in parts for key in part]
+    assert len(merged) == len(set(merged))
+    assert sorted(merged, key=str) == sorted(((d.trace_id, d.trace_hash) for d in read_results(whole)), key=str)
+
+
+def test_table_output_and_export(tmp_path: Path) -> None:
+    runs = chat_jsonl(tmp_path / "runs.jsonl", 3)
+    csv = tmp_path / "results.csv"
+    result = label(runs, "-o", csv)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "results.jsonl").is_file() and len(csv.read_text().splitlines()) == 4
+    parquet = tmp_path / "results.parquet"
+    exported = CliRunner().invoke(main, ["export", str(tmp_path / "results.jsonl"), "-o", str(parquet)])
+    assert exported.exit_code == 0, exported.output
+    import pandas as pd
+
+    frame = pd.read_parquet(parquet)
+    assert len(frame) == 3 and str(frame["1.3"].dtype) == "boolean"
+    bad = CliRunner().invoke(main, ["export", str(tmp_path / "results.jsonl"), "-o", str(tmp_path / "x.xlsx")])
+    assert bad.exit_code == 2 and ".csv or .parquet" in bad.stderr
+
+
+@pytest.mark.timeout(240)
+def test_ctrl_c_stops_cleanly_after_writing_what_finished(tmp_path: Path) -> None:
+    runs = chat_jsonl(tmp_path / "runs.jsonl", 8)
+    out = tmp_path / "results.jsonl"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with FakeLLMServer(latency=1.5) as server:
+        script = Path(sys.executable).parent / "mast"
+        assert script.exists(), "the mast console script is missing from the test environment"
+        args = [str(script), "label", str(runs), "-o", str(out), "-j", "2", *llm_args(server)]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (not out.exists() or out.read_bytes().count(b"\n") < 2):
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err.decode()[-2000:]
+        stderr = err.decode()
+        assert "interrupted" in stderr and "run the same command again to continue" in stderr
+        done = read_results(out)
+        assert 2 <= len(done) < 8
+        assert out.read_bytes().endswith(b"\n")
+        # In-flight traces were let finish: every request the server answered has its line.
+        sent = len(server.chat_requests)
+        assert sent == len(done)
+        server.reset()
+        server.latency = 0
+        again = label(runs, "-o", out, *llm_args(server))
+        assert again.exit_code == 0, again.output
+        assert len(server.chat_requests) == 8 - len(done)
+    assert len(read_results(out)) == 8

@@ -34,7 +34,7 @@ def otlp_dir(shared: Path) -> Path:
 
 def test_otel_genai_sample(otlp_dir: Path) -> None:
     trace = load_trace(otlp_dir / "otel_genai_openai_v2_chat_toolcall.otlp.json")
-    assert trace.source.format == "otlp" and trace.source.confidence == pytest.approx(0.97)
+    assert trace.source.format == "otlp" and trace.source.confidence == pytest.approx(1.0)
     assert trace.trace_id == "053074667b1113278073667614bb3e19"  # hex kept as is, never base64-decoded
     assert [(s.kind, s.role) for s in trace.steps] == [("system", "system"), ("message", "user"), ("llm", "assistant")]
     call = trace.steps[2].tool_calls[0]

@@ -22,6 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import datetime
 from typing import Any
 
@@ -88,7 +89,6 @@ CREWAI_DELEGATION_TOOLS = frozenset(
 """CrewAI's built-in delegation tools: their result is what the named coworker agent answered."""
 
 _ROLE_LINE = re.compile(r"^(system|developer|user|assistant|tool|human|ai): ?", re.MULTILINE)
-_SPACE = re.compile(r"\s+")
 _CREWAI_ROLE = re.compile(r"^You are (?P<name>[^.\n]{1,80})\.")
 _NAMED_ROLE = re.compile(r"^You are (?:the )?(?P<name>[A-Z][\w\-]*(?: [A-Z][\w\-]*){0,3})[.,]")
 
@@ -107,6 +107,8 @@ class Msg:
     model: str | None = None
     usage: Usage | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    keys: list[tuple[Any, ...]] | None = field(default=None, repr=False, compare=False)
+    """History-lookup keys, computed once (see :meth:`Timeline._lookup_keys`)."""
 
     @property
     def empty(self) -> bool:
@@ -562,8 +564,18 @@ def _from_list(items: list[Any]) -> list[Msg] | None:
         return from_responses(items)
     out: list[Msg] = []
     for item in items:
-        out.extend(from_item(item))
+        if isinstance(item, dict):
+            # Every model call re-sends the conversation: convert each distinct message once.
+            out.extend(_cached_item(orjson.dumps(item)))
+        else:
+            out.extend(from_item(item))
     return out
+
+
+@lru_cache(maxsize=8192)
+def _cached_item(blob: bytes) -> tuple[Msg, ...]:
+    """:func:`from_item` of a message given as JSON bytes; callers must not mutate the result."""
+    return tuple(from_item(orjson.loads(blob)))
 
 
 def to_messages(value: Any) -> list[Msg] | None:
@@ -657,7 +669,9 @@ def name_from_system_prompt(text: str) -> str | None:
 
 
 def _norm(text: str) -> str:
-    return _SPACE.sub(" ", text).strip()
+    # Exact text (ends stripped): re-sent history is byte-identical, and normalising inner
+    # whitespace of every long message would cost more than all the rest of the lookup.
+    return text.strip()
 
 
 def _canon(text: str) -> str:
@@ -696,6 +710,12 @@ class Timeline:
     # keys for "was this message emitted before?"
     @staticmethod
     def _lookup_keys(msg: Msg) -> list[tuple[Any, ...]]:
+        if msg.keys is None:
+            msg.keys = Timeline._compute_keys(msg)
+        return msg.keys
+
+    @staticmethod
+    def _compute_keys(msg: Msg) -> list[tuple[Any, ...]]:
         if msg.role == "tool" and msg.tool_results:
             result = msg.tool_results[0]
             if result.call_id:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -210,8 +210,8 @@ class _Walk:
                 extra["usage"] = span.usage or msg.usage
                 extra["error"] = span.error
                 extra["attributes"] = attributes
-            msg.model, msg.usage = None, None
-            self.timeline.add(msg, agent=who, kind="llm", **extra, **fields)
+            # the span's model and usage win; messages may be shared (cached), so copy, never mutate
+            self.timeline.add(replace(msg, model=None, usage=None, keys=None), agent=who, kind="llm", **extra, **fields)
 
 
 def _summary(span: Span) -> dict[str, Any]:

@@ -22,6 +22,7 @@ import orjson
 from mast.errors import TraceFormatError
 from mast.normalize._common import text_of, usage_from
 from mast.normalize._messages import Msg, Timeline, apply_prompt_names, as_dict, from_anthropic, maybe_json
+from mast.normalize._sniff import json_head
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, Trace, Usage
 
@@ -169,8 +170,8 @@ class AnthropicMessages(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        head = raw.head.lstrip()
-        if raw.path is not None and not (head[:1] in ("[", "{") or "interactions:" in head[:4096]):
+        is_yaml = raw.path is not None and raw.path.suffix in (".yaml", ".yml") and "interactions:" in raw.head
+        if not is_yaml and not json_head(raw, '"messages"', '"role"'):
             return 0.0
         try:
             data = raw.data()

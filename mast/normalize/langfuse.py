@@ -33,6 +33,7 @@ from mast.normalize._otel_attrs import (
     framework_of,
     span_from_attributes,
 )
+from mast.normalize._sniff import json_head
 from mast.normalize._spans import Span, build_trace, output_text
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Trace
@@ -216,7 +217,7 @@ class LangfuseExport(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        if raw.path is not None and '"observations"' not in raw.head and raw.size < 64 * 1024:
+        if not json_head(raw, '"observations"', '"projectId"'):
             return 0.0
         try:
             data = raw.data()
@@ -271,7 +272,7 @@ class LangfuseChatML(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        if raw.path is not None and '"success"' not in raw.head:
+        if not json_head(raw, '"success"'):
             return 0.0
         try:
             data = raw.data()

@@ -21,6 +21,7 @@ from typing import Any
 from mast.errors import TraceFormatError
 from mast.normalize._common import parse_time, usage_from
 from mast.normalize._messages import Msg, as_dict, maybe_json, to_messages
+from mast.normalize._sniff import json_head
 from mast.normalize._spans import Span, build_trace
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Trace, Usage
@@ -202,7 +203,7 @@ class LangSmithRuns(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        if raw.path is not None and '"run_type"' not in raw.head:
+        if not json_head(raw, '"run_type"'):
             return 0.0
         try:
             data = raw.data()

@@ -23,6 +23,7 @@ from typing import Any
 from mast.errors import TraceFormatError
 from mast.normalize._common import usage_from
 from mast.normalize._messages import CHAT_ROLES, Msg, Timeline, apply_prompt_names, from_item, to_messages
+from mast.normalize._sniff import json_head
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
 
@@ -103,7 +104,7 @@ class OpenAIChat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        if raw.path is not None and raw.head.lstrip()[:1] not in ("[", "{"):
+        if not json_head(raw, '"role"', '"choices"'):
             return 0.0
         try:
             data = raw.data()

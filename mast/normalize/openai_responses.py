@@ -20,6 +20,7 @@ from typing import Any
 from mast.errors import TraceFormatError
 from mast.normalize._common import usage_from
 from mast.normalize._messages import RESPONSES_ITEM_TYPES, Msg, Timeline, from_responses
+from mast.normalize._sniff import json_head
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
 
@@ -70,7 +71,7 @@ class OpenAIResponses(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        if raw.path is not None and raw.head.lstrip()[:1] not in ("[", "{"):
+        if not json_head(raw, '"type"', '"role"'):
             return 0.0
         try:
             data = raw.data()

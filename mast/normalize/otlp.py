@@ -119,7 +119,7 @@ class OTLPJson(TraceFormat):
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
         if _HEAD.match(raw.head):
-            return 0.97
+            return 1.0  # a top-level resourceSpans key is unambiguous: stop asking other formats
         if raw.path is not None and raw.head.lstrip()[:1] not in ("[", "{"):
             return 0.0
         if raw.path is not None and raw.size > 256 * 2**20:

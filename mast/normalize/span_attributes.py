@@ -14,6 +14,7 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.normalize._otel_attrs import span_from_attributes
+from mast.normalize._sniff import json_head
 from mast.normalize._spans import build_trace
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace
@@ -43,7 +44,7 @@ class SpanAttributes(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        if raw.path is not None and raw.head.lstrip()[:1] not in ("[", "{"):
+        if not json_head(raw, "gen_ai.", "llm.", "openinference.", "traceloop."):
             return 0.0
         try:
             data = raw.data()

@@ -14,6 +14,7 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.normalize._otel_attrs import hex_id, span_from_attributes, span_time, status_of
+from mast.normalize._sniff import json_head
 from mast.normalize._spans import Span, build_trace
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace
@@ -32,7 +33,7 @@ class VercelAISpans(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        if raw.path is not None and '"spanContext"' not in raw.head:
+        if not json_head(raw, '"spanContext"'):
             return 0.0
         try:
             data = raw.data()

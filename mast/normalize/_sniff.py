@@ -1,0 +1,33 @@
+"""Cheap checks on the first 64 KiB of a file, so detectors never parse a large file that is not theirs.
+
+Detection asks every format in turn; a detector that calls ``raw.data()`` on a 200 MB file of
+another format parses it whole (time and memory). Detectors of JSON formats call :func:`json_head`
+first: it answers from the head alone whether the file may be theirs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mast.normalize.base import RawInput
+
+_OTLP_HEAD = re.compile(r'^\s*\[?\s*\{\s*"(resourceSpans|resource_spans)"')
+
+
+def is_otlp_head(raw: RawInput) -> bool:
+    """True when the input opens with an OTLP envelope (``{"resourceSpans": ...``)."""
+    return raw.path is not None and bool(_OTLP_HEAD.match(raw.head))
+
+
+def json_head(raw: RawInput, *needles: str) -> bool:
+    """May ``raw`` be a JSON document holding one of ``needles``? Always true for in-memory objects.
+
+    For files: the head must open a JSON object or array, must not be an OTLP envelope, and must
+    contain one of ``needles`` (literal text such as ``'"role"'``).
+    """
+    if raw.path is None:
+        return True
+    head = raw.head.lstrip("\ufeff").lstrip()
+    if head[:1] not in ("[", "{") or _OTLP_HEAD.match(head):
+        return False
+    return not needles or any(needle in head for needle in needles)

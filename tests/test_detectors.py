@@ -255,6 +255,11 @@ def test_thank_you_pingpong_after_the_answer() -> None:
     assert report.present("1.3") is False
 
 
+def test_pleasantries_with_a_person_are_not_pingpong() -> None:
+    t = trace(user("Convert 5 km to miles."), msg("assistant", "5 km is about 3.11 miles."), user("Thanks!"), msg("assistant", "You're welcome!"), user("Bye!"))
+    assert run_detectors(t).present("1.5") is False
+
+
 def test_one_thank_you_is_not_pingpong() -> None:
     t = trace(user("Convert 5 km to miles."), msg("solver", "5 km is about 3.11 miles."), user("Thanks!"))
     assert run_detectors(t).present("1.5") is False

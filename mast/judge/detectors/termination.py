@@ -170,7 +170,9 @@ def pingpong_findings(view: TraceView) -> list[Finding]:
         run = live[i:j]
         actors = {v.actor for v in run}
         after_done = i > 0 and _completion(live[i - 1])
-        if len(actors) >= 2 and (len(run) >= 3 or (after_done and len(run) >= 2)):
+        # Pleasantries between a person and one assistant are manners, not agents failing to stop.
+        agents = {v.actor for v in run if not v.is_user}
+        if len(actors) >= 2 and len(agents) >= 2 and (len(run) >= 3 or (after_done and len(run) >= 2)):
             steps = [v.index for v in run]
             context = f" after step {live[i - 1].index} declared the task finished" if after_done else ""
             quotes = [step_quote(v.step) for v in run[:3]]

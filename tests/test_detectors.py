@@ -239,6 +239,11 @@ def test_limit_in_metadata_stop_reason() -> None:
     assert "stop_reason" in findings(report, "turn_limit")[0].message
 
 
+def test_limit_settings_in_metadata_do_not_fire() -> None:
+    t = trace(user("What is 2 + 2?"), msg("agent", "2 + 2 = 4."), metadata={"backend": "max_turns=10", "run_status": "max_turns=10", "config": {"max_turns": 10}})
+    assert run_detectors(t).present("1.5") is False
+
+
 def test_thank_you_pingpong_after_the_answer() -> None:
     t = trace(
         user("Convert 5 km to miles."),

@@ -40,7 +40,8 @@ _LIMIT_VERB = re.compile(
     r"|maxturnsexceeded|graphrecursionerror|\bexit_cost\b|_exceeded\b",
     re.IGNORECASE,
 )
-_STOP_KEY = re.compile(r"stop|reason|status|exit|termination|finish|end", re.IGNORECASE)
+_STOP_KEY = re.compile(r"stop|reason|status|exit|terminat|finish", re.IGNORECASE)
+"""Metadata keys that may say why a run ended (``stop_reason``, ``exit_status``, ``termination``)."""
 TAIL_STEPS = 3
 """How many of the last steps are searched for a limit notice."""
 
@@ -109,6 +110,12 @@ def _limit_line(text: str) -> str | None:
     return None
 
 
+def _bare_limit(value: str) -> bool:
+    """A stop reason that is just a limit's name (``max_turns``, ``exit_cost``), not a setting like ``max_turns=10``."""
+    value = value.strip()
+    return len(value) <= 40 and not any(ch.isdigit() or ch in "=:" for ch in value) and bool(_LIMIT_NOUN.search(value))
+
+
 def turn_limit_findings(view: TraceView) -> list[Finding]:
     """1.5: the run was cut off by a turn, step, iteration, time or cost limit."""
     tail = [v for v in view.steps[-TAIL_STEPS:] if v.index > 0]
@@ -133,7 +140,7 @@ def turn_limit_findings(view: TraceView) -> list[Finding]:
     sources: list[tuple[str, str]] = [("error", view.trace.error or "")]
     sources += [(k, s) for k, s in _strings(view.trace.metadata) if _STOP_KEY.search(k)]
     for key, text in sources:
-        line = _limit_line(text) or (text.strip() if key != "error" and _LIMIT_NOUN.search(text) else None)
+        line = _limit_line(text) or (text.strip() if key != "error" and _bare_limit(text) else None)
         if line:
             last = view.steps[-1].index if view.steps else 0
             return [

@@ -15,6 +15,7 @@ from typing import Any
 
 from mast.errors import TraceFormatError, one_line
 from mast.normalize._common import agents_from_steps, text_of
+from mast.normalize._sniff import json_head
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, Trace
 
@@ -91,7 +92,7 @@ class AegisFormat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """Sure when the first record has ``input.conversation_history`` and a label block."""
-        if raw.path is not None and '"conversation_history"' not in raw.head:
+        if not json_head(raw, '"conversation_history"'):
             return 0.0
         try:
             data = raw.data()

@@ -25,6 +25,7 @@ from mast.normalize._common import agents_from_steps, sum_usage, text_of, usage_
 from mast.normalize._logs_ag2 import parse_messages
 from mast.normalize._logs_common import LogParse
 from mast.normalize._mad_logs import parse_payload
+from mast.normalize._sniff import json_head
 from mast.normalize.autogen_core import add_typed_messages, is_typed_message
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace
@@ -111,6 +112,8 @@ class AutogenFormat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """Sure for AgentEval results, replay sessions and AG2-only keys; unsure (0.45) for plain named chat lists."""
+        if not json_head(raw, '"messages"', '"chat_history"', '"trajectory"', '"name"'):
+            return 0.0
         try:
             data = raw.data()
         except TraceFormatError:

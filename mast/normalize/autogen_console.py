@@ -36,6 +36,8 @@ class AutogenConsoleFormat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """0.8 for AG2 ``sender (to recipient):`` turns, 0.75 for Console headers; 0 for non-text input."""
+        if raw.path is not None and not (looks_like_ag2_console(raw.head) or looks_like_agentchat_console(raw.head)):
+            return 0.0  # decided from the head, so a large file of another format is never parsed here
         text = self._text(raw)
         if text is None:
             return 0.0

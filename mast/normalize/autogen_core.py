@@ -19,6 +19,7 @@ from typing import Any
 from mast.errors import TraceFormatError
 from mast.normalize._common import agents_from_steps, parse_time, sum_usage, text_of, tool_call, usage_from
 from mast.normalize._logs_common import LogParse
+from mast.normalize._sniff import json_head
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Step, ToolCall, ToolResult, Trace
 
@@ -133,7 +134,7 @@ class AutogenCoreFormat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """Sure when every message carries a known AutoGen ``type``."""
-        if raw.path is not None and '"type"' not in raw.head:
+        if not json_head(raw, '"type"'):
             return 0.0
         try:
             data = raw.data()

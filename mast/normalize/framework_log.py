@@ -41,6 +41,8 @@ class FrameworkLogFormat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """0.8 when the text carries one framework's log markers; 0 for anything else."""
+        if raw.path is not None and _which(raw.head) is None:
+            return 0.0  # decided from the head, so a large file of another format is never parsed here
         text = self._text(raw)
         return 0.8 if text is not None and _which(text) else 0.0
 

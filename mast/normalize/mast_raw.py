@@ -12,6 +12,7 @@ from typing import Any
 from mast.errors import TraceFormatError, one_line
 from mast.normalize._common import agents_from_steps, sum_usage
 from mast.normalize._mad_logs import parse_payload
+from mast.normalize._sniff import json_head
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace
 
@@ -32,7 +33,7 @@ class MastRawFormat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """Sure for an object holding ``content`` text and the wrapper's other keys."""
-        if raw.path is not None and '"log_file"' not in raw.head and '"run_id"' not in raw.head:
+        if not json_head(raw, '"log_file"', '"run_id"'):
             return 0.0
         try:
             data = raw.data()

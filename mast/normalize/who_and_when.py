@@ -23,6 +23,7 @@ from typing import Any
 
 from mast.errors import TraceFormatError, one_line
 from mast.normalize._common import agents_from_steps, text_of
+from mast.normalize._sniff import json_head
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, Trace
 
@@ -131,7 +132,7 @@ class WhoAndWhenFormat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """Sure when the record has ``history`` plus ``mistake_agent`` and ``mistake_step``."""
-        if raw.path is not None and '"history"' not in raw.head:
+        if not json_head(raw, '"history"'):
             return 0.0
         try:
             data = raw.data()

@@ -127,6 +127,18 @@ def test_chat_jsonl_of_request_bodies_is_one_trace_per_line(tmp_path: Path) -> N
     assert len(errors) == 1 and errors[0].record == 3
 
 
+def test_messages_with_extra_keys_are_read_less_surely() -> None:
+    messages = [
+        {"role": "user", "content": "hi", "id": "m1", "timestamp": "2025-01-01T00:00:00Z"},
+        {"role": "assistant", "content": "hello", "id": "m2"},
+    ]
+    fmt, confidence = detect_format(messages)
+    assert (fmt.name, confidence) == ("openai_chat", pytest.approx(0.6))
+    trace = load_trace(messages)
+    assert trace.steps[1].id == "m2"
+    assert trace.steps[0].attributes["timestamp"] == "2025-01-01T00:00:00Z"
+
+
 def test_named_messages_are_agents() -> None:
     trace = load_trace([
         {"role": "user", "content": "Plan a trip", "name": "admin"},

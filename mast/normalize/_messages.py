@@ -238,12 +238,15 @@ def from_openai(message: dict[str, Any]) -> list[Msg]:
     if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in ("tool-call", "tool-result") for p in content):
         return from_vercel(message)
     role = norm_role(message.get("role"))
-    used = {"role", "content", "tool_calls", "tool_call_id", "name", "function_call"}
+    used = {"role", "content", "tool_calls", "tool_call_id", "name", "function_call", "id"}
     extra = {k: v for k, v in message.items() if k not in used and v not in (None, [], {}, "")}
+    message_id = message.get("id") if isinstance(message.get("id"), str) else None
+    if message.get("id") is not None and message_id is None:
+        extra["id"] = message["id"]
     if role not in CHAT_ROLES and "additional_kwargs" in message and not message.get("tool_calls"):
         # Langfuse renders a LangChain.js ToolMessage with the tool's name as its role.
         extra["raw_role"] = message.get("role")
-        return [Msg(role="tool", tool_results=[ToolResult(call_id=message.get("tool_call_id"), name=str(message.get("role")), output=text_of(content))], extra=extra)]
+        return [Msg(role="tool", tool_results=[ToolResult(call_id=message.get("tool_call_id"), name=str(message.get("role")), output=text_of(content))], id=message_id, extra=extra)]
     if role not in CHAT_ROLES:
         extra["raw_role"] = message.get("role")
     if role == "tool":
@@ -251,7 +254,7 @@ def from_openai(message: dict[str, Any]) -> list[Msg]:
             # Langfuse renders a LangChain call's tool definitions as role=tool messages: not results.
             return []
         result = ToolResult(call_id=message.get("tool_call_id"), name=message.get("name"), output=text_of(content))
-        return [Msg(role="tool", tool_results=[result], extra=extra)]
+        return [Msg(role="tool", tool_results=[result], id=message_id, extra=extra)]
     text, thought = _parts_text(content)
     calls = [c for c in (_call_from_openai(x) for x in message.get("tool_calls") or []) if c]
     kwargs = message.get("additional_kwargs")
@@ -261,7 +264,7 @@ def from_openai(message: dict[str, Any]) -> list[Msg]:
     if isinstance(legacy, dict) and legacy.get("name"):
         calls.append(tool_call(str(legacy["name"]), legacy.get("arguments")))
     name = message.get("name") if isinstance(message.get("name"), str) else None
-    return [Msg(role=role if role in CHAT_ROLES else "user", text=text, reasoning=thought, name=name, tool_calls=calls, extra=extra)]
+    return [Msg(role=role if role in CHAT_ROLES else "user", text=text, reasoning=thought, name=name, tool_calls=calls, id=message_id, extra=extra)]
 
 
 def from_anthropic(message: dict[str, Any]) -> list[Msg]:

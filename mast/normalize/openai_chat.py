@@ -39,15 +39,24 @@ _REQUEST_KEYS = frozenset(
 )
 
 
-def _is_chat_message(item: Any) -> bool:
-    """An OpenAI chat message: a known role, OpenAI-only keys, and no other dialect's markers."""
+_OTHER_DIALECT_KEYS = frozenset({"type", "parts", "lc", "kwargs", "source", "sender", "toolCallId"})
+
+
+def _is_chat_message(item: Any, *, strict: bool = True) -> bool:
+    """An OpenAI chat message: a known role and no other dialect's markers.
+
+    ``strict`` also requires that every key is one OpenAI defines; loose messages may carry extra
+    keys (ids, timestamps, an author field), which are kept as step attributes.
+    """
     if not isinstance(item, dict) or not isinstance(item.get("role"), str):
         return False
     if item["role"] not in CHAT_ROLES and item["role"] != "function":
         return False
     if "content" not in item and "tool_calls" not in item:
         return False
-    if not set(item) <= _MESSAGE_KEYS:
+    if strict and not set(item) <= _MESSAGE_KEYS:
+        return False
+    if not strict and set(item) & _OTHER_DIALECT_KEYS:
         return False
     content = item.get("content")
     if isinstance(content, list):
@@ -58,9 +67,9 @@ def _is_chat_message(item: Any) -> bool:
     return True
 
 
-def is_chat_list(data: Any) -> bool:
+def is_chat_list(data: Any, *, strict: bool = True) -> bool:
     """A non-empty list whose items are all OpenAI chat messages."""
-    return isinstance(data, list) and bool(data) and all(_is_chat_message(m) for m in data)
+    return isinstance(data, list) and bool(data) and all(_is_chat_message(m, strict=strict) for m in data)
 
 
 def is_request(data: Any) -> bool:
@@ -114,6 +123,8 @@ class OpenAIChat(TraceFormat):
             records = [r for r in data if not isinstance(r, JsonlLineError)]
             if is_chat_list(records):
                 return 0.8
+            if is_chat_list(records, strict=False):
+                return 0.6
             if records and all(is_request(r) or is_chat_list(r) for r in records):
                 return 0.85
             return 0.0
@@ -129,12 +140,14 @@ class OpenAIChat(TraceFormat):
             return 0.7 if "model" in data else 0.5
         if is_chat_list(data):
             return 0.8
+        if is_chat_list(data, strict=False):
+            return 0.6
         return 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """Yield the traces in ``raw``; a broken record yields its error."""
         data = raw.data()
-        if raw.kind == "jsonl" and isinstance(data, list) and not is_chat_list([r for r in data if not isinstance(r, JsonlLineError)]):
+        if raw.kind == "jsonl" and isinstance(data, list) and not is_chat_list([r for r in data if not isinstance(r, JsonlLineError)], strict=False):
             for number, record in enumerate(data):
                 if isinstance(record, JsonlLineError):
                     yield raw.fail(str(record), record=number)

@@ -118,7 +118,7 @@ def test_budget_counts_spend_and_in_flight() -> None:
     assert Budget(None).try_start(1e9)
 
 
-def test_rate_limiter_waits_for_the_refill(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rate_limiter_waits_for_the_refill() -> None:
     """rpm=60: the bucket starts full, then one request per second (clock and sleep simulated)."""
     now = [1000.0]
     slept: list[float] = []
@@ -127,11 +127,8 @@ def test_rate_limiter_waits_for_the_refill(monkeypatch: pytest.MonkeyPatch) -> N
         slept.append(seconds)
         now[0] += seconds
 
-    monkeypatch.setattr("mast.batch.limits.time.monotonic", lambda: now[0])
-    monkeypatch.setattr("mast.batch.limits.asyncio.sleep", fake_sleep)
-
     async def main() -> None:
-        limiter = RateLimiter(rpm=60, tpm=6000)
+        limiter = RateLimiter(rpm=60, tpm=6000, clock=lambda: now[0], sleep=fake_sleep)
         for _ in range(60):
             await limiter.acquire(tokens=10)
         assert slept == []

@@ -88,7 +88,12 @@ class _Adapter:
 def _estimate_llm(judge: Any, trace: Trace) -> Estimate:
     """Mirror of the judge's single/chunked decision, counting tokens the same way."""
     from mast.judge.chunking import Window, WindowTooSmall, plan_windows
-    from mast.judge.classify import CONTEXT_SAFETY, DEFAULT_CONTEXT_WINDOW, MESSAGE_OVERHEAD_TOKENS, MIN_WINDOW_TOKENS
+    from mast.judge.classify import (
+        CONTEXT_SAFETY,
+        DEFAULT_CONTEXT_WINDOW,
+        MESSAGE_OVERHEAD_TOKENS,
+        MIN_WINDOW_TOKENS,
+    )
     from mast.judge.material import prepare
     from mast.judge.prompt import choose_fence
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 
@@ -18,8 +19,8 @@ class _Bucket:
     """A token bucket: ``capacity`` units refilled evenly over one minute; may go into debt."""
 
     capacity: float
+    stamp: float
     level: float = field(init=False)
-    stamp: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
         # Start full: like a provider's per-minute window, the first minute may use its whole quota.
@@ -47,9 +48,18 @@ class RateLimiter:
         >>> asyncio.run(limiter.acquire(tokens=1000))  # returns at once: the bucket starts full
     """
 
-    def __init__(self, *, rpm: float | None = None, tpm: float | None = None) -> None:
-        self._requests = _Bucket(float(rpm)) if rpm else None
-        self._tokens = _Bucket(float(tpm)) if tpm else None
+    def __init__(
+        self,
+        *,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._clock = clock
+        self._sleep = sleep
+        self._requests = _Bucket(float(rpm), clock()) if rpm else None
+        self._tokens = _Bucket(float(tpm), clock()) if tpm else None
         self._lock = asyncio.Lock()
 
     @property
@@ -64,7 +74,7 @@ class RateLimiter:
         # One waiter at a time, so the limits are handed out in start order (no starvation).
         async with self._lock:
             while True:
-                now = time.monotonic()
+                now = self._clock()
                 delay = 0.0
                 for bucket, amount in ((self._requests, requests), (self._tokens, tokens)):
                     if bucket is not None:
@@ -72,7 +82,7 @@ class RateLimiter:
                         delay = max(delay, bucket.wait_for(amount))
                 if delay <= 0:
                     break
-                await asyncio.sleep(delay)
+                await self._sleep(delay)
             self._take(requests, tokens)
 
     def settle(self, *, requests: int = 0, tokens: int = 0) -> None:
@@ -80,7 +90,7 @@ class RateLimiter:
         self._take(requests, tokens)
 
     def _take(self, requests: float, tokens: float) -> None:
-        now = time.monotonic()
+        now = self._clock()
         for bucket, amount in ((self._requests, requests), (self._tokens, tokens)):
             if bucket is not None and amount:
                 bucket.refill(now)

@@ -13,9 +13,9 @@ import asyncio
 import hashlib
 import signal
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -67,8 +67,8 @@ class BatchJudge:
     estimate: Callable[[Trace], Estimate] | None = None
     empty_verdicts: list[ModeVerdict] = field(default_factory=list)
     notice: str | None = None
-    start: Callable[[], Awaitable[None]] | None = None
-    close: Callable[[], Awaitable[None]] | None = None
+    start: Callable[[], Coroutine[Any, Any, None]] | None = None
+    close: Callable[[], Coroutine[Any, Any, None]] | None = None
 
 
 PER_TRACE_PARAMS = frozenset({"structured_output", "context_window", "windows"})
@@ -387,7 +387,7 @@ class BatchRunner:
     def _account(self, item: WorkItem, diagnosis: Diagnosis, outcome: Outcome) -> None:
         report = self.report
         if item.whole_file:
-            report.file_errors.append(_file_error_line(item))
+            report.file_errors.append(file_error_line(item))
             return
         report.statuses[diagnosis.status] = report.statuses.get(diagnosis.status, 0) + 1
         if outcome == "resumed":
@@ -433,7 +433,7 @@ class BatchRunner:
         )
 
 
-def _file_error_line(item: WorkItem) -> str:
+def file_error_line(item: WorkItem) -> str:
     """``path: reason`` for an unreadable input file, without saying the path twice."""
     error = item.error
     text = one_line(error) if error is not None else "unreadable"

@@ -2,7 +2,7 @@
 
 Guarantees, and how they are kept:
 
-* **Whole lines.** Each result is written with a single ``os.write`` of ``json + "\\n"`` on a file
+* **Whole lines.** Each result is written with a single ``os.write`` of the JSON and its newline on a file
   descriptor opened with ``O_APPEND``, so the kernel places every line at the end in one piece even
   if another process appends too. A crash (``kill -9``, power loss) can leave at most a torn *last*
   line; :meth:`ResultsFile.open` finds it and cuts it off, so the file is valid JSONL again.

@@ -7,6 +7,7 @@ module only reads results and writes files.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -47,11 +48,8 @@ def write_table(diagnoses: Iterable[Diagnosis] | str | os.PathLike[str], path: s
     if isinstance(diagnoses, str | os.PathLike):
         diagnoses = read_results(diagnoses)
     frame = to_dataframe(diagnoses)
-    if suffix == ".parquet":
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise UsageError("writing Parquet needs pyarrow: pip install 'mast-judge[parquet]'") from None
+    if suffix == ".parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise UsageError("writing Parquet needs pyarrow: pip install 'mast-judge[parquet]'")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:

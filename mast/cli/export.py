@@ -22,7 +22,7 @@ def command(results: Path, output: Path) -> None:
 
     \b
     mast export results.jsonl -o results.parquet
-    """
+    """  # noqa: D301 - click's \b keeps a paragraph unwrapped
     diagnoses = read_results(results)
     write_table(diagnoses, output)
     stderr.print(f"mast: {len(diagnoses)} rows written to {output}", markup=False, highlight=False)

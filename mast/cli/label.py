@@ -5,16 +5,33 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
-from mast.batch import BatchReport, BatchRunner, ResultsFile, WorkItem, results_path, scan
-from mast.batch.inputs import parse_shard
+from mast.batch import (
+    BatchJudge,
+    BatchReport,
+    BatchRunner,
+    ResultsFile,
+    WorkItem,
+    judge_fingerprint,
+    results_path,
+    scan,
+)
+from mast.batch.inputs import Reloader, parse_shard
 from mast.batch.judges import judge_for
+from mast.batch.runner import file_error_line
 from mast.batch.table import TABLE_SUFFIXES, write_table
 from mast.cli._judge_options import judge_options
 from mast.cli._shared import stderr, write_line
@@ -89,62 +106,54 @@ def command(
       machine 3$ mast label runs/ --shard 3/3 -o part-3.jsonl
       $ cat part-*.jsonl > results.jsonl
     A trace's shard is a stable hash of its id: shards never overlap and together cover the input.
-    """
+    """  # noqa: D301 - click's \b keeps a paragraph unwrapped
     shard_pair = parse_shard(shard) if shard else None
     for given in paths:
         if not Path(given).exists():
             raise UsageError(f"{given}: no such file or folder")
-    jsonl = results_path(output)
-    if jsonl.suffix.lower() in TABLE_SUFFIXES or (output.suffix.lower() not in (".jsonl", ".ndjson", ".json", *TABLE_SUFFIXES)):
+    if output.suffix.lower() not in (".jsonl", ".ndjson", *TABLE_SUFFIXES):
         raise UsageError(f"-o {output}: use a name ending in .jsonl (or .csv / .parquet for a table as well)")
-    config = judge_config
-    judge = judge_for(config)
+    jsonl = results_path(output)
+    judge = judge_for(judge_config)
     if judge.notice:
         stderr.print(f"mast: {judge.notice}", markup=False, highlight=False)
     progress_on = stderr.is_terminal if show_progress is None else show_progress
 
-    with stderr.status("reading traces...", spinner="dots") if progress_on else _nothing():
-        items = list(scan(paths, format=format_, recursive=recursive, shard=shard_pair))
-    for item in items:
-        if item.whole_file:
-            stderr.print(f"mast: skipped {_file_error(item)}", markup=False, highlight=False)
-
     if dry_run:
-        report = _dry_run(items, judge, jsonl, overwrite, as_json)
-        sys.exit(2 if any(i.whole_file for i in items) else report)
+        items = _read_inputs(paths, format_, recursive, shard_pair, progress_on)
+        _dry_run(items, judge, jsonl, overwrite, as_json)
+        sys.exit(2 if any(i.whole_file for i in items) else 0)
 
-    runner = BatchRunner(
-        judge, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd,
-    )
+    runner = BatchRunner(judge, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd)
+    # The lock comes first: a second run on the same output stops before reading any input.
     with ResultsFile(jsonl, overwrite=overwrite) as results:
-        runner.results_file = results
         if results.repaired:
             stderr.print(f"mast: {jsonl}: {results.repaired}", markup=False, highlight=False)
-        bar = _ProgressBar(runner, enabled=progress_on)
+        items = _read_inputs(paths, format_, recursive, shard_pair, progress_on)
+        runner.results_file = results
+        bar = _ProgressBar(runner, total=sum(1 for i in items if not i.whole_file), enabled=progress_on)
         runner.on_result = bar.on_result
         with bar:
             asyncio.run(runner.run(items, catch_sigint=True))
     report = runner.report
     if jsonl != output:
         write_table(jsonl, output)
-    _print_summary(report, config, jsonl, output)
+    _print_summary(report, judge_config, jsonl, output)
     if as_json:
         write_line(report.model_dump_json())
     sys.exit(_exit_code(report))
 
 
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _file_error(item: WorkItem) -> str:
-    from mast.batch.runner import _file_error_line
-
-    return _file_error_line(item)
+def _read_inputs(
+    paths: Sequence[str], format_: str, recursive: bool, shard: tuple[int, int] | None, spinner: bool
+) -> list[WorkItem]:
+    """Every trace to consider; unreadable files are reported here, one line each."""
+    with stderr.status("reading traces...", spinner="dots") if spinner else nullcontext():
+        items = list(scan(paths, format=format_, recursive=recursive, shard=shard))
+    for item in items:
+        if item.whole_file:
+            stderr.print(f"mast: skipped {file_error_line(item)}", markup=False, highlight=False)
+    return items
 
 
 def _exit_code(report: BatchReport) -> int:
@@ -159,7 +168,7 @@ def _exit_code(report: BatchReport) -> int:
 class _ProgressBar:
     """done/total, errors, tokens, dollars and ETA on stderr, updated as results arrive."""
 
-    def __init__(self, runner: BatchRunner, *, enabled: bool) -> None:
+    def __init__(self, runner: BatchRunner, *, total: int, enabled: bool) -> None:
         self.runner = runner
         self.enabled = enabled
         self.progress = Progress(
@@ -177,7 +186,7 @@ class _ProgressBar:
             transient=False,
         )
         self.errors_shown = 0
-        self.task = self.progress.add_task("label", total=None, errors=0, tokens="0", cost=0.0)
+        self.task = self.progress.add_task("label", total=total, errors=0, tokens="0", cost=0.0)
 
     def __enter__(self) -> _ProgressBar:
         self.progress.start()
@@ -221,11 +230,8 @@ def _tokens(count: int) -> str:
 # -- dry run -------------------------------------------------------------------------------------
 
 
-def _dry_run(items: Sequence[WorkItem], judge: Any, jsonl: Path, overwrite: bool, as_json: bool) -> int:
-    """Print what the run would judge and cost; returns the exit status."""
-    from mast.batch.runner import judge_fingerprint
-    from mast.batch.inputs import Reloader
-
+def _dry_run(items: Sequence[WorkItem], judge: BatchJudge, jsonl: Path, overwrite: bool, as_json: bool) -> None:
+    """Print what the run would judge and what it would cost; nothing is sent."""
     done: set[tuple[str, str | None]] = set()
     if not overwrite and jsonl.exists():
         mine = judge_fingerprint(judge.info)
@@ -281,7 +287,6 @@ def _dry_run(items: Sequence[WorkItem], judge: Any, jsonl: Path, overwrite: bool
             table.add_row("est. output tokens", f"{output_tokens:,}")
             table.add_row("est. cost", "unknown (no price for this model)" if cost is None else f"${cost:.4f}")
         stderr.print(table)
-    return 0
 
 
 # -- summary -------------------------------------------------------------------------------------
@@ -319,8 +324,6 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
             modes.add_row(mode.code, mode.name, str(count), f"{count / judged:.0%}")
         stderr.print(modes)
 
-    if report.repaired:
-        pass  # already said before the run started
     if report.message:
         stderr.print(f"mast: {report.message}", markup=False, highlight=False)
     if report.stopped == "interrupted":

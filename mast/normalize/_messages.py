@@ -923,6 +923,11 @@ class Timeline:
                 agents[name].system_prompt = prompt
         return list(agents.values())
 
+    def first_time(self) -> datetime | None:
+        """Start of the earliest timed step."""
+        times = [s.started_at for s in self.steps if s.started_at]
+        return min(times) if times else None
+
     def task(self) -> str | None:
         """The first user message: what the run was asked to do."""
         for step in self.steps:
@@ -939,11 +944,6 @@ class Timeline:
                 return _strip_thinking(step.content)
             return None
         return None
-
-    def first_time(self) -> datetime | None:
-        """Start of the earliest timed step."""
-        times = [s.started_at for s in self.steps if s.started_at]
-        return min(times) if times else None
 
 
 def _strip_thinking(text: str) -> str:

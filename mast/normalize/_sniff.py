@@ -14,11 +14,6 @@ from mast.normalize.base import RawInput
 _OTLP_HEAD = re.compile(r'^\s*\[?\s*\{\s*"(resourceSpans|resource_spans)"')
 
 
-def is_otlp_head(raw: RawInput) -> bool:
-    """True when the input opens with an OTLP envelope (``{"resourceSpans": ...``)."""
-    return raw.path is not None and bool(_OTLP_HEAD.match(raw.head))
-
-
 def json_head(raw: RawInput, *needles: str) -> bool:
     """May ``raw`` be a JSON document holding one of ``needles``? Always true for in-memory objects.
 

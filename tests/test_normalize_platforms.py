@@ -333,3 +333,53 @@ def test_langsmith_jsonl_of_runs(tmp_path: Path) -> None:
     path.write_text("\n".join(json.dumps(r) for r in graph_runs()) + "\n", encoding="utf-8")
     (trace,) = load_traces(path)
     assert trace.source.format == "langsmith" and len(trace.steps) == 4
+
+
+# --- damaged input ----------------------------------------------------------------------------------
+
+SAMPLE_DIRS = ["openai_chat_messages", "anthropic_messages", "otlp_json", "span_attribute_dicts", "vercel_ai_sdk_spans",
+               "langfuse_trace_export", "langsmith_runs"]
+
+
+def _damage(value: Any, rng: random.Random) -> None:
+    """Replace or drop random fields in place with values of the wrong type."""
+    odd = [None, 5, "x", [], {}, [1, "a"], {"a": None}, True, "[1,", '{"role": 3}', '[{"role": "user"}]']
+    if isinstance(value, dict):
+        for key in list(value):
+            roll = rng.random()
+            if roll < 0.06:
+                value[key] = rng.choice(odd)
+            elif roll < 0.08:
+                del value[key]
+            else:
+                _damage(value[key], rng)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            if rng.random() < 0.06:
+                value[index] = rng.choice(odd)
+            else:
+                _damage(item, rng)
+
+
+def test_damaged_samples_give_traces_or_one_line_errors(shared: Path) -> None:
+    """Wrong types anywhere in a real sample: a trace or a TraceFormatError, never another exception."""
+    rng = random.Random(20260101)
+    paths = [p for d in SAMPLE_DIRS for p in sorted((shared / "traces" / d).glob("*.json"))]
+    outcomes = {"trace": 0, "error": 0}
+    for path in paths:
+        original = json.loads(path.read_text(encoding="utf-8"))
+        fmt = detect_format(path)[0].name
+        for _ in range(12):
+            damaged = json.loads(json.dumps(original))
+            _damage(damaged, rng)
+            try:
+                for item in iter_traces(damaged, format=fmt):
+                    if isinstance(item, TraceFormatError):
+                        outcomes["error"] += 1
+                    else:
+                        item.to_transcript()
+                        outcomes["trace"] += 1
+            except TraceFormatError as exc:
+                assert "\n" not in str(exc)
+                outcomes["error"] += 1
+    assert outcomes["trace"] > 100 and outcomes["error"] > 0

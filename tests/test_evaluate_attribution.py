@@ -100,3 +100,17 @@ def test_gold_from_tables_and_traces(tmp_path: Path) -> None:
         read_attribution_gold(bad)
     with pytest.raises(EvaluationError, match="k must be"):
         evaluate_attribution([], csv, k=-1)
+
+
+def test_gold_from_normalised_traces_matches_the_raw_records(shared: Path) -> None:
+    import mast
+
+    folder = who_and_when(shared)
+    raw = read_who_and_when(folder).set_index("trace_id")
+    traces = [mast.load_trace(path) for path in sorted(folder.rglob("*.json"))]
+    from_traces = read_attribution_gold(traces).set_index("trace_id")
+    assert sorted(from_traces.index) == sorted(raw.index)  # the normaliser names traces <subset>/<stem> too
+    assert (from_traces["agent"] == raw.loc[from_traces.index, "agent"]).all()
+    assert (from_traces["step"] == raw.loc[from_traces.index, "step"]).all()
+    # steps are history entries one to one, so a step index means the same thing on both sides
+    assert all(len(t.steps) == raw.loc[t.trace_id, "n_steps"] for t in traces)

@@ -48,13 +48,20 @@ def majority_vote(table: pd.DataFrame, *, ties: TieRule = "exclude") -> pd.DataF
         out = table.assign(votes=pd.Series(dtype=object))
         out.attrs = {**table.attrs, "ties_excluded": 0, "tied": 0}
         return out
-    grouped = table.groupby(["trace_id", "code"], sort=True)
-    summary = grouped.agg(
+    keys = ["trace_id", "code"]
+    summary = table.groupby(keys, sort=True).agg(
         n_present=("present", "sum"),
         n_votes=("present", "size"),
         confidence=("confidence", "mean"),
-        evidence=("evidence", lambda texts: " | ".join(t for t in texts if t)),
     ).reset_index()
+    # Joining texts is Python work per group: do it only for cells that have any evidence.
+    texts = table[table["evidence"].astype(bool)]
+    if texts.empty:
+        summary["evidence"] = ""
+    else:
+        joined = texts.groupby(keys, sort=False)["evidence"].agg(" | ".join).rename("evidence")
+        summary = summary.merge(joined.reset_index(), on=keys, how="left")
+        summary["evidence"] = summary["evidence"].astype(object).where(summary["evidence"].notna(), "")
     twice = summary["n_present"] * 2
     present = twice > summary["n_votes"]
     tied = twice == summary["n_votes"]

@@ -113,8 +113,10 @@ def evaluate(
         gold_ties=int(gold_cells.attrs.get("ties_excluded", 0)),
     )
 
-    codes = [c for c in tax.codes if c in set(pred_cells["code"]) | set(gold_cells["code"])]
-    per_mode = [_mode_entry(both[both["code"] == code], code, tax.mode(code).name) for code in codes]
+    seen = set(pred_cells["code"]) | set(gold_cells["code"])
+    codes = [c for c in tax.codes if c in seen]
+    by_code = dict(tuple(both.groupby("code", sort=False)))
+    per_mode = [_mode_entry(by_code.get(code, both.iloc[:0]), code, tax.mode(code).name) for code in codes]
     pooled = _mode_entry(both, "pooled", "all modes")
     macro = {metric: nanmean_or_none([m.value(metric) for m in per_mode if m.n]) for metric in METRICS}
     macro_ci: dict[str, Interval | None] = {}

@@ -123,25 +123,38 @@ def label_table(
     """
     tax = taxonomy or load_taxonomy()
     records: list[dict[str, Any]] = []
+    # Label files repeat a handful of codes and values thousands of times: parse each once.
+    codes: dict[Any, str] = {}
+    values: dict[Any, bool | None] = {}
     for n, row in enumerate(rows):
         where = f"{source or 'labels'} row {n + 1}"
         if "trace_id" not in row or _is_missing(row["trace_id"]):
             raise EvaluationError(f"{where}: no trace_id")
         if "code" not in row:
             raise EvaluationError(f"{where}: no code")
-        present = parse_present(row.get("present"), where=where)
+        raw = row.get("present")
+        try:
+            present = values[raw]
+        except (KeyError, TypeError):
+            present = parse_present(raw, where=where)
+            if not (isinstance(raw, float) and math.isnan(raw)):
+                values[raw] = present
         if present is None:
             continue
+        code = codes.get(row["code"])
+        if code is None:
+            code = codes[row["code"]] = normalize_label_code(row["code"], tax, where=where)
         confidence = row.get("confidence")
         annotator = row.get("annotator")
+        evidence = row.get("evidence")
         records.append(
             {
                 "trace_id": _id_text(row["trace_id"]),
-                "code": normalize_label_code(row["code"], tax, where=where),
+                "code": code,
                 "present": present,
                 "annotator": None if _is_missing(annotator) else str(annotator),
-                "confidence": _confidence(confidence, where),
-                "evidence": "" if _is_missing(row.get("evidence")) else str(row.get("evidence")),
+                "confidence": math.nan if confidence is None else _confidence(confidence, where),
+                "evidence": "" if evidence is None or evidence == "" or _is_missing(evidence) else str(evidence),
             }
         )
     return _finish(pd.DataFrame.from_records(records, columns=list(LABEL_COLUMNS)), source)
@@ -152,7 +165,8 @@ def check_label_table(frame: pd.DataFrame, *, taxonomy: Taxonomy | None = None) 
     columns = set(frame.columns)
     if {"trace_id", "code", "present"} <= columns:
         source = str(frame.attrs.get("source", "DataFrame"))
-        return label_table(frame.to_dict("records"), taxonomy=taxonomy, source=source)
+        # object columns iterate far faster than Arrow-backed strings
+        return label_table(frame.astype(object).to_dict("records"), taxonomy=taxonomy, source=source)
     if "trace_id" in columns:
         return _from_wide(frame, taxonomy or load_taxonomy(), str(frame.attrs.get("source", "DataFrame")))
     raise EvaluationError(
@@ -161,7 +175,8 @@ def check_label_table(frame: pd.DataFrame, *, taxonomy: Taxonomy | None = None) 
 
 
 def _finish(frame: pd.DataFrame, source: str | None) -> pd.DataFrame:
-    frame = frame.astype({"present": bool, "confidence": float})
+    # Plain object strings: pandas' Arrow-backed default is slow to iterate and group row by row.
+    frame = frame.astype({"trace_id": object, "code": object, "evidence": object, "present": bool, "confidence": float})
     frame["annotator"] = frame["annotator"].astype(object).where(frame["annotator"].notna(), None)
     keys = ["trace_id", "code", "annotator"]
     keyed = frame.assign(annotator=frame["annotator"].fillna(""))

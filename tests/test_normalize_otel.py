@@ -311,3 +311,24 @@ def test_vercel_ai_sdk_spans(shared: Path) -> None:
     # the second call re-sends a conversation: history is shown once, as plain messages
     assert [(s.kind, s.role) for s in second.steps] == [("system", "system"), ("message", "user"), ("message", "assistant"), ("message", "user"), ("llm", "assistant")]
     assert second.task == "What is 2 + 2?" and second.final_output == "3 + 3 equals 6."
+
+
+def test_pairing_in_one_trace_does_not_leak_into_another() -> None:
+    """Identical messages in two traces are converted once; an id given while pairing stays in its trace."""
+    call = {"role": "assistant", "parts": [{"type": "tool_call", "name": "say_hello", "arguments": {}}]}
+    hello = text("user", "hi")
+
+    def one(trace_id: str, tool_id: str) -> list[dict[str, Any]]:
+        root, llm = f"{trace_id[:15]}1", f"{trace_id[:15]}2"
+        return [
+            span(root, None, "chat", 0, {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps([hello]),
+                                          "gen_ai.output.messages": json.dumps([call])}, trace=trace_id),
+            span(llm, root, "execute_tool say_hello", 1, {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "say_hello",
+                                                           "gen_ai.tool.call.id": tool_id, "gen_ai.tool.call.result": "hello"}, trace=trace_id),
+        ]
+
+    first, second = load_traces(export(one("1" * 32, "id-A") + one("2" * 32, "id-B")))
+    assert [c.id for s in first.steps for c in s.tool_calls] == ["id-A"]
+    assert [c.id for s in second.steps for c in s.tool_calls] == ["id-B"]
+    assert_paired(first, 1)
+    assert_paired(second, 1)

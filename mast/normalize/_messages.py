@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -569,7 +569,7 @@ def _from_list(items: list[Any]) -> list[Msg] | None:
     for item in items:
         if isinstance(item, dict):
             # Every model call re-sends the conversation: convert each distinct message once.
-            out.extend(_cached_item(orjson.dumps(item)))
+            out.extend(_fresh(m) for m in _cached_item(orjson.dumps(item)))
         else:
             out.extend(from_item(item))
     return out
@@ -577,8 +577,21 @@ def _from_list(items: list[Any]) -> list[Msg] | None:
 
 @lru_cache(maxsize=8192)
 def _cached_item(blob: bytes) -> tuple[Msg, ...]:
-    """:func:`from_item` of a message given as JSON bytes; callers must not mutate the result."""
-    return tuple(from_item(orjson.loads(blob)))
+    """:func:`from_item` of a message given as JSON bytes, history keys computed; never handed out as is."""
+    msgs = tuple(from_item(orjson.loads(blob)))
+    for msg in msgs:
+        msg.keys = Timeline._compute_keys(msg)
+    return msgs
+
+
+def _fresh(msg: Msg) -> Msg:
+    """A copy of a cached message that pairing may mutate (tool call ids) without touching the cache."""
+    return replace(
+        msg,
+        tool_calls=[c.model_copy() for c in msg.tool_calls],
+        tool_results=[r.model_copy() for r in msg.tool_results],
+        extra=dict(msg.extra),
+    )
 
 
 def to_messages(value: Any) -> list[Msg] | None:

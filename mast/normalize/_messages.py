@@ -109,6 +109,8 @@ class Msg:
     extra: dict[str, Any] = field(default_factory=dict)
     keys: list[tuple[Any, ...]] | None = field(default=None, repr=False, compare=False)
     """History-lookup keys, computed once (see :meth:`Timeline._lookup_keys`)."""
+    shared: bool = field(default=False, repr=False, compare=False)
+    """True for a cached conversion: copied before anything may change it (see :func:`_fresh`)."""
 
     @property
     def empty(self) -> bool:
@@ -569,7 +571,7 @@ def _from_list(items: list[Any]) -> list[Msg] | None:
     for item in items:
         if isinstance(item, dict):
             # Every model call re-sends the conversation: convert each distinct message once.
-            out.extend(_fresh(m) for m in _cached_item(orjson.dumps(item)))
+            out.extend(_cached_item(orjson.dumps(item)))
         else:
             out.extend(from_item(item))
     return out
@@ -581,6 +583,7 @@ def _cached_item(blob: bytes) -> tuple[Msg, ...]:
     msgs = tuple(from_item(orjson.loads(blob)))
     for msg in msgs:
         msg.keys = Timeline._compute_keys(msg)
+        msg.shared = True
     return msgs
 
 
@@ -591,6 +594,7 @@ def _fresh(msg: Msg) -> Msg:
         tool_calls=[c.model_copy() for c in msg.tool_calls],
         tool_results=[r.model_copy() for r in msg.tool_results],
         extra=dict(msg.extra),
+        shared=False,
     )
 
 
@@ -804,6 +808,8 @@ class Timeline:
         """Emit ``msg`` as a step (always; no history check). Returns ``None`` for empty messages."""
         if msg.empty:
             return None
+        if msg.shared:
+            msg = _fresh(msg)  # pairing below may set tool call ids: never on the cached copy
         fields["id"] = fields.get("id") or msg.id
         attributes = dict(fields.pop("attributes", None) or {})
         attributes.update({k: v for k, v in msg.extra.items() if k not in attributes})
@@ -871,7 +877,8 @@ class Timeline:
                 local[key] += 1
             if any(local[key] <= self._seen[key] for key in keys):
                 if msg.role == "tool" and msg.tool_results:
-                    self._pair(msg.tool_results[0])
+                    result = msg.tool_results[0]
+                    self._pair(result.model_copy() if msg.shared else result)
                 continue
             step = self.add(msg, agent=agent, assistant_kind=assistant_kind, **dict(fields))
             if step is not None:

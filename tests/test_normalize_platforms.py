@@ -383,3 +383,14 @@ def test_damaged_samples_give_traces_or_one_line_errors(shared: Path) -> None:
                 assert "\n" not in str(exc)
                 outcomes["error"] += 1
     assert outcomes["trace"] > 100 and outcomes["error"] > 0
+
+
+def test_every_sample_round_trips_through_json(shared: Path) -> None:
+    """What ``mast normalize --json`` writes reads back as the same trace."""
+    paths = [p for d in SAMPLE_DIRS for p in sorted((shared / "traces" / d).iterdir()) if p.suffix in (".json", ".yaml")]
+    assert len(paths) == 34
+    for path in paths:
+        for trace in load_traces(path):
+            again = Trace.model_validate_json(trace.to_json())
+            assert again == trace, path.name
+            assert again.content_hash() == trace.content_hash()

@@ -10,8 +10,14 @@
 
 from __future__ import annotations
 
+import os
+import random
 import re
+import signal
+import subprocess
+import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -384,7 +390,7 @@ def test_two_processes_sharing_a_cache_agree_and_a_rerun_makes_no_request(tmp_pa
     import subprocess
     import sys
 
-    from mast.batch import read_results
+    from mast.batch import classify_many, read_results
 
     with FakeLLMServer(latency=0.05) as server:
         runs = [
@@ -400,15 +406,188 @@ def test_two_processes_sharing_a_cache_agree_and_a_rerun_makes_no_request(tmp_pa
             assert run.returncode == 0 and out.strip() == b"30", err.decode()[-2000:]
         first = len(server.chat_requests)
         assert 30 <= first <= 60  # each trace judged at least once, at most once per process
-        third = subprocess.run(
-            [sys.executable, "-c", _SHARED_CACHE_RUN, server.base_url, str(tmp_path / "run2.jsonl"), str(REPO / "tests")],
-            capture_output=True,
-            timeout=150,
+        # A third run, in this process, over the same cache folder (MAST_CACHE_DIR is inherited).
+        classify_many(
+            numbered_traces(30), model="openai/fake-judge", api_base=server.base_url, api_key="sk-test",
+            concurrency=8, output=tmp_path / "run2.jsonl",
         )
-        assert third.returncode == 0, third.stderr.decode()[-2000:]
         assert len(server.chat_requests) == first  # everything came from the shared cache
     verdicts = [
         {d.trace_id: (d.status, d.present_codes) for d in read_results(tmp_path / f"run{n}.jsonl")} for n in range(3)
     ]
     assert verdicts[0] == verdicts[1] == verdicts[2] and len(verdicts[0]) == 30
     assert all(d.usage.cached for d in read_results(tmp_path / "run2.jsonl"))
+
+
+# --- kill -9 of `mast label`, then resume --------------------------------------------------------
+
+MAST = Path(sys.executable).parent / "mast"
+
+
+def write_trace_folder(folder: Path, count: int) -> list[str]:
+    """``count`` chat-message files whose text carries ``TRACE-<n>``; returns their trace ids."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        messages = [
+            {"role": "user", "content": f"TRACE-{i:03d}: sort the list [3, 1, 2]"},
+            {"role": "assistant", "content": f"sorted: [1, 2, 3] (run {i})"},
+        ]
+        (folder / f"run-{i:03d}.json").write_text(orjson.dumps(messages).decode())
+    return [trace.trace_id for path in sorted(folder.iterdir()) for trace in [load_trace(path)]]
+
+
+def valid_lines(path: Path) -> list[dict[str, Any]]:
+    """The results file's whole lines (a torn last line, if any, is left out)."""
+    if not path.exists():
+        return []
+    lines = path.read_bytes().split(b"\n")
+    whole = lines[:-1]  # after the last newline comes either nothing or a torn line
+    return [orjson.loads(line) for line in whole if line.strip()]
+
+
+def trace_of(line: dict[str, Any]) -> int:
+    return int(Path(line["source"]["path"]).stem.split("-")[1])
+
+
+@pytest.mark.timeout(240)
+def test_kill_9_at_random_points_then_resume_judges_every_trace_exactly_once(tmp_path: Path) -> None:
+    rng = random.Random(20250611)
+    count = 60
+    folder = tmp_path / "runs"
+    ids = write_trace_folder(folder, count)
+    output = tmp_path / "results.jsonl"
+    # 60 traces x 0.3 s / 2 at a time: about 9 s of work, so four kills land mid-batch.
+    with FakeLLMServer(latency=0.3) as server:
+        command = [
+            str(MAST), "label", str(folder), "-o", str(output), "--model", "openai/fake-judge",
+            "--api-base", server.base_url, "--api-key", "sk-test", "--no-cache", "--no-hints", "-j", "2",
+        ]
+        frozen: dict[int, int] = {}  # trace -> requests it had when its line was already on disk
+        kills = 0
+        for round_ in range(4):
+            before = len(server.chat_requests)
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            # Kill at a random moment: some rounds before any request (start-up, reading), most mid-batch.
+            deadline = time.monotonic() + 60
+            if round_ != 1:
+                while len(server.chat_requests) == before and process.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.02)
+            time.sleep(rng.uniform(0.0, 1.2))
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+                kills += 1
+            process.wait(timeout=30)
+            per_trace = requests_per_trace(server)
+            for line in valid_lines(output):
+                frozen.setdefault(trace_of(line), per_trace[trace_of(line)])
+            if round_ == 2:
+                # Also a torn last line, as a power cut in the middle of a write would leave.
+                with output.open("ab") as fh:
+                    fh.write(b'{"schema_version": "mast-diagnosis/1", "trace_id": "torn')
+        assert kills == 4
+        assert 0 < len(frozen) < count  # the kills really interrupted the work
+        final = subprocess.run(command, capture_output=True, timeout=120)
+        assert final.returncode == 0, final.stderr.decode()[-2000:]
+        per_trace = requests_per_trace(server)
+    # Valid JSONL: every line parses, the file ends with a newline, no torn tail is left.
+    raw = output.read_bytes()
+    assert raw.endswith(b"\n")
+    lines = [orjson.loads(line) for line in raw.splitlines()]
+    # Every trace exactly once, judged.
+    assert sorted(line["trace_id"] for line in lines) == sorted(ids)
+    assert all(line["status"] == "judged" for line in lines)
+    # Traces already on disk at a kill were never sent again.
+    for trace, requests in frozen.items():
+        assert per_trace[trace] == requests, f"trace {trace} was judged again after it was written"
+    assert set(per_trace) == set(range(count))
+
+
+# --- a corpus of bad inputs through `mast label` ------------------------------------------------
+
+MEMORY_BOUND_MB = 1536
+"""Peak RSS allowed for `mast label` over the bad-input corpus, whose largest file is a 50 MB line."""
+
+_MEASURE = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], capture_output=True)
+sys.stdout.buffer.write(done.stdout)
+sys.stderr.buffer.write(done.stderr)
+print(f"\\nPEAK_RSS_KB={resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}", file=sys.stderr)
+sys.exit(done.returncode)
+"""
+
+
+def write_bad_corpus(root: Path) -> dict[str, str]:
+    """Hostile files beside good ones; returns ``name -> words expected in its error``."""
+    root.mkdir(parents=True)
+    good = [{"role": "user", "content": "sort [3, 1, 2]"}, {"role": "assistant", "content": "[1, 2, 3]"}]
+    (root / "good.json").write_text(orjson.dumps(good).decode())
+    (root / "truncated.json").write_text(orjson.dumps(good).decode()[:30])
+    (root / "binary.json").write_bytes(bytes(range(256)) * 40)
+    (root / "empty.json").write_bytes(b"")
+    (root / "blank.jsonl").write_text("\n\n   \n")
+    (root / "wrong_shape.json").write_text('{"hello": "world", "n": [1, 2, 3]}')
+    (root / "numbers.json").write_text("[1, 2, 3]")
+    (root / "invalid_utf8.json").write_bytes(b'[{"role": "user", "content": "caf\xe9 \xff\xfe"}]')
+    (root / "deep_lists.json").write_text("[" * 100_000 + "]" * 100_000)
+    (root / "deep_objects.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    # A YAML alias bomb: 9^9 references if anything walked it naively.
+    bomb = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for i in range(8):
+        prev, name = chr(97 + i), chr(98 + i)
+        bomb.append(f"{name}: &{name} [{', '.join(['*' + prev] * 9)}]")
+    (root / "alias_bomb.yaml").write_text("\n".join(bomb) + "\n")
+    # One 50 MB line: a valid message list whose first message is enormous.
+    with open(root / "huge_line.jsonl", "wb") as fh:
+        fh.write(b'[{"role": "user", "content": "')
+        chunk = b"lorem ipsum dolor sit amet " * 40_000
+        for _ in range(50 * 2**20 // len(chunk) + 1):
+            fh.write(chunk)
+        fh.write(b'"}, {"role": "assistant", "content": "done"}]')
+    loops = root / "loops"
+    loops.mkdir()
+    os.symlink("..", loops / "up")  # folder loops: never followed
+    os.symlink(loops, loops / "self")
+    os.symlink("b.json", loops / "a.json")  # a file symlink loop
+    os.symlink("a.json", loops / "b.json")
+    os.mkfifo(root / "pipe.json")  # reading it would block forever
+    return {
+        "truncated.json": "does not parse",
+        "binary.json": "binary",
+        "empty.json": "empty",
+        "blank.jsonl": "whitespace",
+        "wrong_shape.json": "no known trace format",
+        "numbers.json": "no known trace format",
+        "invalid_utf8.json": "UTF-8",
+        "deep_lists.json": "",
+        "deep_objects.json": "",
+        "alias_bomb.yaml": "",
+        "loops/a.json": "symbolic link",
+        "loops/b.json": "symbolic link",
+        "pipe.json": "not a regular file",
+    }
+
+
+@pytest.mark.timeout(180)
+def test_bad_inputs_each_give_one_line_and_the_batch_goes_on_within_memory(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    expected = write_bad_corpus(root)
+    output = tmp_path / "results.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(MAST), "label", str(root), "-o", str(output), "--no-progress"],
+        capture_output=True,
+        timeout=170,
+    )
+    stderr = done.stderr.decode()
+    assert "Traceback" not in stderr
+    assert done.returncode == 2, stderr[-3000:]  # input files that could not be read
+    lines = stderr.splitlines()
+    for name, words in expected.items():
+        mentions = [line for line in lines if f"{root}/{name}:" in line]
+        assert len(mentions) == 1, (name, mentions)
+        assert words in mentions[0], (name, mentions[0])
+    # The good traces were judged anyway, the 50 MB one included.
+    judged = {Path(line["source"]["path"]).name for line in valid_lines(output) if line["status"] == "judged"}
+    assert {"good.json", "huge_line.jsonl"} <= judged
+    peak_mb = int(stderr.rsplit("PEAK_RSS_KB=", 1)[1].split()[0]) / 1024
+    assert peak_mb < MEMORY_BOUND_MB, f"peak RSS {peak_mb:.0f} MB"

@@ -332,3 +332,18 @@ def test_pairing_in_one_trace_does_not_leak_into_another() -> None:
     assert [c.id for s in second.steps for c in s.tool_calls] == ["id-B"]
     assert_paired(first, 1)
     assert_paired(second, 1)
+
+
+def test_messages_on_span_events() -> None:
+    """The older GenAI style puts messages on span events instead of attributes."""
+    raw = span("f000000000000001", None, "chat gpt-4o", 0, {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"})
+    raw["events"] = [
+        {"name": "gen_ai.system.message", "timeUnixNano": "1", "attributes": [{"key": "content", "value": {"stringValue": "Be terse."}}]},
+        {"name": "gen_ai.user.message", "timeUnixNano": "2", "attributes": [{"key": "content", "value": {"stringValue": "2+2?"}}]},
+        {"name": "gen_ai.choice", "timeUnixNano": "3", "attributes": [{"key": "message", "value": {"stringValue": json.dumps({"content": "4"})}}]},
+        {"name": "exception", "timeUnixNano": "4", "attributes": [{"key": "exception.message", "value": {"stringValue": "late timeout"}}]},
+    ]
+    trace = load_trace(export([raw]))
+    assert [(s.kind, s.role, s.content) for s in trace.steps] == [("system", "system", "Be terse."), ("message", "user", "2+2?"), ("llm", "assistant", "4")]
+    assert trace.steps[-1].error == "late timeout"
+    assert [e["name"] for e in trace.steps[-1].attributes["events"]][-1] == "exception"

@@ -278,3 +278,15 @@ def test_real_traces_keep_their_ids_and_versions(shared: Path) -> None:
             checked += len(before)
             assert sorted(pattern.findall(redacted)) == sorted(before), (file.name, pattern.pattern)
     assert checked > 100
+
+
+def test_a_secret_across_a_step_cap_does_not_leave_a_fragment_in_the_judges_material() -> None:
+    """The judge caps long steps (head ... tail); redaction must come before the cut."""
+    from mast.judge.material import prepare
+
+    head = 4_000 * 2 // 3  # the renderer's head share of a capped step block
+    content = "x" * (head - 24) + " " + OPENAI + " jane.doe@example.com " + "y" * 6_000
+    material = prepare(Trace(task="mail ops@example.com", steps=[Step(index=0, agent="coder", content=content)]))
+    assert "sk-proj" not in material.transcript and "jane.doe" not in material.transcript
+    assert material.redactions == {"api_key": 1, "email": 2}
+    assert material.task == "mail [REDACTED:email]"

@@ -149,6 +149,11 @@ def prepare(
     warnings: list[str] = []
     if redact and redaction.module is None:
         warnings.append("redaction requested but mast.redact is not available: trace text sent unredacted")
+    if redaction.module is not None:
+        # Redact the whole texts before rendering caps them: a secret that straddles a cut would
+        # otherwise leave a fragment too short to match ("sk-proj-Ab3", "jane.doe@exa").
+        trace, counts = redaction.module.redact_trace(trace, ips=redact_ips, patterns=redaction.patterns)
+        redaction.counts.update(counts)
     transcript = trace.to_transcript()
     warnings.extend(transcript.warnings)
     blocks: list[tuple[int, str]] = []

@@ -433,8 +433,10 @@ class Redactor:
     """
 
     def __init__(self, *, ips: bool = False, patterns: CustomPatterns = ()) -> None:
-        pairs = patterns.items() if isinstance(patterns, Mapping) else patterns
-        custom = [_custom_rule(name, regex) for name, regex in pairs]
+        pairs = list(patterns.items()) if isinstance(patterns, Mapping) else list(patterns)
+        if not all(isinstance(pair, tuple | list) and len(pair) == 2 for pair in pairs):
+            raise UsageError("custom redaction patterns are name -> regex pairs, e.g. {'employee_id': r'E\\d{6}'}")
+        custom = [_custom_rule(str(name), regex) for name, regex in pairs]
         self.rules: tuple[_Rule, ...] = (*_default_rules(), *((_IPV4_RULE,) if ips else ()), *custom)
 
     def redact(self, text: str) -> RedactionResult:

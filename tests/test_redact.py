@@ -290,3 +290,8 @@ def test_a_secret_across_a_step_cap_does_not_leave_a_fragment_in_the_judges_mate
     assert "sk-proj" not in material.transcript and "jane.doe" not in material.transcript
     assert material.redactions == {"api_key": 1, "email": 2}
     assert material.task == "mail [REDACTED:email]"
+
+
+def test_patterns_that_are_not_name_regex_pairs_are_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="name -> regex pairs"):
+        redact_text("x", patterns=("employee_id=E\\d+",))  # type: ignore[arg-type]

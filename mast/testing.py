@@ -34,6 +34,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from mast.judge.schema import DIAGNOSIS_SCHEMA_NAME, WINDOW_SCHEMA_NAME
+
 __all__ = [
     "DIAGNOSIS_SCHEMA_NAME",
     "WINDOW_SCHEMA_NAME",
@@ -41,16 +43,14 @@ __all__ = [
     "FaultPlan",
     "RecordedRequest",
     "Reply",
+    "default_answer",
     "judge_answer",
+    "quote_steps",
     "request_kind",
     "request_text",
     "window_answer",
 ]
 
-DIAGNOSIS_SCHEMA_NAME = "mast_diagnosis"
-"""Name of the judge's answer schema (single call and chunked aggregation)."""
-WINDOW_SCHEMA_NAME = "mast_window_findings"
-"""Name of the answer schema of one window of the chunked strategy."""
 
 FAULT_KINDS = ("429", "500", "hang", "invalid_json", "length")
 

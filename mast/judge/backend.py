@@ -40,7 +40,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402
 
-
 # mast sends no telemetry and prints no litellm banners; callbacks the user set stay untouched.
 # litellm builds pydantic adapters for ReadOnly TypedDicts lazily, mid-call; pydantic's note about
 # them would surface in the caller's code, so only that message is silenced.
@@ -58,6 +57,7 @@ RETRY_AFTER_MAX = 120.0
 """Longest ``Retry-After`` honoured; a longer one is cut to this."""
 
 _STRICT_PROVIDERS = ("openai", "azure")
+_SELF_HOSTED_PREFIXES = ("openai/", "hosted_vllm/", "llamafile/", "llama_cpp/")
 # Keywords OpenAI's strict structured outputs reject; kept for grammar-based servers (llama.cpp).
 _UNSUPPORTED_STRICT = ("maxLength", "minLength")
 
@@ -90,6 +90,8 @@ class LiteLLMBackend:
         self._context_window = context_window
         self.free = free
         """True for a local model: every call costs 0."""
+        # A self-hosted OpenAI-compatible server (llama.cpp, vLLM) turns json_schema into a grammar.
+        self.constrained = free or (api_base is not None and model.startswith(_SELF_HOSTED_PREFIXES))
 
     @classmethod
     def from_config(cls, config: JudgeConfig, **overrides: Any) -> LiteLLMBackend:

@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import importlib
 import os
@@ -54,7 +55,17 @@ from mast.judge.local import DEFAULT_CONTEXT, gguf_for, is_local, shared_server
 from mast.judge.material import Material, prepare
 from mast.judge.prompt import PromptSet, choose_fence, hints_block, load_prompts
 from mast.judge.protocol import Backend, UsageMeter
-from mast.judge.schema import diagnosis_spec, mode_answers, window_spec
+from mast.judge.schema import (
+    DIAGNOSIS_SCHEMA_NAME,
+    FULL_LIMITS,
+    WINDOW_SCHEMA_NAME,
+    Limits,
+    diagnosis_spec,
+    limits_for,
+    mode_answers,
+    window_spec,
+    worst_case_tokens,
+)
 from mast.judge.structured import ask
 from mast.taxonomy import Taxonomy, load_taxonomy, normalize_code
 from mast.trace import Trace
@@ -293,6 +304,7 @@ class Judge:
             warnings.append(
                 f"context window of {backend.model} unknown: assuming {context} tokens (set --context-window)"
             )
+        limits = self._limits(backend, self.config.max_output_tokens, warnings)
         key = cache_key(
             {
                 "answer": self.config.answer_params(),
@@ -303,17 +315,18 @@ class Judge:
                 "trace": trace.content_hash(),
                 # What the prompt holds after rendering, redaction (custom patterns included) and hints.
                 "material": hashlib.sha256("\x00".join(material.all_text()).encode("utf-8", "surrogatepass")).hexdigest(),
-                # The context decides single vs chunked, which changes the answer.
+                # The context decides single vs chunked, and the caps shape the answer.
                 "context_window": context,
+                "limits": dataclasses.asdict(limits),
             }
         )
         cached = await self._cache_get(key, warnings)
         if cached is not None:
             return self._from_cache(cached, trace, started)
 
-        spec = diagnosis_spec(self.taxonomy)
-        limit = int(context * CONTEXT_SAFETY)
         out = self.config.max_output_tokens
+        spec = diagnosis_spec(self.taxonomy, limits)
+        limit = int(context * CONTEXT_SAFETY)
         fence = choose_fence(*material.all_text())
         single_messages = self._single_messages(material, fence)
         needed = _tokens(backend, single_messages) + out
@@ -325,9 +338,11 @@ class Judge:
             )
             warnings.extend(answer.notes)
             strategy, mode, extra = "single", answer.mode, {"context_window": context}
+            if limits != FULL_LIMITS:
+                extra["answer_limits"] = dataclasses.asdict(limits)
             value = answer.value
         else:
-            value, mode, extra, notes = await self._chunked(material, fence, context, limit, meter)
+            value, mode, extra, notes = await self._chunked(material, fence, context, limit, meter, limits)
             warnings.extend(notes)
             strategy = "chunked"
         diagnosis = self._diagnosis(trace, kind, value, material, strategy, mode, extra, warnings, meter, started)
@@ -335,6 +350,18 @@ class Judge:
             _merge_detectors(diagnosis, detector_diagnosis)
         await self._cache_put(key, diagnosis, diagnosis.warnings)
         return diagnosis
+
+    def _limits(self, backend: Backend, out: int, warnings: list[str]) -> Limits:
+        """Schema caps: sized to the output budget when the server decodes with a grammar."""
+        if not getattr(backend, "constrained", False):
+            return FULL_LIMITS
+        limits = limits_for(out, len(self.taxonomy.modes))
+        worst = max(worst_case_tokens(limits, len(self.taxonomy.modes)))
+        if worst > out:
+            warnings.append(
+                f"max_output_tokens {out} may cut a grammar-constrained answer (up to ~{worst} tokens); raise it"
+            )
+        return limits
 
     # -- prompts --
 
@@ -347,7 +374,7 @@ class Judge:
             step_range=material.step_range,
             transcript=material.transcript or "(no steps)",
             final_output=material.final_output,
-            schema_name=diagnosis_spec(self.taxonomy).name,
+            schema_name=DIAGNOSIS_SCHEMA_NAME,
         )
         return [{"role": "system", "content": self.prompts.single}, {"role": "user", "content": user}]
 
@@ -362,7 +389,7 @@ class Judge:
             fence=fence,
             task=material.task,
             transcript=window.text,
-            schema_name=window_spec(self.taxonomy).name,
+            schema_name=WINDOW_SCHEMA_NAME,
         )
         return [{"role": "system", "content": self.prompts.window}, {"role": "user", "content": user}]
 
@@ -376,14 +403,14 @@ class Judge:
             task=material.task,
             final_output=material.final_output,
             notes=notes,
-            schema_name=diagnosis_spec(self.taxonomy).name,
+            schema_name=DIAGNOSIS_SCHEMA_NAME,
         )
         return [{"role": "system", "content": self.prompts.aggregate}, {"role": "user", "content": user}]
 
     # -- the chunked strategy --
 
     async def _chunked(
-        self, material: Material, fence: str, context: int, limit: int, meter: UsageMeter
+        self, material: Material, fence: str, context: int, limit: int, meter: UsageMeter, limits: Limits
     ) -> tuple[BaseModel, str, dict[str, Any], list[str]]:
         backend = self.backend
         out = self.config.max_output_tokens
@@ -401,7 +428,7 @@ class Judge:
             raise _Unjudgeable(f"{exc} (context {context} tokens)") from exc
         if len(windows) > MAX_WINDOWS:
             raise _Unjudgeable(f"the trace would need {len(windows)} windows (limit {MAX_WINDOWS}) with a {context}-token context")
-        spec = window_spec(self.taxonomy)
+        spec = window_spec(self.taxonomy, limits)
         gate = asyncio.Semaphore(WINDOW_CONCURRENCY)
 
         async def judge_window(number: int, window: Window) -> Any:
@@ -428,15 +455,17 @@ class Judge:
             notes.append(f"aggregation saw {dropped} fewer findings than the windows made (the context could not hold them all)")
         agg_messages = self._aggregate_messages(material, window_notes, len(windows))
         final = await ask(
-            backend, agg_messages, output=diagnosis_spec(self.taxonomy), taxonomy=self.taxonomy,
+            backend, agg_messages, output=diagnosis_spec(self.taxonomy, limits), taxonomy=self.taxonomy,
             structured_output=self.config.structured_output, max_reasks=self.config.max_reasks,
             max_tokens=out, meter=meter,
         )
         notes.extend(f"aggregation: {note}" for note in final.notes)
-        extra = {
+        extra: dict[str, Any] = {
             "context_window": context,
             "windows": [[w.first, w.last] for w in windows],
         }
+        if limits != FULL_LIMITS:
+            extra["answer_limits"] = dataclasses.asdict(limits)
         return final.value, final.mode, extra, notes
 
     # -- results --

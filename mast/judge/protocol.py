@@ -75,6 +75,9 @@ class Backend(Protocol):
     """What the judge needs from a model."""
 
     model: str
+    constrained: bool
+    """True when the server decodes with the answer schema as a grammar (llama.cpp, vLLM): a model
+    then fills strings up to their ``maxLength``, so the judge sizes the caps to the output budget."""
 
     def resolve_mode(self, requested: StructuredOutput) -> Mode:
         """The structured-output mode to use first for ``requested`` (``auto`` resolved)."""

@@ -39,6 +39,70 @@ MAX_EVIDENCE = 3
 MAX_FINDINGS = 10
 
 
+@dataclass(frozen=True)
+class Limits:
+    """Caps written into the answer schema (``maxLength`` / ``maxItems``).
+
+    A server that decodes with the schema as a grammar lets a model write every string up to its
+    ``maxLength``; small models do exactly that. :func:`limits_for` sizes the caps so that even
+    such an answer ends within the output token budget.
+    """
+
+    evidence: int = MAX_EVIDENCE
+    """Quotes per mode."""
+    quote: int = QUOTE_MAX_CHARS
+    """Characters per quote."""
+    text: int = TEXT_MAX_CHARS
+    """Characters per rationale, note or explanation."""
+    summary: int = SUMMARY_MAX_CHARS
+    """Characters of the summary."""
+    findings: int = MAX_FINDINGS
+    """Findings per window."""
+
+
+FULL_LIMITS = Limits()
+# From roomy to tight; (evidence, quote, text, summary, findings).
+_TIERS = [
+    FULL_LIMITS,
+    Limits(2, 200, 300, 500, 8),
+    Limits(2, 150, 200, 400, 6),
+    Limits(1, 150, 150, 300, 5),
+    Limits(1, 100, 100, 240, 4),
+    Limits(1, 60, 60, 160, 3),
+    Limits(1, 40, 30, 100, 2),
+]
+# Worst-case token costs, measured on pretty-printed answers: a rambling small model writes about
+# 2.5 characters per token, and each verdict object costs ~60 tokens of keys and indentation.
+_CHARS_PER_TOKEN = 2.5
+_MODE_FRAME_TOKENS = 60
+_EVIDENCE_FRAME_TOKENS = 20
+_FINDING_FRAME_TOKENS = 45
+_ANSWER_FRAME_TOKENS = 90
+
+
+def worst_case_tokens(limits: Limits, n_modes: int) -> tuple[int, int]:
+    """Most tokens a diagnosis answer and a window answer can take under ``limits``."""
+    per_mode = (
+        _MODE_FRAME_TOKENS
+        + (limits.evidence - 1) * _EVIDENCE_FRAME_TOKENS
+        + (limits.evidence * limits.quote + limits.text) / _CHARS_PER_TOKEN
+    )
+    diagnosis = n_modes * per_mode + _ANSWER_FRAME_TOKENS + (AGENT_MAX_CHARS + limits.text + limits.summary) / _CHARS_PER_TOKEN
+    per_finding = _FINDING_FRAME_TOKENS + (limits.quote + limits.text) / _CHARS_PER_TOKEN
+    window = limits.findings * per_finding + _ANSWER_FRAME_TOKENS + limits.summary / _CHARS_PER_TOKEN
+    return int(diagnosis), int(window)
+
+
+def limits_for(max_tokens: int, n_modes: int) -> Limits:
+    """The roomiest caps whose worst-case answers fit in 90% of ``max_tokens`` (the tightest otherwise)."""
+    budget = max_tokens * 0.9
+    for tier in _TIERS:
+        diagnosis, window = worst_case_tokens(tier, n_modes)
+        if diagnosis <= budget and window <= budget:
+            return tier
+    return _TIERS[-1]
+
+
 def _limit(chars: int) -> Any:
     return {"maxLength": chars}
 
@@ -103,7 +167,7 @@ def _field_name(code: str) -> str:
     return "m_" + re.sub(r"\W", "_", code)
 
 
-def _diagnosis_spec(taxonomy: Taxonomy) -> OutputSpec:
+def _diagnosis_spec(taxonomy: Taxonomy, limits: Limits) -> OutputSpec:
     codes = _codes_literal(taxonomy)
     modes_fields: dict[str, Any] = {
         _field_name(code): (ModeAnswer | None, Field(default=None, alias=code, description=taxonomy.mode(code).name))
@@ -131,6 +195,12 @@ def _diagnosis_spec(taxonomy: Taxonomy) -> OutputSpec:
     # only parsing tolerates an omitted mode, which then reads "not assessed".
     modes_def = schema["$defs"]["FailureModes"]
     modes_def["properties"] = {code: {"$ref": "#/$defs/ModeAnswer"} for code in taxonomy.codes}
+    defs = schema["$defs"]
+    defs["EvidenceAnswer"]["properties"]["quote"]["maxLength"] = limits.quote
+    defs["ModeAnswer"]["properties"]["evidence"]["maxItems"] = limits.evidence
+    defs["ModeAnswer"]["properties"]["rationale"]["maxLength"] = limits.text
+    defs["FirstFailureAnswer"]["properties"]["explanation"]["maxLength"] = limits.text
+    schema["properties"]["summary"]["maxLength"] = limits.summary
     return OutputSpec(
         name=DIAGNOSIS_SCHEMA_NAME,
         model=answer,
@@ -139,7 +209,7 @@ def _diagnosis_spec(taxonomy: Taxonomy) -> OutputSpec:
     )
 
 
-def _window_spec(taxonomy: Taxonomy) -> OutputSpec:
+def _window_spec(taxonomy: Taxonomy, limits: Limits) -> OutputSpec:
     codes = _codes_literal(taxonomy)
     finding = create_model(
         "Finding",
@@ -155,33 +225,39 @@ def _window_spec(taxonomy: Taxonomy) -> OutputSpec:
         findings=(list[finding], Field(default_factory=list, json_schema_extra={"maxItems": MAX_FINDINGS})),  # type: ignore[valid-type]
         summary=(str, Field(default="", json_schema_extra=_limit(SUMMARY_MAX_CHARS))),
     )
+    schema = strict_schema(answer.model_json_schema(by_alias=True))
+    finding_def = schema["$defs"]["Finding"]["properties"]
+    finding_def["quote"]["maxLength"] = limits.quote
+    finding_def["note"]["maxLength"] = limits.text
+    schema["properties"]["findings"]["maxItems"] = limits.findings
+    schema["properties"]["summary"]["maxLength"] = limits.summary
     return OutputSpec(
         name=WINDOW_SCHEMA_NAME,
         model=answer,
-        schema=strict_schema(answer.model_json_schema(by_alias=True)),
+        schema=schema,
         description="Findings of failure modes in one window of a long run.",
     )
 
 
 # Taxonomy holds dicts (unhashable), so specs are memoised by its fingerprint.
-_SPECS: dict[tuple[str, str], OutputSpec] = {}
+_SPECS: dict[tuple[str, str, Limits], OutputSpec] = {}
 
 
-def _memo(kind: str, taxonomy: Taxonomy, build: Any) -> OutputSpec:
-    key = (kind, taxonomy.fingerprint())
+def _memo(kind: str, taxonomy: Taxonomy, limits: Limits, build: Any) -> OutputSpec:
+    key = (kind, taxonomy.fingerprint(), limits)
     if key not in _SPECS:
-        _SPECS[key] = build(taxonomy)
+        _SPECS[key] = build(taxonomy, limits)
     return _SPECS[key]
 
 
-def diagnosis_spec(taxonomy: Taxonomy) -> OutputSpec:
+def diagnosis_spec(taxonomy: Taxonomy, limits: Limits = FULL_LIMITS) -> OutputSpec:
     """The answer of a single call and of the chunked strategy's aggregation."""
-    return _memo("diagnosis", taxonomy, _diagnosis_spec)
+    return _memo("diagnosis", taxonomy, limits, _diagnosis_spec)
 
 
-def window_spec(taxonomy: Taxonomy) -> OutputSpec:
+def window_spec(taxonomy: Taxonomy, limits: Limits = FULL_LIMITS) -> OutputSpec:
     """The answer for one window of the chunked strategy."""
-    return _memo("window", taxonomy, _window_spec)
+    return _memo("window", taxonomy, limits, _window_spec)
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -39,6 +39,15 @@ __all__ = ["Backend", "Completion", "LiteLLMBackend", "Mode", "UsageMeter", "cla
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402
+from litellm.exceptions import (  # noqa: E402
+    APIConnectionError,
+    BadGatewayError,
+    ContextWindowExceededError,
+    InternalServerError,
+    RateLimitError,
+    ServiceUnavailableError,
+    Timeout,
+)
 
 # mast sends no telemetry and prints no litellm banners; callbacks the user set stay untouched.
 # litellm builds pydantic adapters for ReadOnly TypedDicts lazily, mid-call; pydantic's note about
@@ -307,13 +316,13 @@ def _status(exc: BaseException) -> int | None:
 def classify_error(exc: BaseException) -> ErrorClass:
     """``rate_limit`` (429), ``transient`` (5xx, timeouts, connection errors) or ``fatal`` (the rest)."""
     status = _status(exc)
-    if isinstance(exc, litellm.RateLimitError) or status == 429:
+    if isinstance(exc, RateLimitError) or status == 429:
         return "rate_limit"
-    if isinstance(exc, litellm.ContextWindowExceededError):
+    if isinstance(exc, ContextWindowExceededError):
         return "fatal"
-    if isinstance(exc, litellm.Timeout | litellm.APIConnectionError | litellm.InternalServerError):
+    if isinstance(exc, Timeout | APIConnectionError | InternalServerError):
         return "transient"
-    if isinstance(exc, litellm.ServiceUnavailableError | litellm.BadGatewayError):
+    if isinstance(exc, ServiceUnavailableError | BadGatewayError):
         return "transient"
     if status is not None and status >= 500:
         return "transient"
@@ -371,7 +380,7 @@ def translate_error(exc: BaseException, *, model: str, attempts: int) -> JudgeAP
         "transient": "temporary failure",
         "fatal": "request failed",
     }[kind]
-    if isinstance(exc, litellm.Timeout):
+    if isinstance(exc, Timeout):
         label = "timed out"
     where = f"HTTP {status}" if status else type(exc).__name__
     message = one_line(exc)

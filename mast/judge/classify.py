@@ -38,6 +38,7 @@ from pydantic import BaseModel
 
 from mast.diagnosis import (
     Diagnosis,
+    DiagnosisStatus,
     DiagnosisUsage,
     ErrorInfo,
     Evidence,
@@ -248,13 +249,13 @@ class Judge:
         )
 
     def _failed(
-        self, trace: Trace, info: JudgeInfo, status: str, error: ErrorInfo, meter: UsageMeter, started: float
+        self, trace: Trace, info: JudgeInfo, status: DiagnosisStatus, error: ErrorInfo, meter: UsageMeter, started: float
     ) -> Diagnosis:
         return Diagnosis(
             trace_id=trace.trace_id,
             source=_source(trace),
             trace_hash=trace.content_hash(),
-            status=status,  # type: ignore[arg-type]
+            status=status,
             error=error,
             judge=info,
             failure_modes=empty_verdicts(self.taxonomy),
@@ -337,7 +338,9 @@ class Judge:
                 max_tokens=out, meter=meter, max_tokens_cap=max(out, limit - needed + out),
             )
             warnings.extend(answer.notes)
-            strategy, mode, extra = "single", answer.mode, {"context_window": context}
+            mode: str = answer.mode
+            extra: dict[str, Any] = {"context_window": context}
+            strategy = "single"
             if limits != FULL_LIMITS:
                 extra["answer_limits"] = dataclasses.asdict(limits)
             value = answer.value

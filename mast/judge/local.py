@@ -109,7 +109,7 @@ class LocalServer:
         if self._server is not None:
             return self
         try:
-            import xllamacpp
+            import xllamacpp  # type: ignore[import-untyped]
         except ImportError as exc:
             raise UsageError(INSTALL_HINT) from exc
         params = xllamacpp.CommonParams()

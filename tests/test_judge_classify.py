@@ -320,6 +320,22 @@ def test_codex_rollout_fits_a_32k_model_only_in_chunks(shared: Path) -> None:
     assert diagnosis.source.path == str(path)
 
 
+def test_a_mad_sized_trace_of_over_128k_tokens_fits_a_32k_model_in_chunks() -> None:
+    agents = ["Planner", "Coder", "Reviewer"]
+    steps = [Step(index=0, agent="user", content="Build a CSV to JSON converter with tests.")]
+    for i in range(1, 400):
+        words = " ".join(f"item{i}_{j} costs {(i * 7 + j) % 97} units in batch {j % 13}" for j in range(40))
+        steps.append(Step(index=i, agent=agents[i % 3], content=f"Turn {i}: {words}."))
+    trace = Trace(trace_id="mad-sized", task=steps[0].content, steps=steps, final_output="Done.")
+    with FakeLLMServer(chunked_responder) as server:
+        diagnosis = classify(trace, **options(server, context_window=32_768))
+        assert server.chat_requests[0].body["messages"][1]["content"].count("[S") < len(steps)
+    assert diagnosis.status == "judged" and diagnosis.judge.strategy == "chunked"
+    assert len(diagnosis.judge.params["windows"]) >= 6
+    assert diagnosis.judge.params["windows"][-1][1] == len(steps) - 1  # nothing dropped at the end
+    assert diagnosis.usage.llm_calls == len(diagnosis.judge.params["windows"]) + 1
+
+
 def test_a_trace_beyond_the_limits_is_unjudgeable_without_a_call() -> None:
     with FakeLLMServer(lambda body: GOOD) as server:
         diagnosis = classify(long_trace(), **options(server, context_window=2048, max_output_tokens=1024))

@@ -208,3 +208,20 @@ def test_table_output_is_exported_beside_the_jsonl(tmp_path: Path) -> None:
     assert (tmp_path / "results.jsonl").is_file()
     text = table.read_text().splitlines()
     assert len(text) == 4 and text[0].startswith("trace_id,status,1.1,")
+
+
+def test_resume_matches_the_judge_not_the_details_of_one_judgement(tmp_path: Path) -> None:
+    from mast.batch import judge_fingerprint
+    from mast.diagnosis import JudgeInfo
+
+    base = {"temperature": 0.0, "seed": None, "structured_output": "auto", "hints": True, "redact": True}
+    identity = JudgeInfo(kind="llm", model=MODEL, prompt_hash="p1", taxonomy_version="mast-v3", params=base)
+    keys = set(base)
+    one_judgement = identity.model_copy(update={
+        "strategy": "chunked",
+        "params": {**base, "structured_output": "tool", "context_window": 32768, "windows": [[0, 9]],
+                   "answer_limits": {"quote": 300}},
+    })
+    assert judge_fingerprint(one_judgement, keys) == judge_fingerprint(identity, keys)
+    for changed in ({"params": {**base, "temperature": 0.7}}, {"prompt_hash": "p2"}, {"model": "openai/other"}):
+        assert judge_fingerprint(identity.model_copy(update=changed), keys) != judge_fingerprint(identity, keys)

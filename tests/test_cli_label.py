@@ -185,3 +185,23 @@ def test_ctrl_c_stops_cleanly_after_writing_what_finished(tmp_path: Path) -> Non
         assert again.exit_code == 0, again.output
         assert len(server.chat_requests) == 8 - len(done)
     assert len(read_results(out)) == 8
+
+
+def test_budget_stops_starting_traces_says_so_and_resumes(tmp_path: Path) -> None:
+    from mast.judge.backend import LiteLLMBackend
+
+    if not hasattr(LiteLLMBackend, "estimate_cost"):
+        pytest.skip("cost estimates need LiteLLMBackend.estimate_cost (price per token from litellm)")
+    runs = chat_jsonl(tmp_path / "runs.jsonl", 12)
+    out = tmp_path / "results.jsonl"
+    with FakeLLMServer() as server:
+        result = label(runs, "-o", out, *llm_args(server), "-j", "2", "--budget-usd", "0.006", "--json")
+        assert result.exit_code == 1, result.output
+        assert "budget of $0.01 reached" in result.stderr
+        report = orjson.loads(result.stdout.strip().splitlines()[-1])
+        judged = report["statuses"]["judged"]
+        assert report["stopped"] == "budget" and 0 < judged < 12 and report["cost_usd"] <= 0.006
+        assert len(server.chat_requests) == judged == len(read_results(out))
+        server.reset()
+        assert label(runs, "-o", out, *llm_args(server)).exit_code == 0
+        assert len(server.chat_requests) == 12 - judged

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import signal
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -71,20 +72,45 @@ class BatchJudge:
     close: Callable[[], Coroutine[Any, Any, None]] | None = None
 
 
-PER_TRACE_PARAMS = frozenset({"structured_output", "context_window", "windows"})
-"""``judge.params`` the judge fills in per trace (the mode that answered, how it was split): they
-describe one judgement, not the judge, so they are left out of :func:`judge_fingerprint`."""
+RESOLVED_PER_TRACE = frozenset({"structured_output"})
+"""``judge.params`` the judge records as configured in its identity but as resolved per trace (the
+structured-output mode that answered): left out of :func:`judge_fingerprint`, like the cache key does."""
 
 
-def judge_fingerprint(info: JudgeInfo) -> str:
+def judge_fingerprint(info: JudgeInfo, params: Collection[str] | None = None) -> str:
     """Hash of what identifies a judge's answers: kind, model, prompt, taxonomy and answer parameters.
+
+    Args:
+        info: the ``judge`` of a result, or a judge's own identity.
+        params: the parameter names that identify the judge (those of its identity); a result's
+            other parameters describe one judgement (windows, answer limits...) and are ignored.
+            ``None``: every parameter.
 
     Two results with the same fingerprint, trace id and trace hash are interchangeable, so a rerun
     reuses the one already in the output.
     """
     payload = info.model_dump(mode="json", exclude={"strategy"})
-    payload["params"] = {k: v for k, v in payload["params"].items() if k not in PER_TRACE_PARAMS}
+    keep = (set(payload["params"]) if params is None else set(params)) - RESOLVED_PER_TRACE
+    payload["params"] = {k: payload["params"].get(k) for k in sorted(keep)}
     return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def reusable_results(
+    path: str | os.PathLike[str], info: JudgeInfo, wanted: Collection[tuple[str, str | None]]
+) -> dict[tuple[str, str | None], Diagnosis]:
+    """Results in a results file that a run of the judge ``info`` over ``wanted`` can reuse.
+
+    A result is reused when its trace id and content hash are wanted, its judge has the same
+    :func:`judge_fingerprint`, and it is not an ``error`` (errors are tried again).
+    """
+    identity = frozenset(info.params)
+    mine = judge_fingerprint(info, identity)
+    done: dict[tuple[str, str | None], Diagnosis] = {}
+    for _, diagnosis in ResultsFile.read(path):
+        key = (diagnosis.trace_id, diagnosis.trace_hash)
+        if key in wanted and diagnosis.status != "error" and judge_fingerprint(diagnosis.judge, identity) == mine:
+            done[key] = diagnosis
+    return done
 
 
 class BatchReport(BaseModel):
@@ -190,7 +216,6 @@ class BatchRunner:
         self.on_result = on_result
         self.report = BatchReport()
         self.results: list[Diagnosis | None] = []
-        self._fingerprint = judge_fingerprint(judge.info)
         self._stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._failure: BaseException | None = None
@@ -257,15 +282,7 @@ class BatchRunner:
             return {}
         self.report.repaired = self.results_file.repaired
         wanted = {item.key for item in items}
-        done: dict[tuple[str, str | None], Diagnosis] = {}
-        for _, diagnosis in ResultsFile.read(self.results_file.path):
-            key = (diagnosis.trace_id, diagnosis.trace_hash)
-            if (
-                key in wanted
-                and diagnosis.status != "error"
-                and judge_fingerprint(diagnosis.judge) == self._fingerprint
-            ):
-                done[key] = diagnosis
+        done = reusable_results(self.results_file.path, self.judge.info, wanted)
         # Errors are worth another try (rate limits pass, providers recover). Their old lines go
         # first, so each trace keeps exactly one line in the file.
         self.report.retried = self.results_file.rewrite_without(
@@ -335,7 +352,7 @@ class BatchRunner:
         estimate = self.judge.estimate(trace)
         if self.budget.limit_usd is not None and estimate.cost_usd is None:
             raise UsageError(
-                f"cannot keep to --budget-usd: litellm has no price for model {self.judge.info.model!r}"
+                f"cannot keep to --budget-usd: no price per token is known for model {self.judge.info.model!r}"
             )
         return estimate
 

@@ -15,7 +15,6 @@ Guarantees, and how they are kept:
 
 from __future__ import annotations
 
-import fcntl
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +23,11 @@ from pydantic import ValidationError
 
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; one writer per output is then up to the user
+    fcntl = None  # type: ignore[assignment]
 
 
 class ResultsFile:
@@ -176,7 +180,8 @@ class ResultsFile:
             except OSError as exc:
                 raise UsageError(f"cannot open results file {self.path}: {exc.strerror}") from exc
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if fcntl is not None:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
                 raise UsageError(

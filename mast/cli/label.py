@@ -25,13 +25,12 @@ from mast.batch import (
     BatchRunner,
     ResultsFile,
     WorkItem,
-    judge_fingerprint,
     results_path,
     scan,
 )
 from mast.batch.inputs import Reloader, parse_shard
 from mast.batch.judges import judge_for
-from mast.batch.runner import file_error_line
+from mast.batch.runner import file_error_line, reusable_results
 from mast.batch.table import TABLE_SUFFIXES, write_table
 from mast.cli._judge_options import judge_options
 from mast.cli._shared import stderr, write_line
@@ -234,12 +233,7 @@ def _dry_run(items: Sequence[WorkItem], judge: BatchJudge, jsonl: Path, overwrit
     """Print what the run would judge and what it would cost; nothing is sent."""
     done: set[tuple[str, str | None]] = set()
     if not overwrite and jsonl.exists():
-        mine = judge_fingerprint(judge.info)
-        done = {
-            (d.trace_id, d.trace_hash)
-            for _, d in ResultsFile.read(jsonl)
-            if d.status != "error" and judge_fingerprint(d.judge) == mine
-        }
+        done = set(reusable_results(jsonl, judge.info, {item.key for item in items}))
     todo = [i for i in items if i.error is None and i.key not in done]
     unique = list({i.key: i for i in todo}.values())
     input_tokens = output_tokens = 0
@@ -312,7 +306,7 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
     stderr.print(table)
 
     judged = report.statuses.get("judged", 0)
-    if judged and report.mode_counts:
+    if judged:
         taxonomy = load_taxonomy(config.taxonomy)
         modes = Table(title=f"failure modes in {judged} judged traces", title_justify="left")
         modes.add_column("mode")

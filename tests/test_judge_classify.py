@@ -437,16 +437,16 @@ def test_secrets_are_redacted_before_the_request_and_quotes_verify_on_redacted_t
     assert diagnosis.verdict("1.1").evidence[0].verified is True
 
 
-def test_detector_hints_go_after_the_static_part_and_before_the_fence() -> None:
+def test_detector_hints_go_inside_the_fence_after_the_static_part() -> None:
     with FakeLLMServer(lambda body: GOOD) as server:
         classify(short_trace(), **options(server, hints=True))
         classify(short_trace(), **options(server, hints=False, cache=False))
         with_hints, without = (user_message(r.body) for r in server.chat_requests)
-    assert "Hints from mast's offline rule-based detectors" in with_hints
-    assert with_hints.startswith("Hints from")
-    assert with_hints.index("Hints from") < with_hints.index("\n<<<MAST_TRACE>>>\n")
-    assert "1.3 Step Repetition" in with_hints  # the repeated `ls -la ./logs`
-    assert "Hints from" not in without
+    # Hints quote the trace, so they sit inside the fence, after the task and before the transcript.
+    begin, end = with_hints.index("\n<<<MAST_TRACE>>>\n"), with_hints.index("\n<<<END_MAST_TRACE>>>\n")
+    assert begin < with_hints.index("TASK:") < with_hints.index("DETECTOR HINTS") < with_hints.index("TRANSCRIPT") < end
+    assert "1.3 Step Repetition" in with_hints[begin:end]  # the repeated `ls -la ./logs`
+    assert "DETECTOR HINTS" not in without
 
 
 # --- kinds, notices, sync wrapper ----------------------------------------------------------------

@@ -140,10 +140,13 @@ def choose_fence(*texts: str) -> str:
 
 
 def hints_block(hints: str | None) -> str:
-    """The detectors' hints as a labelled block placed before the fenced trace (empty without hints)."""
+    """The detectors' hints as a labelled section inside the fence (empty without hints).
+
+    Hints quote the trace, so they are data like the trace and sit inside the same fence.
+    """
     if not hints or not hints.strip():
         return ""
     return (
-        "Hints from mast's offline rule-based detectors (they can be wrong; confirm each in the record "
-        "before you use it):\n" + hints.strip() + "\n\n"
+        "DETECTOR HINTS (from mast's offline rules; they quote the run and can be wrong, so confirm "
+        "each in the transcript before using it):\n" + hints.strip() + "\n\n"
     )

@@ -487,6 +487,15 @@ async def test_sync_classify_inside_an_event_loop_points_to_aclassify() -> None:
     assert diagnosis.status == "judged"
 
 
+def test_a_trace_without_steps_or_task_is_judged_with_placeholders() -> None:
+    with FakeLLMServer(lambda body: judge_answer()) as server:
+        diagnosis = classify(Trace(trace_id="empty"), **options(server))
+        text = user_message(server.chat_requests[0].body)
+    assert diagnosis.status == "judged" and diagnosis.present_codes == []
+    assert "(no separate task recorded" in text and "TRANSCRIPT (0 steps):\n(no steps)" in text
+    assert "(no final output recorded)" in text
+
+
 def test_classify_reads_a_path(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
     path.write_text(orjson.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]).decode())

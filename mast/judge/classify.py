@@ -83,6 +83,8 @@ WINDOW_CONCURRENCY = 4
 """Windows of one trace judged at the same time."""
 MESSAGE_OVERHEAD_TOKENS = 16
 """Tokens a chat template adds around each message."""
+LOCAL_MIN_TIMEOUT = 600.0
+"""Seconds a call to the in-process local model may take, queueing included."""
 
 NO_MODEL_NOTICE = (
     "no model configured: using the offline detectors; set MAST_MODEL or --model "
@@ -178,6 +180,8 @@ class Judge:
                 api_base=server.base_url,
                 api_key="local",
                 context_window=server.n_ctx,
+                # One llama.cpp slot on a CPU: concurrent judgements queue at the server for minutes.
+                timeout=max(self.config.timeout, LOCAL_MIN_TIMEOUT),
                 free=True,
             )
         else:

@@ -6,6 +6,8 @@ through litellm (``openai/<alias>`` with the server's address) with ``json_schem
 llama.cpp turns into a grammar, so the answer is valid JSON of the right shape whenever decoding ends.
 
 A 135M model only proves the path (offline, no key, the whole pipeline): its verdicts are noise.
+It also writes every string up to the schema's caps, so ``--max-output-tokens 1600`` (the tightest
+caps) gives an answer in about a minute on two CPU cores, where the default 4096 takes twice that.
 For useful offline judgements point ``local/`` at a 7B+ instruction-tuned GGUF.
 
 Example:

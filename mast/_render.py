@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import orjson
+from mast._json import canonical
 
 if TYPE_CHECKING:
     from mast.trace import Step, Trace, Transcript
@@ -25,7 +25,7 @@ def _arguments(value: object) -> str:
         return ""
     if isinstance(value, str):
         return value
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str).decode()
+    return canonical(value)
 
 
 def render_step(step: Step) -> str:

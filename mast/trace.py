@@ -17,8 +17,9 @@ import hashlib
 from datetime import datetime
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from mast._json import canonical
 
 TRACE_SCHEMA_VERSION = "mast-trace/1"
 
@@ -250,7 +251,7 @@ class Trace(_Model):
             ],
             "final_output": self.final_output,
         }
-        return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        return hashlib.sha256(canonical(payload).encode()).hexdigest()
 
     def to_transcript(
         self, *, max_step_chars: int = 4_000, max_total_chars: int | None = None

@@ -123,7 +123,7 @@ def _describe(data: Any) -> str:
         if isinstance(first, dict):
             inner = f" of objects with keys [{', '.join(list(map(str, first))[:6])}]"
         return f"a list{inner}"
-    return f"a {type(data).__name__}"
+    return f"a bare JSON {type(data).__name__}"
 
 
 def iter_traces(

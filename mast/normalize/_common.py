@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from mast._json import canonical
 from mast.trace import Agent, Step, ToolCall, ToolResult, Usage
 
 
@@ -32,7 +33,7 @@ def text_of(content: Any) -> str:
                 return text_of(value)
         if content.get("type") in ("image_url", "image", "input_image"):
             return "[image]"
-    return orjson.dumps(content, default=str, option=orjson.OPT_SORT_KEYS).decode()
+    return canonical(content)
 
 
 def parse_arguments(value: Any) -> tuple[Any, str | None]:

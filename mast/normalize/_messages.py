@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from mast._json import canonical
 from mast.normalize._common import parse_arguments, text_of, tool_call, usage_from
 from mast.trace import Agent, Step, ToolCall, ToolResult, Usage
 
@@ -156,7 +157,7 @@ def compact(value: Any) -> str:
     """Short, stable JSON text for a value that has no better rendering."""
     if isinstance(value, str):
         return value
-    return orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS).decode()
+    return canonical(value)
 
 
 def result_text(value: Any) -> str:

@@ -165,7 +165,8 @@ class RawInput:
         stripped = text.strip()
         if not stripped:
             raise self.fail("file holds only whitespace")
-        if stripped[0] == '"':
+        if stripped[0] in '"-0123456789tfn' and "\n" not in stripped:
+            # A bare JSON scalar ("text", 42, true, null) is JSON of no trace shape, not a text log.
             try:
                 return orjson.loads(stripped), "json"
             except orjson.JSONDecodeError:

@@ -34,6 +34,7 @@ import time
 from types import ModuleType
 from typing import Any
 
+import orjson
 from pydantic import BaseModel
 
 from mast.diagnosis import (
@@ -61,6 +62,7 @@ from mast.judge.schema import (
     FULL_LIMITS,
     WINDOW_SCHEMA_NAME,
     Limits,
+    OutputSpec,
     diagnosis_spec,
     limits_for,
     mode_answers,
@@ -334,7 +336,7 @@ class Judge:
         limit = int(context * CONTEXT_SAFETY)
         fence = choose_fence(*material.all_text())
         single_messages = self._single_messages(material, fence)
-        needed = _tokens(backend, single_messages) + out
+        needed = _tokens(backend, single_messages) + out + self._schema_tokens(backend, spec)
         if needed <= limit:
             answer = await ask(
                 backend, single_messages, output=spec, taxonomy=self.taxonomy,
@@ -369,6 +371,12 @@ class Judge:
                 f"max_output_tokens {out} may cut a grammar-constrained answer (up to ~{worst} tokens); raise it"
             )
         return limits
+
+    def _schema_tokens(self, backend: Backend, spec: OutputSpec) -> int:
+        """Context the answer schema takes: in the prompt (JSON mode) or as a tool definition."""
+        if backend.resolve_mode(self.config.structured_output) == "json_schema":
+            return 0  # a response format (a grammar on llama.cpp) is not part of the prompt
+        return backend.count_tokens(orjson.dumps(spec.schema).decode()) + MESSAGE_OVERHEAD_TOKENS
 
     # -- prompts --
 
@@ -423,6 +431,7 @@ class Judge:
         out = self.config.max_output_tokens
         empty = Window(first=0, last=0, text="", tokens=0)
         frame = _tokens(backend, self._window_messages(material, fence, empty, 1, 1))
+        frame += self._schema_tokens(backend, window_spec(self.taxonomy, limits))
         budget = limit - out - frame
         if budget < MIN_WINDOW_TOKENS:
             raise _Unjudgeable(
@@ -452,6 +461,7 @@ class Judge:
         for number, answer in enumerate(answers, 1):
             notes.extend(f"window {number}: {note}" for note in answer.notes)
         agg_frame = _tokens(backend, self._aggregate_messages(material, "", len(windows)))
+        agg_frame += self._schema_tokens(backend, diagnosis_spec(self.taxonomy, limits))
         room = limit - out - agg_frame
         window_notes, dropped = _fit_notes(windows, [a.value for a in answers], backend.count_tokens, room)
         if window_notes is None:

@@ -37,11 +37,19 @@ def test_readme_quick_start_is_two_lines_that_ci_runs_verbatim() -> None:
 def test_public_api_is_curated() -> None:
     assert mast.__all__ == sorted(mast.__all__)
     for name in mast.__all__:
-        assert hasattr(mast, name), name
+        assert getattr(mast, name) is not None, name
     public = {n for n in vars(mast) if not n.startswith("_")}
     # Submodules become attributes when imported; everything else public must be listed.
-    modules = {n for n in public if type(getattr(mast, n)).__name__ == "module"}
+    modules = {n for n in public if type(getattr(mast, n)).__name__ == "module"} - set(mast.__all__)
     assert public - modules == set(mast.__all__) - {"__version__"}
+    with pytest.raises(AttributeError):
+        mast.not_a_name  # noqa: B018
+
+
+def test_import_mast_does_not_load_the_evaluation_stack() -> None:
+    code = "import sys, mast; print('sklearn' in sys.modules, 'litellm' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
 
 
 def test_taxonomy_pins_paper_v3_names() -> None:

@@ -211,11 +211,6 @@ def test_every_window_of_a_chunked_judgement_is_fenced() -> None:
     assert all(f"[S{i}]" in seen for i in range(60))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="detector hints quote trace text (repeated tool calls) and sit before the fence: "
-    "trace text reaches the prompt outside the fence (reported to the judge's owner)",
-)
 def test_detector_hints_quoting_the_trace_stay_inside_the_fence() -> None:
     # Five identical tool calls make the repetition detector quote the call, injection included.
     steps = [Step(index=0, agent="user", content="count the files")]

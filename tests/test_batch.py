@@ -225,3 +225,17 @@ def test_resume_matches_the_judge_not_the_details_of_one_judgement(tmp_path: Pat
     assert judge_fingerprint(one_judgement, keys) == judge_fingerprint(identity, keys)
     for changed in ({"params": {**base, "temperature": 0.7}}, {"prompt_hash": "p2"}, {"model": "openai/other"}):
         assert judge_fingerprint(identity.model_copy(update=changed), keys) != judge_fingerprint(identity, keys)
+
+
+def test_every_judge_option_is_accepted_by_name(tmp_path: Path) -> None:
+    import inspect
+
+    # `judge=` is the judge kind (as in `mast label --judge`), never the injected judge function.
+    batch_parameters = set(inspect.signature(aclassify_many).parameters) - {"options"}
+    assert not batch_parameters & set(JudgeConfig.model_fields)
+    path = chat_jsonl(tmp_path / "runs.jsonl", 2)
+    results = classify_many([path], judge="detectors", hints=False, taxonomy="mast-v3", cache=False)
+    assert [d.judge.kind for d in results] == ["detectors", "detectors"]
+    assert all(d.status == "judged" for d in results)
+    with pytest.raises(UsageError, match="model"):
+        classify_many([path], judge="llm")

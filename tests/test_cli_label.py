@@ -66,6 +66,23 @@ def test_unreadable_inputs_are_reported_per_file_skipped_and_exit_2(tmp_path: Pa
     assert len(read_results(out)) == 4
 
 
+def test_an_unreadable_record_is_named_once_in_its_error_line(tmp_path: Path) -> None:
+    runs = chat_jsonl(tmp_path / "runs.jsonl", 3, bad_lines={1: b"{broken"})
+    result = label(runs, "-o", tmp_path / "results.jsonl")
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if "not valid JSON" in line]
+    assert lines == [f"mast: {runs}#1: line 2 is not valid JSON"]
+
+
+def test_a_judge_error_line_names_the_record(tmp_path: Path) -> None:
+    runs = chat_jsonl(tmp_path / "runs.jsonl", 2)
+    with FakeLLMServer(responder=lambda body: Reply(status=400) if task_number(body) == 1 else None) as server:
+        result = label(runs, "-o", tmp_path / "results.jsonl", *llm_args(server))
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.stderr.splitlines() if "400" in line]
+    assert len(lines) == 1 and lines[0].startswith(f"mast: {runs}#1: ") and lines[0].count(f"{runs}#1") == 1
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

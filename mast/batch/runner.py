@@ -450,6 +450,21 @@ class BatchRunner:
         )
 
 
+def result_error_line(diagnosis: Diagnosis) -> str:
+    """``where: reason`` for an ``error`` result, naming the location once.
+
+    Errors about reading a record (:class:`~mast.errors.TraceFormatError`) already start with
+    ``path#record``; other errors (the judge's) get the location put in front.
+    """
+    where = diagnosis.source.path or diagnosis.trace_id
+    if diagnosis.source.path is not None and diagnosis.source.record is not None:
+        where += f"#{diagnosis.source.record}"
+    message = diagnosis.error.message if diagnosis.error is not None else "error"
+    if message.startswith((f"{where}:", f"{diagnosis.trace_id}:")):
+        return message
+    return f"{where}: {message}"
+
+
 def file_error_line(item: WorkItem) -> str:
     """``path: reason`` for an unreadable input file, without saying the path twice."""
     error = item.error

@@ -30,7 +30,7 @@ from mast.batch import (
 )
 from mast.batch.inputs import Reloader, parse_shard
 from mast.batch.judges import judge_for
-from mast.batch.runner import file_error_line, reusable_results
+from mast.batch.runner import file_error_line, result_error_line, reusable_results
 from mast.batch.table import TABLE_SUFFIXES, write_table
 from mast.cli._judge_options import judge_options
 from mast.cli._shared import stderr, write_line
@@ -209,11 +209,8 @@ class _ProgressBar:
         if diagnosis.status == "error" and outcome != "resumed":
             self.errors_shown += 1
             if self.errors_shown <= MAX_ERROR_LINES:
-                where = diagnosis.source.path or diagnosis.trace_id
-                if diagnosis.source.record is not None:
-                    where += f"#{diagnosis.source.record}"
-                message = diagnosis.error.message if diagnosis.error else "error"
-                self.progress.console.print(f"mast: {where}: {message}", markup=False, highlight=False)
+                line = result_error_line(diagnosis)
+                self.progress.console.print(f"mast: {line}", markup=False, highlight=False)
             elif self.errors_shown == MAX_ERROR_LINES + 1:
                 self.progress.console.print("mast: more errors: see the results file", markup=False, highlight=False)
 

@@ -119,6 +119,34 @@ def test_resume_after_a_crash_judges_each_trace_exactly_once(tmp_path: Path, ser
     assert server.chat_requests == []
 
 
+def test_identical_traces_in_two_files_get_a_result_each_from_one_judgement(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    a, b = chat_jsonl(tmp_path / "a.jsonl", 2), chat_jsonl(tmp_path / "b.jsonl", 2)
+    out = tmp_path / "results.jsonl"
+
+    def sources(diagnoses: list[Diagnosis]) -> list[tuple[str | None, int | None]]:
+        return [(d.source.path, d.source.record) for d in diagnoses]
+
+    results = classify_many([a, b], output=out, concurrency=4, **llm(server))
+    assert ids(results[:2]) == ids(results[2:])  # same id and content in both files
+    assert sources(results) == [(str(a), 0), (str(a), 1), (str(b), 0), (str(b), 1)]
+    assert len(server.chat_requests) == 2  # one judgement per distinct trace
+    assert [d.usage.cached for d in results] == [False, False, True, True]
+    assert [d.usage.llm_calls for d in results[2:]] == [0, 0]
+    assert sorted(sources(read_results(out)), key=str) == sorted(sources(results), key=str)
+    # A rerun finds every input by its own line: no call, each keeps its source.
+    server.reset()
+    again = classify_many([a, b], output=out, **llm(server))
+    assert server.chat_requests == [] and sources(again) == sources(results)
+    assert len(read_results(out)) == 4
+    # The same traces in a new file: copied from the output with the new source, no call.
+    c = chat_jsonl(tmp_path / "c.jsonl", 2)
+    third = classify_many([a, b, c], output=out, **llm(server))
+    assert server.chat_requests == [] and sources(third[4:]) == [(str(c), 0), (str(c), 1)]
+    assert len(read_results(out)) == 6
+
+
 def test_error_results_are_retried_on_resume_and_replaced(tmp_path: Path, server: FakeLLMServer) -> None:
     path = chat_jsonl(tmp_path / "runs.jsonl", 4)
     out = tmp_path / "results.jsonl"

@@ -6,7 +6,9 @@ traces, files and folders (a file may hold many traces), judge each trace once, 
 ``status="error"`` and the reason; it never stops the others (``raise_on_error=True`` does).
 
 With ``output=`` every result is appended to a JSONL file as it finishes, and a rerun skips the
-traces already there (same trace id, content hash and judge configuration) without calling the LLM.
+traces already there (same trace id, content hash, source file and record, and judge answer
+parameters) without calling the LLM. The same trace read from two files gets a result line for
+each, with its own ``source``, from one judgement.
 
 Example:
     >>> import mast

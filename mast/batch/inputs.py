@@ -1,7 +1,8 @@
 """What a batch works on: every trace under the given files and folders, as :class:`WorkItem` s.
 
-The unit of work is one trace. Each item knows its position in the input order, its resume key
-(trace id + content hash) and where it came from. A record that could not be read is an item too
+The unit of work is one trace. Each item knows its position in the input order, what it holds
+(:attr:`WorkItem.key`: trace id + content hash), where it came from and so its resume key
+(:attr:`WorkItem.resume_key`: the content key plus source path and record). A record that could not be read is an item too
 (it becomes an ``error`` result in the output), and so is a file that cannot be read at all
 (reported and skipped: it has no trace id to resume by, so it is never written). Traces are kept in memory only up to a byte budget; beyond it an item keeps
 its location and the file is read again, in order, when the item's turn comes.
@@ -20,6 +21,11 @@ from mast.diagnosis import SourceRef
 from mast.errors import TraceFormatError, UsageError
 from mast.normalize import _looks_like_path, iter_paths, iter_traces
 from mast.trace import Trace
+
+ContentKey = tuple[str, str | None]
+"""``(trace_id, trace_hash)``: what a trace holds."""
+ResumeKey = tuple[str, str | None, str | None, int | None]
+"""``(trace_id, trace_hash, source path, source record)``: one input, as results record it."""
 
 KEEP_BYTES = 256 * 2**20
 """Keep parsed traces in memory while the input files read so far stay under this many bytes."""
@@ -49,9 +55,18 @@ class WorkItem:
     """Format to re-read the file with."""
 
     @property
-    def key(self) -> tuple[str, str | None]:
+    def key(self) -> ContentKey:
         """Identity of the judged content: the same key means the same answer can be reused."""
         return (self.trace_id, self.trace_hash)
+
+    @property
+    def resume_key(self) -> ResumeKey:
+        """Identity of this input: its content and where it was read from (path and record).
+
+        Two identical traces in different files (or records) are two inputs, each with its own
+        result line; a rerun finds each by this key.
+        """
+        return (self.trace_id, self.trace_hash, self.source.path, self.source.record)
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -21,10 +21,10 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from mast.batch.inputs import Reloader, WorkItem
+from mast.batch.inputs import ContentKey, Reloader, ResumeKey, WorkItem
 from mast.batch.limits import Budget, RateLimiter
 from mast.batch.store import ResultsFile
-from mast.diagnosis import Diagnosis, ErrorInfo, JudgeInfo, ModeVerdict
+from mast.diagnosis import Diagnosis, DiagnosisUsage, ErrorInfo, JudgeInfo, ModeVerdict
 from mast.errors import MastError, UsageError, error_info, one_line
 from mast.trace import Trace
 
@@ -32,8 +32,9 @@ JudgeFn = Callable[[Trace], Awaitable[Diagnosis]]
 """Judge one trace. Raising is fine: the batch turns the error into an ``error`` result."""
 
 Outcome = Literal["judged", "resumed", "duplicate", "unreadable"]
-"""How a result came about: judged now, read back from the output, shared with an identical trace
-earlier in the input, or an input record that could not be read."""
+"""How a result came about: judged now, read back from the output, copied (with its own source)
+from an identical trace judged earlier in the input or found in the output, or an input record
+that could not be read."""
 
 ResultCallback = Callable[[WorkItem, Diagnosis, Outcome], None]
 
@@ -95,21 +96,38 @@ def judge_fingerprint(info: JudgeInfo, params: Collection[str] | None = None) ->
     return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def reusable_results(
-    path: str | os.PathLike[str], info: JudgeInfo, wanted: Collection[tuple[str, str | None]]
-) -> dict[tuple[str, str | None], Diagnosis]:
-    """Results in a results file that a run of the judge ``info`` over ``wanted`` can reuse.
+def content_key(diagnosis: Diagnosis) -> ContentKey:
+    """What the judged trace held: ``(trace_id, trace_hash)`` (see :attr:`WorkItem.key`)."""
+    return (diagnosis.trace_id, diagnosis.trace_hash)
 
-    A result is reused when its trace id and content hash are wanted, its judge has the same
-    :func:`judge_fingerprint`, and it is not an ``error`` (errors are tried again).
+
+def resume_key(diagnosis: Diagnosis) -> ResumeKey:
+    """The input a result belongs to: content plus source path and record (see :attr:`WorkItem.resume_key`)."""
+    return (diagnosis.trace_id, diagnosis.trace_hash, diagnosis.source.path, diagnosis.source.record)
+
+
+def reusable_results(
+    path: str | os.PathLike[str], info: JudgeInfo, wanted: Collection[ContentKey]
+) -> dict[ResumeKey, Diagnosis]:
+    """Results in a results file that a run of the judge ``info`` over traces ``wanted`` can reuse.
+
+    The resume key is trace id + content hash + the judge's answer parameters + source (path and
+    record): a result is reused for the input it was written for when its trace id and content
+    hash are wanted, its judge has the same :func:`judge_fingerprint` (kind, model, prompt, taxonomy
+    and the parameters that change the answer, custom redaction patterns included), and it is not
+    an ``error`` (errors are tried again). Keyed by :func:`resume_key`; an identical trace read
+    from another file or record gets a copy with its own source, without a call.
     """
     identity = frozenset(info.params)
     mine = judge_fingerprint(info, identity)
-    done: dict[tuple[str, str | None], Diagnosis] = {}
+    done: dict[ResumeKey, Diagnosis] = {}
     for _, diagnosis in ResultsFile.read(path):
-        key = (diagnosis.trace_id, diagnosis.trace_hash)
-        if key in wanted and diagnosis.status != "error" and judge_fingerprint(diagnosis.judge, identity) == mine:
-            done[key] = diagnosis
+        if (
+            content_key(diagnosis) in wanted
+            and diagnosis.status != "error"
+            and judge_fingerprint(diagnosis.judge, identity) == mine
+        ):
+            done[resume_key(diagnosis)] = diagnosis
     return done
 
 
@@ -139,7 +157,8 @@ class BatchReport(BaseModel):
     llm_calls: int = 0
     """LLM calls made in this run."""
     cached: int = 0
-    """Results the judge's cache answered without a call."""
+    """Results answered without a call: by the judge's cache, or copied from an identical trace
+    (same id and content) read from another file or record."""
     cost_usd: float = 0.0
     """Dollars spent in this run, where the price is known."""
     cost_unknown: int = 0
@@ -221,6 +240,8 @@ class BatchRunner:
         self._failure: BaseException | None = None
         self._started_at = 0.0
         self._interrupts = 0
+        self._done: dict[ResumeKey, Diagnosis] = {}
+        self._done_content: dict[ContentKey, Diagnosis] = {}
 
     # -- control -----------------------------------------------------------------------------------
 
@@ -252,14 +273,14 @@ class BatchRunner:
         self._started_at = time.monotonic()
         self.results = [None] * len(items)
         self.report.total = sum(1 for item in items if not item.whole_file)
-        done = self._prepare_resume(items)
+        self._prepare_resume(items)
         loop = asyncio.get_running_loop()
         if catch_sigint:
             loop.add_signal_handler(signal.SIGINT, self.handle_sigint)
         try:
-            if self.judge.start is not None and any(item.error is None and item.key not in done for item in items):
+            if self.judge.start is not None and any(self._to_judge(item) for item in items):
                 await self.judge.start()
-            await self._feed(items, done)
+            await self._feed(items)
             await self._drain()
         finally:
             if catch_sigint:
@@ -276,24 +297,29 @@ class BatchRunner:
             raise self._failure
         return self.report
 
-    def _prepare_resume(self, items: Sequence[WorkItem]) -> dict[tuple[str, str | None], Diagnosis]:
-        """Results already in the output for this judge; drop stale ``error`` lines to retry them."""
+    def _prepare_resume(self, items: Sequence[WorkItem]) -> None:
+        """Find the results already in the output for this judge; drop stale ``error`` lines to retry them."""
         if self.results_file is None:
-            return {}
+            return
         self.report.repaired = self.results_file.repaired
-        wanted = {item.key for item in items}
-        done = reusable_results(self.results_file.path, self.judge.info, wanted)
+        done = reusable_results(self.results_file.path, self.judge.info, {item.key for item in items})
+        self._done = done
+        self._done_content = {content_key(d): d for d in done.values()}
         # Errors are worth another try (rate limits pass, providers recover). Their old lines go
-        # first, so each trace keeps exactly one line in the file.
+        # first, so each input keeps exactly one line in the file.
+        inputs = {item.resume_key for item in items}
         self.report.retried = self.results_file.rewrite_without(
-            lambda d: d.status == "error" and (d.trace_id, d.trace_hash) in wanted and (d.trace_id, d.trace_hash) not in done
+            lambda d: d.status == "error" and resume_key(d) in inputs and resume_key(d) not in done
         )
-        return done
 
-    async def _feed(self, items: Sequence[WorkItem], done: dict[tuple[str, str | None], Diagnosis]) -> None:
+    def _to_judge(self, item: WorkItem) -> bool:
+        """Whether ``item`` needs the judge: readable, and neither it nor an identical trace is in the output."""
+        return item.error is None and item.resume_key not in self._done and item.key not in self._done_content
+
+    async def _feed(self, items: Sequence[WorkItem]) -> None:
         semaphore = asyncio.Semaphore(self.concurrency)
         reloader = Reloader()
-        first_index: dict[tuple[str, str | None], int] = {}
+        first_index: dict[ContentKey, int] = {}
         duplicates: list[WorkItem] = []
         try:
             for item in items:
@@ -304,12 +330,16 @@ class BatchRunner:
                     # trace id to resume by, so it is only reported.
                     self._finish(item, self._error_result(item, item.error), "unreadable", write=not item.whole_file)
                     continue
-                previous = done.get(item.key)
+                previous = self._done.get(item.resume_key)
                 if previous is not None:
                     self._finish(item, previous, "resumed", write=False)
                     continue
                 if item.key in first_index:
-                    duplicates.append(item)
+                    duplicates.append(item)  # answered once the identical trace in flight is
+                    continue
+                same = self._done_content.get(item.key)
+                if same is not None:  # identical content from another file or record is in the output
+                    self._finish(item, _copy_for(item, same), "duplicate")
                     continue
                 await semaphore.acquire()
                 if self._stopping:
@@ -340,7 +370,8 @@ class BatchRunner:
         for item in duplicates:
             first = self.results[first_index[item.key]]
             if first is not None:
-                self._finish(item, first, "duplicate", write=False)
+                # Its own line with its own source; none when it is the very same input twice.
+                self._finish(item, _copy_for(item, first), "duplicate", write=resume_key(first) != item.resume_key)
 
     async def _drain(self) -> None:
         while self._tasks:
@@ -411,6 +442,8 @@ class BatchRunner:
             report.resumed += 1
         elif outcome == "unreadable":
             report.unreadable += 1
+        elif outcome == "duplicate":
+            report.cached += int(diagnosis.usage.cached)
         if diagnosis.status == "judged":
             for code in diagnosis.present_codes:
                 report.mode_counts[code] = report.mode_counts.get(code, 0) + 1
@@ -448,6 +481,12 @@ class BatchRunner:
             judge=self.judge.info,
             failure_modes=[v.model_copy() for v in self.judge.empty_verdicts],
         )
+
+
+def _copy_for(item: WorkItem, diagnosis: Diagnosis) -> Diagnosis:
+    """The result of an identical trace, for ``item``: its own source, and no call (as a cache hit)."""
+    usage = DiagnosisUsage(cost_usd=0.0, cached=True) if diagnosis.status != "error" else DiagnosisUsage()
+    return diagnosis.model_copy(update={"source": item.source, "usage": usage}, deep=True)
 
 
 def result_error_line(diagnosis: Diagnosis) -> str:

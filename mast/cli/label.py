@@ -28,7 +28,7 @@ from mast.batch import (
     results_path,
     scan,
 )
-from mast.batch.inputs import Reloader, parse_shard
+from mast.batch.inputs import Reloader, ResumeKey, parse_shard
 from mast.batch.judges import judge_for
 from mast.batch.runner import file_error_line, result_error_line, reusable_results
 from mast.batch.table import TABLE_SUFFIXES, write_table
@@ -87,8 +87,8 @@ def command(
 
     Files and folders are walked (a file may hold many traces). Each result is appended to OUTPUT
     as one JSON line the moment it is ready, so an interrupted run loses only the traces in flight;
-    running the same command again skips every trace already in OUTPUT (same trace id, content and
-    judge settings) without calling the LLM, and retries the ones that ended in error. --overwrite
+    running the same command again skips every trace already in OUTPUT (same trace id, content,
+    file and record, and judge settings) without calling the LLM, and retries the ones that ended in error. --overwrite
     starts over. Ctrl-C stops starting traces and finishes the ones in flight (twice: abandons
     them).
 
@@ -228,10 +228,12 @@ def _tokens(count: int) -> str:
 
 def _dry_run(items: Sequence[WorkItem], judge: BatchJudge, jsonl: Path, overwrite: bool, as_json: bool) -> None:
     """Print what the run would judge and what it would cost; nothing is sent."""
-    done: set[tuple[str, str | None]] = set()
+    done: set[ResumeKey] = set()
     if not overwrite and jsonl.exists():
         done = set(reusable_results(jsonl, judge.info, {item.key for item in items}))
-    todo = [i for i in items if i.error is None and i.key not in done]
+    done_content = {(trace_id, trace_hash) for trace_id, trace_hash, _, _ in done}
+    # An identical trace (same id and content) from another file or record costs no call.
+    todo = [i for i in items if i.error is None and i.resume_key not in done and i.key not in done_content]
     unique = list({i.key: i for i in todo}.values())
     input_tokens = output_tokens = 0
     cost: float | None = 0.0
@@ -249,7 +251,7 @@ def _dry_run(items: Sequence[WorkItem], judge: BatchJudge, jsonl: Path, overwrit
     traces = sum(1 for i in items if not i.whole_file)
     plan = {
         "traces": traces,
-        "already_done": sum(1 for i in items if i.key in done),
+        "already_done": sum(1 for i in items if i.resume_key in done),
         "unreadable": sum(1 for i in items if i.error is not None and not i.whole_file),
         "files_skipped": sum(1 for i in items if i.whole_file),
         "to_judge": len(unique),

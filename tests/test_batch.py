@@ -174,6 +174,31 @@ def test_a_changed_judge_configuration_is_judged_again(tmp_path: Path, server: F
     assert len(server.chat_requests) == 3 and len(read_results(out)) == 3
 
 
+def test_custom_redaction_patterns_change_the_cache_and_resume_keys(
+    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = chat_jsonl(tmp_path / "runs.jsonl", 2)
+    out = tmp_path / "results.jsonl"
+    cached = llm(server, cache=True)
+    classify_many([path], **cached)
+    assert len(server.chat_requests) == 2
+    server.reset()
+    classify_many([path], output=out, **cached)
+    assert server.chat_requests == []  # the cache answers
+    patterns = tmp_path / "patterns.yaml"
+    # Matches nothing in these traces, yet the judge must not assume so: the key changes.
+    patterns.write_text("ticket: 'TICKET-[0-9]+'\n", encoding="utf-8")
+    monkeypatch.setenv("MAST_REDACT_PATTERNS", str(patterns))
+    server.reset()
+    results = classify_many([path], output=out, **cached)
+    assert len(server.chat_requests) == 2  # neither resumed nor cached under other redaction
+    assert all(d.judge.params["redact_patterns"] for d in results)
+    server.reset()
+    classify_many([path], output=out, **cached)
+    assert server.chat_requests == []  # resumed under the same patterns
+    assert len(read_results(out)) == 4
+
+
 def test_budget_stops_starting_traces_and_the_rest_resumes(tmp_path: Path, server: FakeLLMServer) -> None:
     n = 12
     path = chat_jsonl(tmp_path / "runs.jsonl", n)

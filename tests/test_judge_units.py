@@ -225,6 +225,35 @@ def test_cache_key_is_canonical() -> None:
     assert cache_key({"a": 1}) != cache_key({"a": 2})
 
 
+def test_custom_redaction_patterns_are_in_the_answer_params(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mast.errors import UsageError
+    from mast.judge.config import JudgeConfig
+
+    llm = JudgeConfig(model="openai/gpt-4o-mini")
+    plain = llm.answer_params()
+    assert plain["redact_patterns"] is None
+    patterns = tmp_path / "patterns.yaml"
+    patterns.write_text("ticket: 'TICKET-[0-9]+'\n", encoding="utf-8")
+    monkeypatch.setenv("MAST_REDACT_PATTERNS", str(patterns))
+    from_file = llm.answer_params()
+    assert from_file["redact_patterns"] and cache_key(from_file) != cache_key(plain)
+    patterns.write_text("ticket: 'TKT-[0-9]+'\n", encoding="utf-8")  # an edit is seen at once
+    edited = llm.answer_params()["redact_patterns"]
+    assert edited not in (None, from_file["redact_patterns"])
+    # Patterns given in the config count too, after the file's; a mapping is read as pairs.
+    more = JudgeConfig(model="openai/gpt-4o-mini", redact_patterns={"badge": "B-[0-9]{4}"})
+    assert more.redact_patterns == (("badge", "B-[0-9]{4}"),)
+    assert more.answer_params()["redact_patterns"] not in (None, edited)
+    # Nothing is redacted, or the detectors judge (they never redact): the patterns change nothing.
+    assert JudgeConfig(model="openai/gpt-4o-mini", redact=False).answer_params()["redact_patterns"] is None
+    assert JudgeConfig(judge="detectors").answer_params()["redact_patterns"] is None
+    monkeypatch.setenv("MAST_REDACT_PATTERNS", str(tmp_path / "missing.yaml"))
+    with pytest.raises(UsageError, match="MAST_REDACT_PATTERNS"):
+        llm.answer_params()
+    with pytest.raises(UsageError, match="does not compile"):
+        JudgeConfig.from_options(redact_patterns=[("bad", "(")])
+
+
 def test_cache_roundtrip_info_and_clear(tmp_path: Path) -> None:
     cache = JudgeCache(tmp_path)
     assert cache.get("k") is None

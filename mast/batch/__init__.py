@@ -64,6 +64,7 @@ __all__ = [
     "WorkItem",
     "aclassify_many",
     "classify_many",
+    "configured_judge",
     "judge_fingerprint",
     "read_results",
     "results_path",
@@ -195,10 +196,43 @@ def _batch_judge(
 ) -> BatchJudge:
     if isinstance(judge, BatchJudge):
         return judge
+    config = config or JudgeConfig.from_options(**options)
+    if judge is None:
+        return configured_judge(config, raise_on_error=raise_on_error)
     from mast.batch.judges import judge_for
 
-    built = judge_for(config or JudgeConfig.from_options(**options), raise_on_error=raise_on_error)
-    if judge is not None:
-        built.call = judge
+    built = judge_for(config, raise_on_error=raise_on_error)
+    built.call = judge
+    return built
+
+
+def configured_judge(config: JudgeConfig, *, raise_on_error: bool = False) -> BatchJudge:
+    """The judge ``config`` describes, for a batch, with every result recording what resume compares.
+
+    Results name their judge's answer parameters in ``judge.params``, and resume reuses a result only
+    when those match (:func:`judge_fingerprint`). The LLM judge's own record leaves out the custom
+    redaction patterns, which change what it sees; they are added here (as
+    :meth:`JudgeConfig.answer_params` fingerprints them) until the judge records them itself.
+
+    Raises:
+        UsageError: as :func:`mast.batch.judges.judge_for`.
+    """
+    from mast.batch.judges import judge_for
+
+    built = judge_for(config, raise_on_error=raise_on_error)
+    if config.kind == "detectors" or "redact_patterns" in built.info.params:
+        return built
+    missing = {"redact_patterns": config.answer_params()["redact_patterns"]}
+    built.info = built.info.model_copy(update={"params": {**built.info.params, **missing}})
+    call = built.call
+
+    async def recorded(trace: Trace) -> Diagnosis:
+        diagnosis = await call(trace)
+        if all(name in diagnosis.judge.params for name in missing):
+            return diagnosis
+        judge = diagnosis.judge.model_copy(update={"params": {**missing, **diagnosis.judge.params}})
+        return diagnosis.model_copy(update={"judge": judge})
+
+    built.call = recorded
     return built
 

@@ -25,11 +25,11 @@ from mast.batch import (
     BatchRunner,
     ResultsFile,
     WorkItem,
+    configured_judge,
     results_path,
     scan,
 )
 from mast.batch.inputs import Reloader, ResumeKey, parse_shard
-from mast.batch.judges import judge_for
 from mast.batch.runner import file_error_line, result_error_line, reusable_results
 from mast.batch.table import TABLE_SUFFIXES, write_table
 from mast.cli._judge_options import judge_options
@@ -113,7 +113,7 @@ def command(
     if output.suffix.lower() not in (".jsonl", ".ndjson", *TABLE_SUFFIXES):
         raise UsageError(f"-o {output}: use a name ending in .jsonl (or .csv / .parquet for a table as well)")
     jsonl = results_path(output)
-    judge = judge_for(judge_config)
+    judge = configured_judge(judge_config)
     if judge.notice:
         stderr.print(f"mast: {judge.notice}", markup=False, highlight=False)
     progress_on = stderr.is_terminal if show_progress is None else show_progress

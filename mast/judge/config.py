@@ -8,11 +8,16 @@ retries or concurrency.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from mast.errors import UsageError
 
@@ -83,8 +88,23 @@ class JudgeConfig(BaseModel):
     """Replace secrets and personal data before the trace leaves the process."""
     redact_ips: bool = False
     """Also replace IPv4 addresses (off by default: IT traces need them)."""
+    redact_patterns: tuple[tuple[str, str], ...] = ()
+    """More things to redact, as ``(kind name, regex)`` pairs (a mapping works too), on top of the
+    built-in rules and the ``name: regex`` file named by ``MAST_REDACT_PATTERNS``."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword arguments passed to ``litellm.acompletion`` (not part of the answer key)."""
+
+    @field_validator("redact_patterns", mode="before")
+    @classmethod
+    def _pairs(cls, value: Any) -> Any:
+        pairs = tuple(value.items()) if isinstance(value, Mapping) else value
+        for pair in pairs or ():
+            if isinstance(pair, list | tuple) and len(pair) == 2 and isinstance(pair[1], str):
+                try:
+                    re.compile(pair[1])
+                except re.error as exc:
+                    raise ValueError(f"redaction pattern {pair[0]!r} does not compile: {exc}") from None
+        return pairs
 
     @classmethod
     def from_options(cls, **options: Any) -> JudgeConfig:
@@ -115,7 +135,15 @@ class JudgeConfig(BaseModel):
         return self.judge
 
     def answer_params(self) -> dict[str, Any]:
-        """What changes the answer: the only options hashed into cache and resume keys."""
+        """What changes the answer: the only options hashed into cache and resume keys.
+
+        ``redact_patterns`` is a fingerprint of the custom redaction patterns in force (the
+        ``MAST_REDACT_PATTERNS`` file, then :attr:`redact_patterns`), ``None`` when there are none:
+        they change what the LLM judge sees.
+
+        Raises:
+            UsageError: ``MAST_REDACT_PATTERNS`` names a file that cannot be read as patterns.
+        """
         return {
             "kind": self.kind,
             "model": self.model if self.kind != "detectors" else None,
@@ -125,4 +153,40 @@ class JudgeConfig(BaseModel):
             "hints": self.hints if self.kind == "llm" else None,
             "redact": self.redact,
             "redact_ips": self.redact_ips,
+            "redact_patterns": self.redact_patterns_fingerprint() if self.kind != "detectors" else None,
         }
+
+    def redact_patterns_fingerprint(self) -> str | None:
+        """sha256 of the custom redaction patterns in force, in the order they apply; ``None`` when none.
+
+        Raises:
+            UsageError: ``MAST_REDACT_PATTERNS`` names a file that cannot be read as patterns.
+        """
+        if not self.redact:
+            return None
+        pairs = [*_env_patterns(), *self.redact_patterns]
+        if not pairs:
+            return None
+        return "sha256:" + hashlib.sha256(orjson.dumps(pairs)).hexdigest()
+
+
+def _env_patterns() -> tuple[tuple[str, str], ...]:
+    """The ``name, regex`` pairs of the ``MAST_REDACT_PATTERNS`` file (read again when it changes)."""
+    from mast.redact import PATTERNS_ENV
+
+    path = os.environ.get(PATTERNS_ENV, "")
+    if not path:
+        return ()
+    try:
+        stat = os.stat(path)
+    except OSError as exc:
+        raise UsageError(f"{PATTERNS_ENV}={path}: {exc.strerror or exc}") from exc
+    return _load_env_patterns(path, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=8)
+def _load_env_patterns(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, str], ...]:
+    # mtime and size are only part of the cache key: an edited file is read again.
+    from mast.redact import load_patterns
+
+    return tuple(load_patterns(path).items())

@@ -135,6 +135,21 @@ def test_near_identical_messages_are_repetition() -> None:
     assert writer and writer[0].steps == [1, 3, 5]
 
 
+def test_long_messages_compared_word_by_word() -> None:
+    """A long message re-sent with two small edits far apart repeats; a template whose numbers all change does not."""
+    body = " ".join(f"check {i}: the {w} service answers on its port and logs nothing unusual." for i, w in enumerate(["cart", "auth", "search", "mail", "ledger", "audit"] * 8))
+    edited = body.replace("check 3:", "check 3 -").replace("check 40:", "check 40 -")
+    t = trace(user("Audit every service."), msg("auditor", body), msg("lead", "Go on."), msg("auditor", edited), msg("lead", "Go on."), msg("auditor", body))
+    report = run_detectors(t)
+    assert [f.steps for f in findings(report, "step_repetition") if "auditor" in f.message] == [[1, 3, 5]]
+
+    def turn(n: int) -> str:
+        return f"Turn {n}: " + " ".join(f"item{n}_{j} costs {(n * 7 + j) % 97} units in batch {j % 13}" for j in range(40))
+
+    t = trace(user("Price every item."), *[msg("pricer", turn(n)) for n in range(1, 5)])
+    assert run_detectors(t).present("1.3") is False
+
+
 def test_same_report_after_new_work_is_not_repetition() -> None:
     status = "I ran the whole test suite against this version: 12 tests passed and none failed."
     t = trace(

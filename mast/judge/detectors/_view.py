@@ -10,21 +10,30 @@ information.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
-from functools import cached_property
+from functools import cached_property, lru_cache
+from operator import mul
 
 import orjson
 
 from mast.trace import Step, Trace
 
 NEAR_IDENTICAL = 0.9
-"""difflib ratio from which two agent messages count as the same message."""
+"""Share of characters two agent messages must have in common, in order, to count as the same message."""
+SHARED_WORDS = 0.8
+"""Share of characters (whitespace aside) that must lie in words both texts contain, for them to be the same."""
 MIN_MESSAGE_CHARS = 20
 """Normalised messages shorter than this (``ok``, ``done``...) are never treated as actions."""
 _COMPARE_CHARS = 2_000
 """Only this much of each message is compared, to keep the check linear in trace length."""
+_GAP_CHARS = 500
+"""Within one differing stretch, at most this many characters of each side are aligned character by character."""
+# A word or one punctuation mark, with the whitespace before it: the pieces add up to the text.
+_TOKEN = re.compile(r"\s*(?:\w+|[^\w\s])")
+_WORD = re.compile(r"\w+|\S")
 
 # Every alternative starts on a hex digit: the lookahead lets the regex skip other characters fast.
 _VOLATILE = re.compile(
@@ -106,7 +115,18 @@ def flatten(text: str) -> str:
 
 
 def same_text(a: str, b: str) -> bool:
-    """True when two normalised texts are identical or near-identical (difflib ratio >= 0.9)."""
+    """True when two normalised texts are identical or near-identical.
+
+    Near-identical means two things, both computed on the first ``_COMPARE_CHARS`` of each text:
+
+    - they say the same words: at least :data:`SHARED_WORDS` of their words (weighted by length,
+      in any order) are found in both. A template whose every number or name changed is a
+      different message; and this cheap test spares the alignment below for most pairs;
+    - at least :data:`NEAR_IDENTICAL` of the characters of both can be matched in order,
+      ``2 * matched / (len(a) + len(b))`` as :class:`difflib.SequenceMatcher` counts it. The
+      alignment is made word by word, then character by character only inside the stretches that
+      differ, so it stays cheap on long texts.
+    """
     if a == b:
         return True
     if not a or not b:
@@ -115,9 +135,74 @@ def same_text(a: str, b: str) -> bool:
     # ratio = 2 * matches / (len(a) + len(b)) cannot reach the threshold below this length ratio.
     if short / long < NEAR_IDENTICAL / (2 - NEAR_IDENTICAL):
         return False
-    # autojunk off: with it, long texts made of common characters (code) score near zero.
-    matcher = SequenceMatcher(None, a[:_COMPARE_CHARS], b[:_COMPARE_CHARS], autojunk=False)
-    return matcher.quick_ratio() >= NEAR_IDENTICAL and matcher.ratio() >= NEAR_IDENTICAL
+    wa, wb = _words(a), _words(b)
+    common = wa.bag.keys() & wb.bag.keys()
+    shared = sum(map(min, map(wa.bag.__getitem__, common), map(wb.bag.__getitem__, common)))
+    if 2 * shared < SHARED_WORDS * (wa.weight + wb.weight):
+        return False
+    ta, tb = _tokens(a), _tokens(b)
+    total = _chars(ta) + _chars(tb)
+    need = NEAR_IDENTICAL * total / 2
+    # Common head and tail first: the usual case is a message re-sent with a small change.
+    n = min(len(ta), len(tb))
+    head = 0
+    while head < n and ta[head] == tb[head]:
+        head += 1
+    tail = 0
+    while tail < n - head and ta[-1 - tail] == tb[-1 - tail]:
+        tail += 1
+    ma, mb = ta[head : len(ta) - tail], tb[head : len(tb) - tail]
+    matched = _chars(ta[:head]) + _chars(ta[len(ta) - tail :])
+    if matched >= need:
+        return True
+    if matched + min(_chars(ma), _chars(mb)) < need:
+        return False
+    # autojunk off: with it, frequent words (``the``, brackets in code) would never be matched.
+    gaps: list[tuple[str, str]] = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, ma, mb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            matched += _chars(ma[i1:i2])
+        elif tag == "replace":
+            gaps.append(("".join(ma[i1:i2])[:_GAP_CHARS], "".join(mb[j1:j2])[:_GAP_CHARS]))
+    if matched >= need:
+        return True
+    possible = matched + sum(min(len(x), len(y)) for x, y in gaps)
+    for x, y in gaps:
+        if possible < need:
+            return False
+        found = sum(block.size for block in SequenceMatcher(None, x, y, autojunk=False).get_matching_blocks())
+        matched += found
+        possible -= min(len(x), len(y)) - found
+        if matched >= need:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class _Words:
+    bag: dict[str, int]
+    """Each word or punctuation mark -> its characters in the text (length x occurrences)."""
+    weight: int
+    """Characters of the text outside whitespace (the bag's total)."""
+
+
+# Cached: an action's text is compared with the one before it and the one after it.
+@lru_cache(maxsize=256)
+def _words(text: str) -> _Words:
+    counts = Counter(_WORD.findall(text, 0, _COMPARE_CHARS))
+    # Built with map and zip rather than a loop: this runs once for every message of a long chat.
+    bag = dict(zip(counts, map(mul, counts.values(), map(len, counts)), strict=True))
+    return _Words(bag, sum(bag.values()))
+
+
+@lru_cache(maxsize=64)
+def _tokens(text: str) -> tuple[str, ...]:
+    """Words and punctuation marks, each with the whitespace before it: they add up to the text."""
+    return tuple(_TOKEN.findall(text, 0, _COMPARE_CHARS))
+
+
+def _chars(tokens: tuple[str, ...]) -> int:
+    return sum(map(len, tokens))
 
 
 def is_filler(text: str) -> bool:

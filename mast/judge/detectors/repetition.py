@@ -2,8 +2,8 @@
 
 An *action* is a tool call (tool name + normalised arguments) or a substantive agent message
 (20+ normalised characters, not a courtesy or ``continue`` filler). Two consecutive actions of the
-same actor repeat each other when they are the same (messages: difflib ratio >= 0.9) **and nothing
-new came back between them**: nothing at all came back after the first, or what came back after
+same actor repeat each other when they are the same (messages: near-identical, see
+:func:`~mast.judge.detectors._view.same_text`) **and nothing new came back between them**: nothing at all came back after the first, or what came back after
 the first equals what came back after the second, or both answer the same input (timestamps, ids
 and durations masked).
 
@@ -255,7 +255,9 @@ def loop_to_end_findings(view: TraceView, chains: list[Chain]) -> list[Finding]:
     actions = _actions(view)
     inside = [a for a in actions if first <= a.view.index <= end]
     after = [a for a in actions if a.view.index > end]
-    if any(not any(same_text(a.signature, b.signature) for b in inside) for a in after):
+    # Each distinct action inside the loop once: a loop repeats a few actions many times.
+    known = {a.signature for a in inside}
+    if any(a.signature not in known and not any(same_text(a.signature, b) for b in known) for a in after):
         return []
     actors = sorted({a.view.actor for a in inside + after if not a.view.is_user})
     steps = [a.view.index for a in inside + after]

@@ -46,6 +46,13 @@ TAIL_STEPS = 3
 """How many of the last steps are searched for a limit notice."""
 
 _TERMINATE = re.compile(r"\bTERMINATE\W{0,3}$")
+_TERMINATE_TAIL = 20
+"""``_TERMINATE`` is anchored at the end: searching the last characters finds it without a scan of the whole text."""
+
+
+def _ends_with_terminate(text: str) -> bool:
+    return bool(_TERMINATE.search(text.rstrip()[-_TERMINATE_TAIL:]))
+
 _DONE = re.compile(
     r"\bterminate\b|\bfinal answer\b|\\boxed\{|\btask complete\b"
     r"|(?<!before the )(?<!until the )\b(?:task|work|job|problem|issue|request)\s+(?:is|has been|was)\s+(?:now\s+)?(?:complete|completed|done|finished|solved|resolved)\b"
@@ -204,7 +211,7 @@ def after_terminate_findings(view: TraceView) -> list[Finding]:
     """1.5: an agent said ``TERMINATE`` but the run went on with more work."""
     live = view.live()
     for position, v in enumerate(live):
-        if v.index == 0 or not v.is_agent or not _TERMINATE.search(v.step.content.strip()):
+        if v.index == 0 or not v.is_agent or not _ends_with_terminate(v.step.content):
             continue
         later = live[position + 1:]
         if any(w.is_user and w.message_action for w in later):
@@ -307,7 +314,7 @@ def premature_findings(view: TraceView, *, limit_step: int | None) -> tuple[list
     content = final.step.content.strip()
     if final is last and content and _hands_over(content):
         return [], False, f"the run ends on {final.actor} asking someone else to act or answer; a rule cannot tell whether the task was over"
-    if final is last and content and _ANNOUNCE.search(_last_sentence(content)) and not _TERMINATE.search(content):
+    if final is last and content and _ANNOUNCE.search(_last_sentence(content)) and not _ends_with_terminate(content):
         sentence = matching_sentence(content, _ANNOUNCE) or content[-120:]
         return [_finding(final, 0.55, f"step {final.index}: the run ends on {final.actor} announcing more work (\"{inline(sentence, 100)}\") that never happens", sentence, f"step {final.index}: the run ends on an agent announcing more work that never happens")], True, ""
     if view.trace.status == "error" and view.trace.error and not (final.message_action and final is last):

@@ -130,6 +130,18 @@ def test_codex_hand_made_failure_fixture(traces_dir: Path) -> None:
     assert unpaired(trace) == (set(), set())
 
 
+def test_codex_line_whose_type_is_an_object_is_skipped_with_a_warning(traces_dir: Path, tmp_path: Path) -> None:
+    # Found by fuzzing: an object in "type" could not be looked up in the set of line types.
+    source = traces_dir / CODEX / "rollout-2026-01-02T19-00-00-019b7f95-0000-7000-0000-000000000001.jsonl"
+    odd = tmp_path / "rollout.jsonl"
+    lines = source.read_bytes().rstrip(b"\n").split(b"\n")
+    odd.write_bytes(b"\n".join([*lines, b'{"type": {"kind": "event_msg"}, "payload": {}}']) + b"\n")
+    expected = load_trace(source)
+    trace = only(odd, "codex_rollout")
+    assert [s.content for s in trace.steps] == [s.content for s in expected.steps]
+    assert f"skipped line {len(lines) + 1}: not a rollout line (no type/payload)" in trace.warnings
+
+
 def test_codex_large_tui_run(traces_dir: Path) -> None:
     trace = only(traces_dir / CODEX / "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl", "codex_rollout")
     assert trace.agents[0].model == "gpt-5.5"

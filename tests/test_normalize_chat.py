@@ -337,3 +337,36 @@ def test_every_chat_sample_reads(chat_dir: Path, anthropic_dir: Path) -> None:
         assert trace.source.format in ("openai_chat", "anthropic_messages")
         assert trace.steps and all(s.index == i for i, s in enumerate(trace.steps))
         assert trace.to_transcript().text.startswith("[S0]")
+
+
+def test_tool_calls_that_are_not_a_list_are_kept_and_noted() -> None:
+    # Found by fuzzing: `"tool_calls": true` made the reader iterate a bool.
+    trace = load_trace([
+        {"role": "user", "content": "restart the web pod"},
+        {"role": "assistant", "content": "restarting it now", "tool_calls": True},
+    ])
+    assert trace.source.format == "openai_chat"
+    assert [s.content for s in trace.steps] == ["restart the web pod", "restarting it now"]
+    assert trace.steps[1].tool_calls == [] and trace.steps[1].attributes["tool_calls"] is True
+    assert trace.warnings == ["a message's tool_calls is a bool, not a list: kept in the step's attributes"]
+    langchain = load_trace([
+        {"role": "user", "content": "restart the web pod"},
+        {"type": "ai", "content": "done", "tool_calls": 7},
+    ], format="openai_chat")
+    assert langchain.steps[1].content == "done" and langchain.steps[1].attributes["tool_calls"] == 7
+    assert langchain.warnings == ["a message's tool_calls is a int, not a list: kept in the step's attributes"]
+
+
+def test_a_type_that_is_a_list_is_no_dialect_marker() -> None:
+    # Found by fuzzing: a list in "type" could not be looked up in the sets of dialect types.
+    trace = load_trace([
+        {"role": "user", "content": "check the disk", "type": ["note"]},
+        {"role": "assistant", "content": [{"type": ["text"], "text": "disk is 91% full"}]},
+    ], format="openai_chat")
+    assert [s.content for s in trace.steps] == ["check the disk", "disk is 91% full"]
+    assert trace.steps[0].attributes["type"] == ["note"]
+    parts = load_trace([
+        {"role": "user", "content": [{"type": ["text"], "text": "check the disk"}]},
+        {"role": "assistant", "content": "disk is 91% full"},
+    ])
+    assert parts.source.format == "openai_chat" and parts.steps[0].content == "check the disk"

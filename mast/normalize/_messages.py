@@ -112,6 +112,8 @@ class Msg:
     """History-lookup keys, computed once (see :meth:`Timeline._lookup_keys`)."""
     shared: bool = field(default=False, repr=False, compare=False)
     """True for a cached conversion: copied before anything may change it (see :func:`_fresh`)."""
+    warnings: list[str] = field(default_factory=list, compare=False)
+    """Fields that could not be read as what they should be (kept in ``extra``), for the trace's warnings."""
 
     @property
     def empty(self) -> bool:
@@ -131,6 +133,26 @@ def norm_role(role: Any) -> str:
     """A chat role in the five-role vocabulary (``human`` -> ``user``, ``model`` -> ``assistant``...)."""
     text = str(role or "").strip().lower()
     return ROLE_ALIASES.get(text, text) or "user"
+
+
+def type_of(value: dict[str, Any]) -> str | None:
+    """``value["type"]`` when it is text; a list or object there names no dialect (and is unhashable)."""
+    kind = value.get("type")
+    return kind if isinstance(kind, str) else None
+
+
+def listed(value: dict[str, Any], key: str, extra: dict[str, Any], warnings: list[str]) -> list[Any]:
+    """``value[key]`` when it is a list (or absent); any other value is kept in ``extra`` and noted."""
+    got = value.get(key)
+    if isinstance(got, list):
+        return got
+    if isinstance(got, tuple):
+        return list(got)
+    if got in (None, "", {}, False):
+        return []
+    extra.setdefault(key, got)
+    warnings.append(f"a message's {key} is a {type(got).__name__}, not a list: kept in the step's attributes")
+    return []
 
 
 def as_dict(value: Any) -> dict[str, Any]:
@@ -236,7 +258,7 @@ def _call_from_openai(call: Any) -> ToolCall | None:
 def from_openai(message: dict[str, Any]) -> list[Msg]:
     """An OpenAI chat-completions message (also Langfuse's ChatML rendering of one)."""
     content = message.get("content")
-    if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in ANTHROPIC_BLOCKS for p in content):
+    if isinstance(content, list) and any(isinstance(p, dict) and type_of(p) in ANTHROPIC_BLOCKS for p in content):
         return from_anthropic(message)
     if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in ("tool-call", "tool-result") for p in content):
         return from_vercel(message)
@@ -259,15 +281,17 @@ def from_openai(message: dict[str, Any]) -> list[Msg]:
         result = ToolResult(call_id=message.get("tool_call_id"), name=message.get("name"), output=text_of(content))
         return [Msg(role="tool", tool_results=[result], id=message_id, extra=extra)]
     text, thought = _parts_text(content)
-    calls = [c for c in (_call_from_openai(x) for x in message.get("tool_calls") or []) if c]
+    warnings: list[str] = []
+    calls = [c for c in (_call_from_openai(x) for x in listed(message, "tool_calls", extra, warnings)) if c]
     kwargs = message.get("additional_kwargs")
     if not calls and isinstance(kwargs, dict):
-        calls = [c for c in (_call_from_openai(x) for x in kwargs.get("tool_calls") or []) if c]
+        calls = [c for c in (_call_from_openai(x) for x in listed(kwargs, "tool_calls", extra, warnings)) if c]
     legacy = message.get("function_call")
     if isinstance(legacy, dict) and legacy.get("name"):
         calls.append(tool_call(str(legacy["name"]), legacy.get("arguments")))
     name = message.get("name") if isinstance(message.get("name"), str) else None
-    return [Msg(role=role if role in CHAT_ROLES else "user", text=text, reasoning=thought, name=name, tool_calls=calls, id=message_id, extra=extra)]
+    return [Msg(role=role if role in CHAT_ROLES else "user", text=text, reasoning=thought, name=name, tool_calls=calls,
+                id=message_id, extra=extra, warnings=warnings)]
 
 
 def from_anthropic(message: dict[str, Any]) -> list[Msg]:
@@ -371,23 +395,26 @@ def from_langchain(message: dict[str, Any]) -> list[Msg]:
     if role == "tool":
         result = ToolResult(call_id=data.get("tool_call_id"), name=data.get("name"), output=text_of(content), is_error=data.get("status") == "error")
         return [Msg(role="tool", tool_results=[result], extra=extra)]
-    if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in ANTHROPIC_BLOCKS for p in content):
+    if isinstance(content, list) and any(isinstance(p, dict) and type_of(p) in ANTHROPIC_BLOCKS for p in content):
         msgs = from_anthropic({"role": role, "content": content})
         text, thought = "", ""
     else:
         msgs = []
         text, thought = _parts_text(content)
-    calls = [c for c in (_call_from_openai(x) for x in data.get("tool_calls") or []) if c]
+    warnings: list[str] = []
+    calls = [c for c in (_call_from_openai(x) for x in listed(data, "tool_calls", extra, warnings)) if c]
     kwargs = data.get("additional_kwargs")
     if not calls and isinstance(kwargs, dict):
-        calls = [c for c in (_call_from_openai(x) for x in kwargs.get("tool_calls") or []) if c]
+        calls = [c for c in (_call_from_openai(x) for x in listed(kwargs, "tool_calls", extra, warnings)) if c]
     name = data.get("name") if isinstance(data.get("name"), str) else None
     model = meta.get("model_name") if isinstance(meta.get("model_name"), str) else None
     if msgs:
         msgs[-1].tool_calls.extend(c for c in calls if c.id not in {x.id for x in msgs[-1].tool_calls})
         msgs[-1].name, msgs[-1].model, msgs[-1].usage = name, model, usage
+        msgs[-1].warnings.extend(warnings)
         return msgs
-    return [Msg(role=role, text=text, reasoning=thought, tool_calls=calls, name=name, id=data.get("id"), model=model, usage=usage, extra=extra)]
+    return [Msg(role=role, text=text, reasoning=thought, tool_calls=calls, name=name, id=data.get("id"), model=model, usage=usage,
+                extra=extra, warnings=warnings)]
 
 
 def from_gemini(content: dict[str, Any]) -> list[Msg]:
@@ -530,18 +557,18 @@ def _is_message(item: Any) -> bool:
         return True
     if item.get("lc") and isinstance(item.get("kwargs"), dict):
         return True
-    if item.get("type") in RESPONSES_ITEM_TYPES and item.get("type") != "message":
+    if type_of(item) in RESPONSES_ITEM_TYPES and item.get("type") != "message":
         return True
     if "toolCallId" in item and "toolName" in item:
         return True
     if isinstance(item.get("role"), str) and ("content" in item or "tool_calls" in item):
         return True
-    return item.get("type") in LANGCHAIN_TYPES and "content" in item
+    return type_of(item) in LANGCHAIN_TYPES and "content" in item
 
 
 def from_item(item: dict[str, Any]) -> list[Msg]:
     """One message-like dict in whichever dialect it is written."""
-    if item.get("lc") or (item.get("type") in LANGCHAIN_TYPES and "role" not in item and "content" in item):
+    if item.get("lc") or (type_of(item) in LANGCHAIN_TYPES and "role" not in item and "content" in item):
         return from_langchain(item)
     if "toolCallId" in item and "toolName" in item and "role" not in item:
         args = item.get("input", item.get("args"))
@@ -551,12 +578,12 @@ def from_item(item: dict[str, Any]) -> list[Msg]:
         if all(isinstance(p, dict) and "type" in p for p in parts):
             return from_otel(item)
         return from_gemini(item)
-    if item.get("type") in RESPONSES_ITEM_TYPES and (item.get("type") != "message" or isinstance(item.get("content"), list)):
+    if type_of(item) in RESPONSES_ITEM_TYPES and (item.get("type") != "message" or isinstance(item.get("content"), list)):
         return from_responses([item])
     content = item.get("content")
     if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in ("tool-call", "tool-result", "reasoning") for p in content):
         return from_vercel(item)
-    if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in ANTHROPIC_BLOCKS for p in content):
+    if isinstance(content, list) and any(isinstance(p, dict) and type_of(p) in ANTHROPIC_BLOCKS for p in content):
         return from_anthropic(item)
     return from_openai(item)
 
@@ -564,7 +591,7 @@ def from_item(item: dict[str, Any]) -> list[Msg]:
 def _from_list(items: list[Any]) -> list[Msg] | None:
     if not items or not all(_is_message(i) for i in items):
         return None
-    if any(isinstance(i, dict) and i.get("type") in RESPONSES_ITEM_TYPES for i in items) and not any(
+    if any(isinstance(i, dict) and type_of(i) in RESPONSES_ITEM_TYPES for i in items) and not any(
         isinstance(i, dict) and ("lc" in i or "parts" in i) for i in items
     ):
         return from_responses(items)
@@ -725,6 +752,8 @@ class Timeline:
         self.assistant_kind = assistant_kind
         self.system_prompts: dict[str, str] = {}
         self.framework_hints: set[str] = set()
+        self.warnings: list[str] = []
+        """What could not be read in the messages emitted (each once), for the trace's warnings."""
         self._seen: Counter[tuple[Any, ...]] = Counter()
         self._calls: list[_Call] = []
 
@@ -811,6 +840,7 @@ class Timeline:
             return None
         if msg.shared:
             msg = _fresh(msg)  # pairing below may set tool call ids: never on the cached copy
+        self.warnings.extend(w for w in msg.warnings if w not in self.warnings)
         fields["id"] = fields.get("id") or msg.id
         attributes = dict(fields.pop("attributes", None) or {})
         attributes.update({k: v for k, v in msg.extra.items() if k not in attributes})

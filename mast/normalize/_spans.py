@@ -305,6 +305,7 @@ def build_trace(
     agents = timeline.agents([a for a in known if a.name in used])
     if not timeline.steps:
         warnings.append("the spans produced no steps")
+    warnings.extend(timeline.warnings)
     return Trace(
         trace_id=trace_id,
         source=source,

@@ -280,7 +280,7 @@ class AnthropicMessages(TraceFormat):
             error=error,
             usage=usage,
             metadata=metadata,
-            warnings=warnings,
+            warnings=[*warnings, *timeline.warnings],
         )
 
 

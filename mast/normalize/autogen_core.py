@@ -51,7 +51,7 @@ def _results(items: Any) -> list[ToolResult]:
 
 def is_typed_message(obj: Any) -> bool:
     """True for an autogen-core or AgentChat message dict."""
-    return isinstance(obj, dict) and obj.get("type") in LLM_TYPES | AGENTCHAT_TYPES
+    return isinstance(obj, dict) and isinstance(obj.get("type"), str) and obj["type"] in LLM_TYPES | AGENTCHAT_TYPES
 
 
 def message_list(data: Any) -> list[Any] | None:

@@ -291,7 +291,8 @@ class _Rollout:
 
 
 def _looks_like_line(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("type") in LINE_TYPES and "payload" in value
+    # A type that is a list or object is no rollout line (and could not be looked up in a set).
+    return isinstance(value, dict) and isinstance(value.get("type"), str) and value["type"] in LINE_TYPES and "payload" in value
 
 
 class CodexRollout(TraceFormat):

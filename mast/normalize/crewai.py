@@ -214,6 +214,7 @@ class _Crew:
             error=self.errors[-1] if self.errors else None,
             usage=sum_usage(steps),
             metadata=metadata,
+            warnings=list(self.timeline.warnings),
         )
 
 
@@ -277,6 +278,7 @@ def _outputs_trace(data: Any, source: SourceInfo) -> Trace:
         status="error" if failed else "ok",
         usage=usage,
         metadata=metadata,
+        warnings=list(timeline.warnings),
     )
 
 

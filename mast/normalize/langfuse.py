@@ -318,7 +318,10 @@ class LangfuseChatML(TraceFormat):
             steps=timeline.steps,
             final_output=timeline.final_answer(),
             metadata=metadata,
-            warnings=["Langfuse ChatML rendering: observations in file order, no times; messages Langfuse could not render are missing"],
+            warnings=[
+                "Langfuse ChatML rendering: observations in file order, no times; messages Langfuse could not render are missing",
+                *timeline.warnings,
+            ],
         )
 
 

@@ -120,7 +120,10 @@ def _state_trace(state: dict[str, Any], source: SourceInfo) -> Trace:
         status="unknown",
         usage=usage,
         metadata=metadata,
-        warnings=[f"run paused for human approval of {len(pending)} tool call(s); the trace ends there"] if pending else [],
+        warnings=[
+            *([f"run paused for human approval of {len(pending)} tool call(s); the trace ends there"] if pending else []),
+            *timeline.warnings,
+        ],
     )
 
 
@@ -255,7 +258,7 @@ def _export_trace(trace_id: str, info: dict[str, Any], spans: list[dict[str, Any
         started_at=timeline.first_time(),
         ended_at=max((s.ended_at for s in timeline.steps if s.ended_at), default=None),
         metadata=metadata,
-        warnings=warnings,
+        warnings=[*warnings, *timeline.warnings],
     )
 
 

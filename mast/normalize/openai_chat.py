@@ -22,7 +22,15 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import usage_from
-from mast.normalize._messages import CHAT_ROLES, Msg, Timeline, apply_prompt_names, from_item, to_messages
+from mast.normalize._messages import (
+    CHAT_ROLES,
+    Msg,
+    Timeline,
+    apply_prompt_names,
+    from_item,
+    to_messages,
+    type_of,
+)
 from mast.normalize._sniff import json_head
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
@@ -61,7 +69,7 @@ def _is_chat_message(item: Any, *, strict: bool = True) -> bool:
     content = item.get("content")
     if isinstance(content, list):
         # Anthropic blocks and Vercel parts belong to their own formats.
-        kinds = {p.get("type") for p in content if isinstance(p, dict)}
+        kinds = {type_of(p) for p in content if isinstance(p, dict)}
         if kinds & {"tool_use", "tool_result", "thinking", "redacted_thinking", "tool-call", "tool-result"}:
             return False
     return True
@@ -235,6 +243,7 @@ def build_chat_trace(
         status="ok" if response is not None else "unknown",
         usage=usage,
         metadata=metadata,
+        warnings=list(timeline.warnings),
     )
     if not trace.steps:
         raise (raw.fail("the message list holds no messages with content", record=record) if raw else TraceFormatError("no messages with content"))

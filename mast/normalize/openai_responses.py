@@ -19,7 +19,7 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import usage_from
-from mast.normalize._messages import RESPONSES_ITEM_TYPES, Msg, Timeline, from_responses
+from mast.normalize._messages import RESPONSES_ITEM_TYPES, Msg, Timeline, from_responses, type_of
 from mast.normalize._sniff import json_head
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
@@ -35,8 +35,8 @@ def _is_item(item: Any) -> bool:
         content = item.get("content")
         if isinstance(content, str):
             return True  # EasyInputMessage: {"role", "content": "text"}
-        return isinstance(content, list) and all(isinstance(p, dict) and p.get("type") in _PART_TYPES for p in content)
-    return kind in RESPONSES_ITEM_TYPES
+        return isinstance(content, list) and all(isinstance(p, dict) and type_of(p) in _PART_TYPES for p in content)
+    return type_of(item) in RESPONSES_ITEM_TYPES
 
 
 def is_item_list(data: Any) -> bool:
@@ -161,6 +161,7 @@ class OpenAIResponses(TraceFormat):
             error=str((response or {}).get("error")) if (response or {}).get("error") else None,
             usage=usage,
             metadata=metadata,
+            warnings=list(timeline.warnings),
         )
 
 

@@ -229,6 +229,26 @@ def test_budget_stops_starting_traces_and_the_rest_resumes(tmp_path: Path, serve
     assert len(server.chat_requests) == n - judged
 
 
+def test_mode_prevalence_counts_only_traces_where_the_mode_was_assessed(tmp_path: Path) -> None:
+    from mast.diagnosis import empty_verdicts
+    from mast.taxonomy import load_taxonomy
+
+    path = chat_jsonl(tmp_path / "runs.jsonl", 4)
+    judge = judge_for(JudgeConfig(judge="detectors"))
+    verdict_11 = {0: True, 1: False}  # records 2 and 3: 1.1 not assessed; 1.2 never
+
+    async def call(trace: Any) -> Diagnosis:
+        verdicts = empty_verdicts(load_taxonomy())
+        verdicts[0].present = verdict_11.get(trace.source.record)
+        return Diagnosis(trace_id=trace.trace_id, trace_hash=trace.content_hash(), judge=judge.info, failure_modes=verdicts)
+
+    judge.call = call
+    runner = BatchRunner(judge)
+    report = asyncio.run(runner.run(list(scan([path]))))
+    assert report.statuses["judged"] == 4
+    assert report.mode_assessed == {"1.1": 2} and report.mode_counts == {"1.1": 1}
+
+
 def test_budget_needs_a_price(tmp_path: Path, server: FakeLLMServer) -> None:
     path = chat_jsonl(tmp_path / "runs.jsonl", 2)
     with pytest.raises(UsageError, match="budget"):

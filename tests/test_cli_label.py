@@ -83,6 +83,26 @@ def test_a_judge_error_line_names_the_record(tmp_path: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith(f"mast: {runs}#1: ") and lines[0].count(f"{runs}#1") == 1
 
 
+def test_summary_marks_modes_the_judge_did_not_assess(tmp_path: Path) -> None:
+    runs = chat_jsonl(tmp_path / "runs.jsonl", 3)
+    result = label(runs, "-o", tmp_path / "results.jsonl", "--judge", "detectors", "--json")
+    assert result.exit_code == 0, result.output
+    report = orjson.loads(result.stdout.strip().splitlines()[-1])
+    written = read_results(tmp_path / "results.jsonl")
+    assessed = {m.code: sum(d.verdict(m.code).present is not None for d in written) for m in written[0].failure_modes}
+    assert {code: n for code, n in assessed.items() if n} == report["mode_assessed"]
+    assert 0 < len(report["mode_assessed"]) < 14  # the detectors cover some modes, not all
+    rows = {line.split()[1]: line for line in result.stderr.splitlines() if line.startswith("│ ") and line.split()[1][:1].isdigit()}
+    assert len(rows) == 14
+    for code, row in rows.items():
+        cells = [c.strip() for c in row.strip("│").split("│")]
+        if code in report["mode_assessed"]:
+            count, n = report["mode_counts"].get(code, 0), report["mode_assessed"][code]
+            assert cells[2:] == [str(count), str(n), f"{count / n:.0%}"]
+        else:
+            assert cells[2:] == ["—", "—", "—"]  # not "0 / 0%": nothing was assessed
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

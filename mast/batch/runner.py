@@ -150,6 +150,9 @@ class BatchReport(BaseModel):
     """``path: reason`` for each input file that could not be read (skipped)."""
     mode_counts: dict[str, int] = Field(default_factory=dict)
     """Judged traces with each mode present."""
+    mode_assessed: dict[str, int] = Field(default_factory=dict)
+    """Judged traces in which each mode was assessed (present or absent, not ``None``): the
+    denominator of its prevalence. The offline detectors assess only some modes."""
     input_tokens: int = 0
     """Tokens sent in this run."""
     output_tokens: int = 0
@@ -445,8 +448,12 @@ class BatchRunner:
         elif outcome == "duplicate":
             report.cached += int(diagnosis.usage.cached)
         if diagnosis.status == "judged":
-            for code in diagnosis.present_codes:
-                report.mode_counts[code] = report.mode_counts.get(code, 0) + 1
+            for verdict in diagnosis.failure_modes:
+                if verdict.present is None:
+                    continue
+                report.mode_assessed[verdict.code] = report.mode_assessed.get(verdict.code, 0) + 1
+                if verdict.present:
+                    report.mode_counts[verdict.code] = report.mode_counts.get(verdict.code, 0) + 1
         if outcome == "judged":
             usage = diagnosis.usage
             report.input_tokens += usage.input_tokens

@@ -42,6 +42,8 @@ from mast.taxonomy import load_taxonomy
 EXIT_INTERRUPTED = 130
 MAX_ERROR_LINES = 20
 """Errors printed one per line as they happen; the rest are counted in the summary."""
+NOT_ASSESSED = "—"
+"""Shown for a mode no judged trace was assessed for (the detectors cover only some modes)."""
 
 
 @click.command("label")
@@ -307,14 +309,24 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
     judged = report.statuses.get("judged", 0)
     if judged:
         taxonomy = load_taxonomy(config.taxonomy)
-        modes = Table(title=f"failure modes in {judged} judged traces", title_justify="left")
+        modes = Table(
+            title=f"failure modes in {judged} judged traces",
+            title_justify="left",
+            caption=f"share: of the traces in which the mode was assessed; {NOT_ASSESSED} not assessed by this judge",
+            caption_justify="left",
+        )
         modes.add_column("mode")
         modes.add_column("name")
         modes.add_column("traces", justify="right")
+        modes.add_column("assessed", justify="right")
         modes.add_column("share", justify="right")
         for mode in taxonomy.modes:
+            assessed = report.mode_assessed.get(mode.code, 0)
+            if not assessed:
+                modes.add_row(mode.code, mode.name, NOT_ASSESSED, NOT_ASSESSED, NOT_ASSESSED)
+                continue
             count = report.mode_counts.get(mode.code, 0)
-            modes.add_row(mode.code, mode.name, str(count), f"{count / judged:.0%}")
+            modes.add_row(mode.code, mode.name, str(count), str(assessed), f"{count / assessed:.0%}")
         stderr.print(modes)
 
     if report.message:

@@ -13,9 +13,9 @@ SHARED = REPO.parent / "shared"
 
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """No test may reach a provider or reuse a user's cache."""
+    """No test may reach a provider, reuse a user's cache, or inherit a user's MAST_* settings."""
     for name in list(os.environ):
-        if name.endswith("_API_KEY") or name in ("MAST_MODEL", "MAST_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        if name.endswith("_API_KEY") or name.startswith("MAST_") or name in ("OPENAI_BASE_URL", "OPENAI_API_BASE"):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MAST_CACHE_DIR", str(tmp_path_factory.mktemp("mast-cache")))
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")

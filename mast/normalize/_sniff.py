@@ -8,8 +8,10 @@ first: it answers from the head alone whether the file may be theirs.
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from mast.normalize.base import RawInput
+from mast.errors import TraceFormatError
+from mast.normalize.base import JsonlLineError, RawInput
 
 _OTLP_HEAD = re.compile(r'^\s*\[?\s*\{\s*"(resourceSpans|resource_spans)"')
 
@@ -26,3 +28,20 @@ def json_head(raw: RawInput, *needles: str) -> bool:
     if head[:1] not in ("[", "{") or _OTLP_HEAD.match(head):
         return False
     return not needles or any(needle in head for needle in needles)
+
+
+def sniffed_json(raw: RawInput, *needles: str) -> Any | None:
+    """The parsed document when :func:`json_head` lets it through and it parses, else ``None``.
+
+    JSONL documents come back as their list of records with unparseable lines left out, which is
+    what every detector wants to look at.
+    """
+    if not json_head(raw, *needles):
+        return None
+    try:
+        data = raw.data()
+    except TraceFormatError:
+        return None
+    if raw.kind == "jsonl" and isinstance(data, list):
+        return [record for record in data if not isinstance(record, JsonlLineError)]
+    return data

@@ -33,7 +33,7 @@ from mast.normalize._otel_attrs import (
     framework_of,
     span_from_attributes,
 )
-from mast.normalize._sniff import json_head
+from mast.normalize._sniff import json_head, sniffed_json
 from mast.normalize._spans import Span, build_trace, output_text
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Trace
@@ -217,15 +217,8 @@ class LangfuseExport(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        if not json_head(raw, '"observations"', '"projectId"'):
-            return 0.0
-        try:
-            data = raw.data()
-        except TraceFormatError:
-            return 0.0
-        if raw.kind == "jsonl" and isinstance(data, list):
-            data = [d for d in data if not isinstance(d, JsonlLineError)]
-        return 0.95 if is_export(data) else 0.0
+        data = sniffed_json(raw, '"observations"', '"projectId"')
+        return 0.95 if data is not None and is_export(data) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """Yield the traces in ``raw``; a broken record yields its error."""

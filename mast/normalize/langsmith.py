@@ -21,7 +21,7 @@ from typing import Any
 from mast.errors import TraceFormatError
 from mast.normalize._common import parse_time, usage_from
 from mast.normalize._messages import Msg, as_dict, maybe_json, to_messages
-from mast.normalize._sniff import json_head
+from mast.normalize._sniff import sniffed_json
 from mast.normalize._spans import Span, build_trace
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Trace, Usage
@@ -203,14 +203,9 @@ class LangSmithRuns(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        if not json_head(raw, '"run_type"'):
+        data = sniffed_json(raw, '"run_type"')
+        if data is None:
             return 0.0
-        try:
-            data = raw.data()
-        except TraceFormatError:
-            return 0.0
-        if raw.kind == "jsonl" and isinstance(data, list):
-            data = [d for d in data if not isinstance(d, JsonlLineError)]
         if is_batch(data):
             return 0.95
         return 0.9 if is_runs(data) else 0.0

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from mast.errors import TraceFormatError
 from mast.normalize._common import as_dict, parse_time, text_of, usage_from
 from mast.normalize._messages import Msg, Timeline, compact, from_openai, from_responses
+from mast.normalize._sniff import sniffed_json
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, Trace, Usage
 
@@ -299,13 +300,8 @@ class OpenAIAgentsSDK(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """Sniff the head, then check the parsed shape."""
-        if raw.path is not None:
-            head = raw.head.lstrip("\ufeff").lstrip()
-            if not head.startswith(("[", "{")) or not any(k in head for k in ('"$schemaVersion"', '"trace.span"', '"span_data"')):
-                return 0.0
-        try:
-            data = raw.data()
-        except TraceFormatError:
+        data = sniffed_json(raw, '"$schemaVersion"', '"trace.span"', '"span_data"')
+        if data is None:
             return 0.0
         if _is_state(data):
             return 0.97

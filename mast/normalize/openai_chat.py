@@ -31,7 +31,7 @@ from mast.normalize._messages import (
     to_messages,
     type_of,
 )
-from mast.normalize._sniff import json_head
+from mast.normalize._sniff import sniffed_json
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
 
@@ -121,14 +121,11 @@ class OpenAIChat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        if not json_head(raw, '"role"', '"choices"'):
-            return 0.0
-        try:
-            data = raw.data()
-        except TraceFormatError:
+        data = sniffed_json(raw, '"role"', '"choices"')
+        if data is None:
             return 0.0
         if raw.kind == "jsonl" and isinstance(data, list):
-            records = [r for r in data if not isinstance(r, JsonlLineError)]
+            records = data
             if is_chat_list(records):
                 return 0.8
             if is_chat_list(records, strict=False):

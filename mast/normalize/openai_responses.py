@@ -20,7 +20,7 @@ from typing import Any
 from mast.errors import TraceFormatError
 from mast.normalize._common import usage_from
 from mast.normalize._messages import RESPONSES_ITEM_TYPES, Msg, Timeline, from_responses, type_of
-from mast.normalize._sniff import json_head
+from mast.normalize._sniff import sniffed_json
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
 
@@ -71,14 +71,10 @@ class OpenAIResponses(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        if not json_head(raw, '"type"', '"role"'):
-            return 0.0
-        try:
-            data = raw.data()
-        except TraceFormatError:
+        data = sniffed_json(raw, '"type"', '"role"')
+        if data is None:
             return 0.0
         if raw.kind == "jsonl" and isinstance(data, list):
-            data = [r for r in data if not isinstance(r, JsonlLineError)]
             if is_item_list(data):
                 return 0.85
             return 0.85 if data and all(is_response(r) or is_request(r) for r in data) else 0.0

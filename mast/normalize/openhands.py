@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import as_dict, parse_time, sum_usage, text_of, tool_call, usage_from
+from mast.normalize._sniff import sniffed_json
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, ToolCall, ToolResult, Trace, Usage
 
@@ -253,18 +254,12 @@ class OpenHands(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """Sniff the head, then check the parsed shape."""
-        if raw.path is not None:
-            head = raw.head.lstrip("\ufeff").lstrip()
-            if not head.startswith(("[", "{")) or ('"action"' not in head and '"observation"' not in head):
-                return 0.0
-        try:
-            data = raw.data()
-        except TraceFormatError:
+        data = sniffed_json(raw, '"action"', '"observation"')
+        if data is None:
             return 0.0
         if _is_event_list(data):
             return 0.95
-        records = data if isinstance(data, list) else [data]
-        good = [r for r in records[:5] if not isinstance(r, JsonlLineError)]
+        good = (data if isinstance(data, list) else [data])[:5]
         if good and all(_is_run_record(r) for r in good):
             return 0.93
         return 0.0

@@ -6,8 +6,8 @@ import re
 from collections.abc import Iterator
 
 from mast.errors import TraceFormatError
-from mast.normalize.base import RawInput, TraceFormat, register
 from mast.normalize._common import agents_from_steps
+from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import SourceInfo, Step, Trace
 
 # "Name:", "Name (to Other):", "[Name]:", "### Name" at the start of a line marks a new turn.
@@ -19,11 +19,14 @@ MAX_TEXT_BYTES = 64 * 1024 * 1024
 
 
 class PlainText(TraceFormat):
+    """Any readable text: the fallback when no structured format matches."""
+
     name = "plain_text"
     description = "Plain text log (last resort): one step per 'Name:' turn, else per paragraph"
     priority = 900
 
     def detect(self, raw: RawInput) -> float:
+        """Barely above the threshold, and only for text that did not parse as JSON or YAML."""
         try:
             data = raw.data()
         except TraceFormatError:
@@ -31,6 +34,7 @@ class PlainText(TraceFormat):
         return 0.31 if raw.kind == "text" and isinstance(data, str) and data.strip() else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """One trace for the whole file, with a warning that its steps were split heuristically."""
         text = raw.data()
         if not isinstance(text, str):
             raise raw.fail("plain_text needs a text file")

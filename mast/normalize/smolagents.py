@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import as_dict, parse_time, text_of, tool_call, usage_from
+from mast.normalize._sniff import sniffed_json
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, ToolCall, ToolResult, Trace
 
@@ -311,17 +312,12 @@ class Smolagents(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """Sniff the head, then check the parsed shape."""
-        if raw.path is not None:
-            head = raw.head.lstrip("\ufeff").lstrip()
-            if not head.startswith(("[", "{")) or not any(k in head for k in ('"intermediate_steps"', '"step_number"', '"system_prompt"')):
-                return 0.0
-        try:
-            data = raw.data()
-        except TraceFormatError:
+        data = sniffed_json(raw, '"intermediate_steps"', '"step_number"', '"system_prompt"')
+        if data is None:
             return 0.0
         if _is_step_list(data):
             return 0.9
-        records = [r for r in (data if isinstance(data, list) else [data])[:5] if not isinstance(r, JsonlLineError)]
+        records = (data if isinstance(data, list) else [data])[:5]
         return 0.93 if records and all(_is_row(r) for r in records) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:

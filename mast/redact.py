@@ -57,6 +57,7 @@ __all__ = [
     "PATTERNS_ENV",
     "RedactionResult",
     "Redactor",
+    "current_redactor",
     "load_patterns",
     "redact_text",
     "redact_trace",
@@ -102,6 +103,11 @@ class _Rule:
     check: _Check | None = None
     lower: bool = False
     """Match against the lower-cased text (case-insensitive without ``re.I``'s slow path)."""
+    needles: tuple[str, ...] = ()
+    """Literal texts every match contains at least one of (lower case for ``lower`` rules): a text
+    holding none of them is not searched. Empty: always searched."""
+    min_digits: int = 0
+    """Digits every match holds at least: a text with fewer is not searched."""
 
     def findings(self, text: str, lowered: str) -> Iterable[tuple[str, int, int]]:
         subject = lowered if self.lower else text
@@ -162,33 +168,39 @@ def _azure_client_secret(match: re.Match[str], text: str) -> tuple[str, int, int
 
 
 def _provider_rules() -> list[_Rule]:
-    prefixed: list[tuple[str, str, bool]] = [
+    # kind, pattern, must look generated, literals every match contains
+    prefixed: list[tuple[str, str, bool, tuple[str, ...]]] = [
         # Anthropic before OpenAI: both start with "sk-".
-        ("api_key", r"sk-ant-[A-Za-z0-9_\-]{20,}", False),
-        ("api_key", r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", True),
-        ("api_key", r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}", False),
-        ("api_key", r"AIza[0-9A-Za-z_\-]{35}", False),
-        ("token", r"ya29\.[0-9A-Za-z_\-]{20,}", False),
-        ("secret", r"GOCSPX-[A-Za-z0-9_\-]{20,}", False),
-        ("api_key", r"gh[pousr]_[A-Za-z0-9]{36,}", False),
-        ("api_key", r"github_pat_[A-Za-z0-9_]{22,}", False),
-        ("api_key", r"glpat-[A-Za-z0-9_\-]{20,}", False),
-        ("token", r"xox[abposr]-[A-Za-z0-9\-]{10,}", False),
-        ("token", r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]{20,}", False),
-        ("api_key", r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}", False),
-        ("secret", r"whsec_[A-Za-z0-9+/=]{24,}", False),
-        ("api_key", r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}", False),
-        ("api_key", r"SK[0-9a-fA-F]{32}", False),  # Twilio
-        ("api_key", r"hf_[A-Za-z0-9]{30,}", True),
-        ("api_key", r"npm_[A-Za-z0-9]{36}", False),
-        ("api_key", r"pypi-AgE[A-Za-z0-9_\-]{50,}", False),
-        ("api_key", r"dop_v1_[a-f0-9]{64}", False),
-        ("api_key", r"gsk_[A-Za-z0-9]{40,}", False),  # Groq
-        ("api_key", r"r8_[A-Za-z0-9]{30,}", False),  # Replicate
-        ("api_key", r"(?:pplx|xai)-[A-Za-z0-9]{40,}", False),
+        ("api_key", r"sk-ant-[A-Za-z0-9_\-]{20,}", False, ("sk-ant-",)),
+        ("api_key", r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", True, ("sk-",)),
+        ("api_key", r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}", False, ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")),
+        ("api_key", r"AIza[0-9A-Za-z_\-]{35}", False, ("AIza",)),
+        ("token", r"ya29\.[0-9A-Za-z_\-]{20,}", False, ("ya29.",)),
+        ("secret", r"GOCSPX-[A-Za-z0-9_\-]{20,}", False, ("GOCSPX-",)),
+        ("api_key", r"gh[pousr]_[A-Za-z0-9]{36,}", False, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+        ("api_key", r"github_pat_[A-Za-z0-9_]{22,}", False, ("github_pat_",)),
+        ("api_key", r"glpat-[A-Za-z0-9_\-]{20,}", False, ("glpat-",)),
+        ("token", r"xox[abposr]-[A-Za-z0-9\-]{10,}", False, ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-")),
+        ("token", r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]{20,}", False, ("hooks.slack.com/services/",)),
+        ("api_key", r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}", False, ("k_live_", "k_test_")),
+        ("secret", r"whsec_[A-Za-z0-9+/=]{24,}", False, ("whsec_",)),
+        ("api_key", r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}", False, ("SG.",)),
+        ("api_key", r"SK[0-9a-fA-F]{32}", False, ("SK",)),  # Twilio
+        ("api_key", r"hf_[A-Za-z0-9]{30,}", True, ("hf_",)),
+        ("api_key", r"npm_[A-Za-z0-9]{36}", False, ("npm_",)),
+        ("api_key", r"pypi-AgE[A-Za-z0-9_\-]{50,}", False, ("pypi-AgE",)),
+        ("api_key", r"dop_v1_[a-f0-9]{64}", False, ("dop_v1_",)),
+        ("api_key", r"gsk_[A-Za-z0-9]{40,}", False, ("gsk_",)),  # Groq
+        ("api_key", r"r8_[A-Za-z0-9]{30,}", False, ("r8_",)),  # Replicate
+        ("api_key", r"(?:pplx|xai)-[A-Za-z0-9]{40,}", False, ("pplx-", "xai-")),
     ]
-    rules = [_Rule(kind, re.compile(pattern + _E), check=_prefixed(kind, generated)) for kind, pattern, generated in prefixed]
-    rules.append(_Rule("secret", re.compile(r"8Q~[A-Za-z0-9_~.\-]{31,40}" + _E), check=_azure_client_secret))
+    rules = [
+        _Rule(kind, re.compile(pattern + _E), check=_prefixed(kind, generated), needles=needles)
+        for kind, pattern, generated, needles in prefixed
+    ]
+    rules.append(
+        _Rule("secret", re.compile(r"8Q~[A-Za-z0-9_~.\-]{31,40}" + _E), check=_azure_client_secret, needles=("8Q~",))
+    )
     return rules
 
 
@@ -379,20 +391,21 @@ def _ipv4(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
 @lru_cache(maxsize=1)
 def _default_rules() -> tuple[_Rule, ...]:
     return (
-        _Rule("private_key", _PEM),
-        _Rule("jwt", _JWT, check=_prefixed("jwt")),
+        _Rule("private_key", _PEM, needles=("-----BEGIN",)),
+        _Rule("jwt", _JWT, check=_prefixed("jwt"), needles=("eyJ",)),
         *_provider_rules(),
-        _Rule("password", _URL_PASSWORD, group="secret"),
-        _Rule("token", _BEARER, check=_bearer, lower=True),
-        _Rule("password", _BASIC, group="secret", lower=True),
-        _Rule("token", _SIGNED_URL, group="secret", lower=True),
-        _Rule("secret", _ASSIGNMENT, check=_assignment, lower=True),
-        _Rule("email", _EMAIL_DOMAIN, check=_email),
-        _Rule("phone", _PHONE, check=_phone),
+        _Rule("password", _URL_PASSWORD, group="secret", needles=("://",)),
+        _Rule("token", _BEARER, check=_bearer, lower=True, needles=("bearer",)),
+        _Rule("password", _BASIC, group="secret", lower=True, needles=("authorization",)),
+        # sig=, signature= (also x-amz- / x-goog-signature=), x-amz-security-token=
+        _Rule("token", _SIGNED_URL, group="secret", lower=True, needles=("sig=", "signature=", "security-token=")),
+        _Rule("secret", _ASSIGNMENT, check=_assignment, lower=True, needles=("pass", "pwd", "secret", "token", "credential", "key")),
+        _Rule("email", _EMAIL_DOMAIN, check=_email, needles=("@",)),
+        _Rule("phone", _PHONE, check=_phone, min_digits=10),
     )
 
 
-_IPV4_RULE = _Rule("ipv4", _IPV4, check=_ipv4)
+_IPV4_RULE = _Rule("ipv4", _IPV4, check=_ipv4, min_digits=4)
 _KIND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
@@ -438,14 +451,31 @@ class Redactor:
             raise UsageError("custom redaction patterns are name -> regex pairs, e.g. {'employee_id': r'E\\d{6}'}")
         custom = [_custom_rule(str(name), regex) for name, regex in pairs]
         self.rules: tuple[_Rule, ...] = (*_default_rules(), *((_IPV4_RULE,) if ips else ()), *custom)
+        # Most texts (names, prose, logs) hold none of the rules' literals: one search over each
+        # text for any of them spares the few dozen searches of the rules themselves.
+        self._gate = _any_of(n for rule in self.rules if not rule.lower for n in rule.needles)
+        self._gate_lower = _any_of(n for rule in self.rules if rule.lower for n in rule.needles)
+        ordered = list(enumerate(self.rules))
+        self._by_needle = [(o, r) for o, r in ordered if r.needles and not r.lower]
+        self._by_needle_lower = [(o, r) for o, r in ordered if r.needles and r.lower]
+        self._by_digits = [(o, r) for o, r in ordered if r.min_digits and not r.needles]
+        self._always = [(o, r) for o, r in ordered if not r.needles and not r.min_digits]
 
     def redact(self, text: str) -> RedactionResult:
         """Replace every finding in ``text``; overlapping findings merge into one placeholder."""
         if not text:
             return RedactionResult(text, {})
         lowered = _lower(text)
+        active = list(self._always)
+        if self._gate.search(text) is not None:
+            active += [(o, r) for o, r in self._by_needle if any(needle in text for needle in r.needles)]
+        if self._gate_lower.search(lowered) is not None:
+            active += [(o, r) for o, r in self._by_needle_lower if any(needle in lowered for needle in r.needles)]
+        if self._by_digits:
+            digits = sum(map(text.count, "0123456789"))
+            active += [(o, r) for o, r in self._by_digits if digits >= r.min_digits]
         spans: list[tuple[int, int, int, str]] = []
-        for order, rule in enumerate(self.rules):
+        for order, rule in active:
             for kind, start, end in rule.findings(text, lowered):
                 spans.append((start, -end, order, kind))
         if not spans:
@@ -466,6 +496,30 @@ class Redactor:
             position = end
         parts.append(text[position:])
         return RedactionResult("".join(parts), counts)
+
+
+def _any_of(needles: Iterable[str]) -> re.Pattern[str]:
+    """A regex matching any of ``needles`` (one that never matches when there are none).
+
+    Written as a trie (``A(?:KIA|SIA)`` rather than ``AKIA|ASIA``): ``re`` tries the alternatives
+    of a group one by one at every position, so sharing prefixes makes the scan several times faster.
+    """
+    trie: dict[str, Any] = {}
+    for needle in set(needles):
+        node = trie
+        for char in needle:
+            node = node.setdefault(char, {})
+        node[""] = {}  # a needle ends here
+    if not trie:
+        return re.compile(r"(?!)")
+
+    def pattern(node: dict[str, Any]) -> str:
+        branches = [re.escape(char) + pattern(child) for char, child in sorted(node.items()) if char]
+        if "" in node:
+            return ""  # a needle ends here: its longer continuations add nothing to "is one present"
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return re.compile(pattern(trie))
 
 
 def load_patterns(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -506,6 +560,18 @@ def _env_patterns_key() -> tuple[str, float]:
         raise UsageError(f"{PATTERNS_ENV}={path}: {exc.strerror or exc}") from exc
 
 
+def current_redactor(*, ips: bool = False, patterns: CustomPatterns = ()) -> Redactor:
+    """The :class:`Redactor` that :func:`redact_text` uses now (custom patterns from ``MAST_REDACT_PATTERNS`` included).
+
+    For redacting many texts in a row without looking the rules up again for each.
+
+    Raises:
+        UsageError: when a custom pattern does not compile or the patterns file cannot be read.
+    """
+    pairs = tuple(patterns.items()) if isinstance(patterns, Mapping) else tuple(patterns)
+    return _redactor(ips, pairs, *_env_patterns_key())
+
+
 def redact_text(text: str, *, ips: bool = False, patterns: CustomPatterns = ()) -> RedactionResult:
     """Replace secrets and personal data in ``text`` with ``[REDACTED:<kind>]`` placeholders.
 
@@ -519,16 +585,16 @@ def redact_text(text: str, *, ips: bool = False, patterns: CustomPatterns = ()) 
     return _redactor(ips, pairs, *_env_patterns_key()).redact(text)
 
 
-def _redact_value(value: Any, redactor: Redactor, counts: dict[str, int]) -> Any:
+def _redact_value(value: Any, redact: Callable[[str], RedactionResult], counts: dict[str, int]) -> Any:
     if isinstance(value, str):
-        result = redactor.redact(value)
+        result = redact(value)
         for kind, count in result.counts.items():
             counts[kind] = counts.get(kind, 0) + count
         return result.text
     if isinstance(value, dict):
-        return {key: _redact_value(item, redactor, counts) for key, item in value.items()}
+        return {key: _redact_value(item, redact, counts) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_redact_value(item, redactor, counts) for item in value]
+        return [_redact_value(item, redact, counts) for item in value]
     return value
 
 
@@ -543,9 +609,18 @@ def redact_trace(trace: Trace, *, ips: bool = False, patterns: CustomPatterns = 
     pairs = tuple(patterns.items()) if isinstance(patterns, Mapping) else tuple(patterns)
     redactor = _redactor(ips, pairs, *_env_patterns_key())
     counts: dict[str, int] = {}
+    # The same strings recur in a trace (agent names on every step, repeated outputs): each is
+    # redacted once; its findings still count every time it occurs.
+    seen: dict[str, RedactionResult] = {}
+
+    def redact(value: str) -> RedactionResult:
+        result = seen.get(value)
+        if result is None:
+            result = seen[value] = redactor.redact(value)
+        return result
 
     def text(value: Any) -> Any:
-        return _redact_value(value, redactor, counts) if value is not None else None
+        return _redact_value(value, redact, counts) if value is not None else None
 
     steps = []
     for step in trace.steps:

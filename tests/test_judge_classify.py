@@ -125,6 +125,56 @@ def test_cost_comes_from_the_price_table_for_a_known_model() -> None:
     assert diagnosis.usage.cost_usd is not None and diagnosis.usage.cost_usd > 0
 
 
+async def test_estimate_counts_the_prompt_and_prices_it_before_any_call() -> None:
+    import litellm
+
+    with FakeLLMServer(lambda body: GOOD) as server:
+        async with Judge(**options(server, model="openai/gpt-4o-mini")) as judge:
+            estimate = judge.estimate(short_trace())
+            assert server.chat_requests == []
+            assert judge.backend.estimate_cost(estimate.input_tokens, estimate.output_tokens) == estimate.cost_usd  # type: ignore[attr-defined]
+            prompt, completion = litellm.cost_per_token(model="openai/gpt-4o-mini", prompt_tokens=estimate.input_tokens, completion_tokens=estimate.output_tokens)
+            assert estimate.cost_usd is not None and estimate.cost_usd > 0
+            assert estimate.cost_usd == pytest.approx(prompt + completion)
+            diagnosis = await judge.classify(short_trace())
+            messages = server.chat_requests[0].body["messages"]
+            # The estimate counts what is sent: each message's tokens plus the template's overhead.
+            counted = sum(judge.backend.count_tokens(m["content"]) + 16 for m in messages)
+        assert estimate.input_tokens == counted
+        async with Judge(**options(server)) as unknown:
+            assert unknown.estimate(short_trace()).cost_usd is None  # a price nobody knows is not 0
+    assert Judge(judge="detectors").estimate(short_trace()).cost_usd == 0.0
+    # The judge's identity is what its diagnoses record, less the per-trace details.
+    info = judge.info.model_dump()
+    recorded = diagnosis.judge.model_dump()
+    assert {k: v for k, v in recorded.items() if k not in ("strategy", "params")} == {k: v for k, v in info.items() if k not in ("strategy", "params")}
+    assert set(info["params"]) <= set(recorded["params"])
+    # structured_output: configured ("auto") in the identity, resolved per trace in the result.
+    assert info["params"]["structured_output"] == "auto" and recorded["params"]["structured_output"] == "json_schema"
+    same = [k for k in info["params"] if k != "structured_output"]
+    assert {k: recorded["params"][k] for k in same} == {k: info["params"][k] for k in same}
+
+
+def test_cost_is_litellm_s_price_of_the_response() -> None:
+    import litellm
+
+    seen: list[Any] = []
+    real = litellm.acompletion
+
+    async def spy(**kwargs: Any) -> Any:
+        response = await real(**kwargs)
+        seen.append(response)
+        return response
+
+    with FakeLLMServer(lambda body: Reply(content=GOOD, usage=(10_000, 1_000))) as server:
+        original, litellm.acompletion = litellm.acompletion, spy
+        try:
+            diagnosis = classify(short_trace(), **options(server, model="openai/gpt-4o-mini"))
+        finally:
+            litellm.acompletion = original
+    assert diagnosis.usage.cost_usd == pytest.approx(litellm.completion_cost(completion_response=seen[0], model="openai/gpt-4o-mini"))
+
+
 # --- invalid output and re-asks ------------------------------------------------------------------
 
 
@@ -305,6 +355,16 @@ def test_long_trace_is_judged_in_windows_then_aggregated() -> None:
     assert "Root cause: bad config." in aggregation and "Window 1 (S0-" in aggregation
     assert diagnosis.present_codes == ["1.3"]
     assert diagnosis.verdict("1.3").evidence[0].verified is True
+
+
+def test_a_prompt_longer_in_bytes_than_the_context_but_not_in_tokens_is_one_call() -> None:
+    # " hello" is one token of six bytes: the byte count, a bound the judge uses to skip counting
+    # tokens when it clearly fits, would say "too long"; the exact count says it fits.
+    trace = Trace(trace_id="wordy", steps=[Step(index=i, agent="a", content=" hello" * 1000) for i in range(20)])
+    with FakeLLMServer(lambda body: GOOD) as server:
+        diagnosis = classify(trace, **options(server, context_window=32_768, max_output_tokens=1024))
+    prompt_bytes = sum(len(m["content"].encode()) for m in server.chat_requests[0].body["messages"])
+    assert prompt_bytes > 32_768 and diagnosis.judge.strategy == "single" and diagnosis.usage.llm_calls == 1
 
 
 def test_codex_rollout_fits_a_32k_model_only_in_chunks(shared: Path) -> None:

@@ -97,6 +97,8 @@ class LiteLLMBackend:
         self.max_retries = max_retries
         self.extra = dict(extra or {})
         self._context_window = context_window
+        self._info: dict[str, Any] | None = None
+        self._info_known = False
         self.free = free
         """True for a local model: every call costs 0."""
         # A self-hosted OpenAI-compatible server (llama.cpp, vLLM) turns json_schema into a grammar.
@@ -131,10 +133,14 @@ class LiteLLMBackend:
             return None
 
     def _model_info(self) -> dict[str, Any] | None:
-        try:
-            return dict(litellm.get_model_info(self.model))
-        except Exception:  # litellm raises when the model is not in its table
-            return None
+        # Looked up once per backend: the judge asks for it on every call (context window, price).
+        if not self._info_known:
+            try:
+                self._info = dict(litellm.get_model_info(self.model))
+            except Exception:  # litellm raises when the model is not in its table
+                self._info = None
+            self._info_known = True
+        return self._info
 
     def resolve_mode(self, requested: StructuredOutput) -> Mode:
         """The mode for ``requested``; ``auto`` picks the strongest the model supports.
@@ -179,10 +185,33 @@ class LiteLLMBackend:
             return 0.0
         if self._model_info() is None:
             return None
+        # litellm prices every response it returns (``_hidden_params["response_cost"]``, from the
+        # same table); asking completion_cost again would repeat that work on every call.
+        hidden = getattr(response, "_hidden_params", None)
+        known = hidden.get("response_cost") if isinstance(hidden, dict) else None
+        if isinstance(known, int | float) and not isinstance(known, bool):
+            return float(known)
         try:
             return float(litellm.completion_cost(completion_response=response, model=self.model))
         except Exception:  # price not in litellm's table
             return None
+
+    def estimate_cost(self, input_tokens: int, output_tokens: int) -> float | None:
+        """Dollars a call of this many tokens would cost: 0 for a local model, ``None`` when the price is unknown.
+
+        Used before anything is sent (dry runs, ``--budget-usd``), from litellm's price table.
+        """
+        if self.free:
+            return 0.0
+        if self._model_info() is None:
+            return None
+        try:
+            prompt, completion = litellm.cost_per_token(
+                model=self.model, prompt_tokens=input_tokens, completion_tokens=output_tokens
+            )
+        except Exception:  # price not in litellm's table
+            return None
+        return float(prompt) + float(completion)
 
     # -- the call --
 

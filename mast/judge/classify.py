@@ -28,6 +28,7 @@ import asyncio
 import dataclasses
 import hashlib
 import importlib
+import math
 import os
 import sqlite3
 import time
@@ -87,6 +88,14 @@ MESSAGE_OVERHEAD_TOKENS = 16
 """Tokens a chat template adds around each message."""
 LOCAL_MIN_TIMEOUT = 600.0
 """Seconds a call to the in-process local model may take, queueing included."""
+MAX_TOKEN_SLACK = 8
+"""Tokens a tokenizer may add to a message beyond one per UTF-8 byte (special tokens, a leading marker)."""
+ANSWER_TOKENS = 1_500
+"""Typical tokens of a full diagnosis answer (14 verdicts with evidence and a summary), for estimates."""
+WINDOW_ANSWER_TOKENS = 600
+"""Typical tokens of one window's findings in the chunked strategy, for estimates."""
+NOTE_TOKENS_PER_WINDOW = 200
+"""Typical tokens one window's findings add to the aggregation prompt, for estimates."""
 
 NO_MODEL_NOTICE = (
     "no model configured: using the offline detectors; set MAST_MODEL or --model "
@@ -96,6 +105,17 @@ NO_MODEL_NOTICE = (
 
 class _Unjudgeable(Exception):
     """The trace cannot be judged within the model's limits (becomes a status, not an error)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CostEstimate:
+    """What judging one trace is expected to take, before any call (see :meth:`Judge.estimate`)."""
+
+    input_tokens: int
+    output_tokens: int
+    """Assumes answers of a typical size (:data:`ANSWER_TOKENS`): their real length is known only afterwards."""
+    cost_usd: float | None
+    """``None`` when the model's price is unknown."""
 
 
 def judge_notice(config: JudgeConfig) -> str | None:
@@ -153,6 +173,10 @@ class Judge:
         self._backend = backend
         self._owns_backend = backend is None
         self._cache = JudgeCache(self.config.cache_dir) if self.config.cache else None
+        # Computed once per judge rather than per trace: they depend only on the configuration.
+        self._taxonomy_hash = hashlib.sha256(self.taxonomy.fingerprint().encode()).hexdigest()
+        self._specs: dict[tuple[str, Limits], OutputSpec] = {}
+        self._static_tokens: dict[tuple[str, str], int] = {}
         if self.config.kind in ("llm", "both") and not self.config.model and backend is None:
             raise UsageError("the LLM judge needs a model: set MAST_MODEL or --model (or use --judge detectors)")
 
@@ -222,16 +246,28 @@ class Judge:
         if self._backend is None:
             await self.start()
         meter = UsageMeter()
-        info = self._judge_info(kind, strategy=None, mode=None)
+        trace_hash = trace.content_hash()
         try:
-            diagnosis = await self._judge_llm(trace, kind, meter, started)
+            diagnosis = await self._judge_llm(trace, trace_hash, kind, meter, started)
         except _Unjudgeable as exc:
-            return self._failed(trace, info, "unjudgeable", ErrorInfo(type="Unjudgeable", message=str(exc)), meter, started)
+            error = ErrorInfo(type="Unjudgeable", message=str(exc))
+            return self._failed(trace, trace_hash, "unjudgeable", error, meter, started)
         except JudgeError as exc:
             if raise_on_error:
                 raise
-            return self._failed(trace, info, "error", ErrorInfo(**error_info(exc)), meter, started)
+            return self._failed(trace, trace_hash, "error", ErrorInfo(**error_info(exc)), meter, started)
         return diagnosis
+
+    @property
+    def info(self) -> JudgeInfo:
+        """What every diagnosis of this judge records as ``judge``, before per-trace details (strategy, windows)."""
+        if self.config.kind == "detectors":
+            module = detectors_module()
+            if module is None:
+                raise UsageError("the offline detectors (mast.judge.detectors) are not available in this build")
+            info: JudgeInfo = module.detectors_judge_info(self.taxonomy)
+            return info
+        return self._judge_info(self.config.kind, strategy=None, mode=None)
 
     def _judge_info(self, kind: str, *, strategy: str | None, mode: str | None, **params: Any) -> JudgeInfo:
         answer = self.config.answer_params()
@@ -255,15 +291,15 @@ class Judge:
         )
 
     def _failed(
-        self, trace: Trace, info: JudgeInfo, status: DiagnosisStatus, error: ErrorInfo, meter: UsageMeter, started: float
+        self, trace: Trace, trace_hash: str, status: DiagnosisStatus, error: ErrorInfo, meter: UsageMeter, started: float
     ) -> Diagnosis:
         return Diagnosis(
             trace_id=trace.trace_id,
             source=_source(trace),
-            trace_hash=trace.content_hash(),
+            trace_hash=trace_hash,
             status=status,
             error=error,
-            judge=info,
+            judge=self._judge_info(self.config.kind, strategy=None, mode=None),
             failure_modes=empty_verdicts(self.taxonomy),
             usage=_usage(meter, started),
         )
@@ -288,13 +324,13 @@ class Judge:
         try:
             report = module.run_detectors(trace, self.taxonomy)
             hints = str(module.format_hints(report, self.taxonomy) or "") if self.config.hints else None
-            det = module.detectors_diagnosis(trace, self.taxonomy) if kind == "both" else None
+            det = module.detectors_diagnosis(trace, self.taxonomy, report=report) if kind == "both" else None
         except Exception as exc:  # noqa: BLE001
             # Hints only help the LLM; a detector failing on an odd trace must not stop the judgement.
             return None, None, [f"detectors failed, judged without hints: {one_line(exc)}"]
         return hints, det, []
 
-    async def _judge_llm(self, trace: Trace, kind: str, meter: UsageMeter, started: float) -> Diagnosis:
+    async def _judge_llm(self, trace: Trace, trace_hash: str, kind: str, meter: UsageMeter, started: float) -> Diagnosis:
         backend = self.backend
         hints, detector_diagnosis, warnings = self._hints(trace, kind)
         material = prepare(
@@ -318,8 +354,8 @@ class Judge:
                 "prompt_version": self.prompts.version,
                 "prompt_hash": self.prompts.hash,
                 "taxonomy_version": self.taxonomy.version,
-                "taxonomy": hashlib.sha256(self.taxonomy.fingerprint().encode()).hexdigest(),
-                "trace": trace.content_hash(),
+                "taxonomy": self._taxonomy_hash,
+                "trace": trace_hash,
                 # What the prompt holds after rendering, redaction (custom patterns included) and hints.
                 "material": hashlib.sha256("\x00".join(material.all_text()).encode("utf-8", "surrogatepass")).hexdigest(),
                 # The context decides single vs chunked, and the caps shape the answer.
@@ -332,11 +368,17 @@ class Judge:
             return self._from_cache(cached, trace, started)
 
         out = self.config.max_output_tokens
-        spec = diagnosis_spec(self.taxonomy, limits)
+        spec = self._spec("diagnosis", limits)
         limit = int(context * CONTEXT_SAFETY)
         fence = choose_fence(*material.all_text())
         single_messages = self._single_messages(material, fence)
-        needed = _tokens(backend, single_messages) + out + self._schema_tokens(backend, spec)
+        schema = self._schema_tokens(backend, spec)
+        # No tokenizer makes more tokens than a text has bytes (plus a few special ones): when even
+        # that bound fits, with room for every re-ask's larger output limit, counting exactly would
+        # change neither the strategy nor the re-ask cap below, so the count is skipped.
+        needed = _most_tokens(single_messages) + out + schema
+        if needed > limit or limit - needed + out < out * 1.5**self.config.max_reasks:
+            needed = self._count(backend, single_messages) + out + schema
         if needed <= limit:
             answer = await ask(
                 backend, single_messages, output=spec, taxonomy=self.taxonomy,
@@ -354,7 +396,7 @@ class Judge:
             value, mode, extra, notes = await self._chunked(material, fence, context, limit, meter, limits)
             warnings.extend(notes)
             strategy = "chunked"
-        diagnosis = self._diagnosis(trace, kind, value, material, strategy, mode, extra, warnings, meter, started)
+        diagnosis = self._diagnosis(trace, trace_hash, kind, value, material, strategy, mode, extra, warnings, meter, started)
         if detector_diagnosis is not None:
             _merge_detectors(diagnosis, detector_diagnosis)
         await self._cache_put(key, diagnosis, diagnosis.warnings)
@@ -376,7 +418,73 @@ class Judge:
         """Context the answer schema takes: in the prompt (JSON mode) or as a tool definition."""
         if backend.resolve_mode(self.config.structured_output) == "json_schema":
             return 0  # a response format (a grammar on llama.cpp) is not part of the prompt
-        return backend.count_tokens(orjson.dumps(spec.schema).decode()) + MESSAGE_OVERHEAD_TOKENS
+        return self._static_count(backend, orjson.dumps(spec.schema).decode()) + MESSAGE_OVERHEAD_TOKENS
+
+    def _spec(self, kind: str, limits: Limits) -> OutputSpec:
+        """The answer spec, looked up once per judge (its memo in ``schema`` hashes the taxonomy each time)."""
+        key = (kind, limits)
+        if key not in self._specs:
+            self._specs[key] = diagnosis_spec(self.taxonomy, limits) if kind == "diagnosis" else window_spec(self.taxonomy, limits)
+        return self._specs[key]
+
+    def _static_count(self, backend: Backend, text: str) -> int:
+        """Tokens of a text every judgement sends (system prompts, schemas): counted once per model."""
+        key = (backend.model, text)
+        if key not in self._static_tokens:
+            self._static_tokens[key] = backend.count_tokens(text)
+        return self._static_tokens[key]
+
+    def _count(self, backend: Backend, messages: list[dict[str, Any]]) -> int:
+        """Tokens of a conversation: each message's content plus the chat template's overhead."""
+        total = 0
+        for message in messages:
+            text = str(message.get("content") or "")
+            count = self._static_count(backend, text) if message.get("role") == "system" else backend.count_tokens(text)
+            total += count + MESSAGE_OVERHEAD_TOKENS
+        return total
+
+    # -- estimates --
+
+    def estimate(self, trace: Trace) -> CostEstimate:
+        """Tokens and dollars judging ``trace`` is expected to take, without calling the model.
+
+        Mirrors the judge's single / chunked decision and counts the prompt as it would (detector
+        hints left out: they add at most a few hundred tokens). Answers are assumed to be of a
+        typical size. 0 for the offline detectors; 0 tokens for a trace too long for the model
+        (nothing would be sent).
+        """
+        if self.config.kind == "detectors":
+            return CostEstimate(0, 0, 0.0)
+        backend = self.backend
+        config = self.config
+        material = prepare(
+            trace,
+            redact=config.redact,
+            redact_ips=config.redact_ips,
+            redact_patterns=tuple(getattr(config, "redact_patterns", ()) or ()),
+        )
+        fence = choose_fence(*material.all_text())
+        out_cap = config.max_output_tokens
+        answer = min(ANSWER_TOKENS, out_cap)
+        single = self._count(backend, self._single_messages(material, fence))
+        context = backend.context_window() or DEFAULT_CONTEXT_WINDOW
+        limit = int(context * CONTEXT_SAFETY)
+        if single + out_cap <= limit:
+            return CostEstimate(single, answer, _price(backend, single, answer))
+        empty = Window(first=0, last=0, text="", tokens=0)
+        frame = self._count(backend, self._window_messages(material, fence, empty, 1, 1))
+        room = limit - out_cap - frame
+        try:
+            if room < MIN_WINDOW_TOKENS:
+                raise WindowTooSmall("no room")
+            windows = plan_windows(material.blocks, backend.count_tokens, budget=room, overlap_tokens=room // 8)
+        except WindowTooSmall:
+            return CostEstimate(0, 0, 0.0)  # unjudgeable with this model: nothing will be sent
+        aggregate = self._count(backend, self._aggregate_messages(material, "", len(windows)))
+        aggregate += NOTE_TOKENS_PER_WINDOW * len(windows)
+        input_tokens = sum(frame + w.tokens for w in windows) + aggregate
+        output_tokens = len(windows) * min(WINDOW_ANSWER_TOKENS, out_cap) + answer
+        return CostEstimate(input_tokens, output_tokens, _price(backend, input_tokens, output_tokens))
 
     # -- prompts --
 
@@ -430,8 +538,8 @@ class Judge:
         backend = self.backend
         out = self.config.max_output_tokens
         empty = Window(first=0, last=0, text="", tokens=0)
-        frame = _tokens(backend, self._window_messages(material, fence, empty, 1, 1))
-        frame += self._schema_tokens(backend, window_spec(self.taxonomy, limits))
+        frame = self._count(backend, self._window_messages(material, fence, empty, 1, 1))
+        frame += self._schema_tokens(backend, self._spec("window", limits))
         budget = limit - out - frame
         if budget < MIN_WINDOW_TOKENS:
             raise _Unjudgeable(
@@ -444,7 +552,7 @@ class Judge:
             raise _Unjudgeable(f"{exc} (context {context} tokens)") from exc
         if len(windows) > MAX_WINDOWS:
             raise _Unjudgeable(f"the trace would need {len(windows)} windows (limit {MAX_WINDOWS}) with a {context}-token context")
-        spec = window_spec(self.taxonomy, limits)
+        spec = self._spec("window", limits)
         gate = asyncio.Semaphore(WINDOW_CONCURRENCY)
 
         async def judge_window(number: int, window: Window) -> Any:
@@ -460,8 +568,8 @@ class Judge:
         notes: list[str] = []
         for number, answer in enumerate(answers, 1):
             notes.extend(f"window {number}: {note}" for note in answer.notes)
-        agg_frame = _tokens(backend, self._aggregate_messages(material, "", len(windows)))
-        agg_frame += self._schema_tokens(backend, diagnosis_spec(self.taxonomy, limits))
+        agg_frame = self._count(backend, self._aggregate_messages(material, "", len(windows)))
+        agg_frame += self._schema_tokens(backend, self._spec("diagnosis", limits))
         room = limit - out - agg_frame
         window_notes, dropped = _fit_notes(windows, [a.value for a in answers], backend.count_tokens, room)
         if window_notes is None:
@@ -472,7 +580,7 @@ class Judge:
             notes.append(f"aggregation saw {dropped} fewer findings than the windows made (the context could not hold them all)")
         agg_messages = self._aggregate_messages(material, window_notes, len(windows))
         final = await ask(
-            backend, agg_messages, output=diagnosis_spec(self.taxonomy, limits), taxonomy=self.taxonomy,
+            backend, agg_messages, output=self._spec("diagnosis", limits), taxonomy=self.taxonomy,
             structured_output=self.config.structured_output, max_reasks=self.config.max_reasks,
             max_tokens=out, meter=meter,
         )
@@ -490,6 +598,7 @@ class Judge:
     def _diagnosis(
         self,
         trace: Trace,
+        trace_hash: str,
         kind: str,
         value: BaseModel,
         material: Material,
@@ -505,7 +614,7 @@ class Judge:
         return Diagnosis(
             trace_id=trace.trace_id,
             source=_source(trace),
-            trace_hash=trace.content_hash(),
+            trace_hash=trace_hash,
             status="judged",
             judge=self._judge_info(kind, strategy=strategy, mode=mode, **extra),
             failure_modes=verdicts,
@@ -562,8 +671,23 @@ def _usage(meter: UsageMeter, started: float) -> DiagnosisUsage:
     )
 
 
-def _tokens(backend: Backend, messages: list[dict[str, Any]]) -> int:
-    return sum(backend.count_tokens(str(m.get("content") or "")) + MESSAGE_OVERHEAD_TOKENS for m in messages)
+def _most_tokens(messages: list[dict[str, Any]]) -> int:
+    """An upper bound of :meth:`Judge._count` without a tokenizer: a token covers at least one UTF-8 byte."""
+    return sum(
+        len(str(m.get("content") or "").encode("utf-8", "surrogatepass")) + MAX_TOKEN_SLACK + MESSAGE_OVERHEAD_TOKENS
+        for m in messages
+    )
+
+
+def _price(backend: Backend, input_tokens: int, output_tokens: int) -> float | None:
+    """Dollars for this many tokens from the backend's price table; ``None`` when it cannot say."""
+    if getattr(backend, "free", False):
+        return 0.0
+    estimate_cost = getattr(backend, "estimate_cost", None)
+    if estimate_cost is None:
+        return None
+    cost = estimate_cost(input_tokens, output_tokens)
+    return None if cost is None or math.isnan(cost) else float(cost)
 
 
 def _verdicts(value: BaseModel, taxonomy: Taxonomy, material: Material) -> tuple[list[ModeVerdict], list[str]]:

@@ -127,12 +127,15 @@ class _Redaction:
         self.ips = ips
         self.patterns = patterns
         self.counts: Counter[str] = Counter()
+        # One rule set for every text of the trace (redact_text would look it up again per text).
+        self.redactor: Any = self.module.current_redactor(ips=ips, patterns=patterns) if self.module is not None else None
 
     def __call__(self, text: str) -> str:
-        if self.module is None or not text:
+        if self.redactor is None or not text:
             return text
-        result: Any = self.module.redact_text(text, ips=self.ips, patterns=self.patterns)
-        self.counts.update({k: int(v) for k, v in dict(result.counts).items() if v})
+        result: Any = self.redactor.redact(text)
+        if result.counts:
+            self.counts.update({k: int(v) for k, v in dict(result.counts).items() if v})
         return str(result.text)
 
 

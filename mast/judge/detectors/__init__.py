@@ -70,6 +70,7 @@ __all__ = [
     "Finding",
     "ModeAssessment",
     "detectors_diagnosis",
+    "detectors_judge_info",
     "format_hints",
     "run_detectors",
 ]
@@ -185,15 +186,32 @@ def format_hints(report: DetectorReport, taxonomy: Taxonomy | None = None, *, qu
     return "\n".join(lines)
 
 
-def detectors_diagnosis(trace: Trace, taxonomy: Taxonomy | None = None) -> Diagnosis:
+def detectors_judge_info(taxonomy: Taxonomy | None = None) -> JudgeInfo:
+    """What every diagnosis of the detectors records as its ``judge``."""
+    taxonomy = taxonomy or load_taxonomy()
+    return JudgeInfo(
+        kind="detectors",
+        taxonomy_version=taxonomy.version,
+        strategy="rules",
+        params={"detectors_version": DETECTORS_VERSION},
+    )
+
+
+def detectors_diagnosis(trace: Trace, taxonomy: Taxonomy | None = None, *, report: DetectorReport | None = None) -> Diagnosis:
     """Judge ``trace`` with the detectors alone: a :class:`~mast.diagnosis.Diagnosis` with every mode.
 
     Modes the detectors assess are ``present`` true or false; every other mode is ``null``, with any
     hint the detectors have for it in its explanation.
+
+    Args:
+        trace: a normalised trace.
+        taxonomy: the taxonomy to judge against (MAST v3 by default).
+        report: what :func:`run_detectors` already found for this trace and taxonomy (saves running
+            them again).
     """
     started = time.perf_counter()
     taxonomy = taxonomy or load_taxonomy()
-    report = run_detectors(trace, taxonomy)
+    report = report if report is not None else run_detectors(trace, taxonomy)
     notes = {a.code: a.note for a in report.assessments}
     verdicts: list[ModeVerdict] = []
     for mode in taxonomy.modes:
@@ -238,12 +256,7 @@ def detectors_diagnosis(trace: Trace, taxonomy: Taxonomy | None = None) -> Diagn
         source=SourceRef(path=trace.source.path, format=trace.source.format, record=trace.source.record),
         trace_hash=trace.content_hash(),
         status="judged",
-        judge=JudgeInfo(
-            kind="detectors",
-            taxonomy_version=taxonomy.version,
-            strategy="rules",
-            params={"detectors_version": DETECTORS_VERSION},
-        ),
+        judge=detectors_judge_info(taxonomy),
         failure_modes=verdicts,
         task_completed=False if ended_badly else None,
         first_failure=first_failure,

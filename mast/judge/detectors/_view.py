@@ -35,14 +35,16 @@ _GAP_CHARS = 500
 _TOKEN = re.compile(r"\s*(?:\w+|[^\w\s])")
 _WORD = re.compile(r"\w+|\S")
 
-# Every alternative starts on a hex digit: the lookahead lets the regex skip other characters fast.
+# A volatile token starts a run of letters and digits, on a hex digit. The pattern consumes that
+# first character before anything else (each alternative goes on from its second character), so
+# ``re`` skips every other character in its fast scan instead of testing assertions everywhere.
 _VOLATILE = re.compile(
-    r"(?<![0-9a-z])(?=[0-9a-f])(?:"
-    r"\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?"  # ISO timestamps
-    r"|\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b"  # clock times
-    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # uuids
-    r"|(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}\b"  # hex ids and hashes
-    r"|\d+(?:\.\d+)?\s?(?:ms|s|secs?|seconds?)\b)"  # durations
+    r"[0-9a-f](?<![0-9a-z][0-9a-f])(?:"
+    r"(?<=\d)\d{3}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?"  # ISO timestamps
+    r"|(?<=\d)\d?:\d{2}:\d{2}(?:\.\d+)?\b"  # clock times
+    r"|[0-9a-f]{7}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # uuids
+    r"|(?:(?<=\d)|(?=[0-9a-f]*\d))(?:(?<=[a-f])|(?=[0-9a-f]*[a-f]))[0-9a-f]{5,}\b"  # hex ids and hashes
+    r"|(?<=\d)\d*(?:\.\d+)?\s?(?:ms|s|secs?|seconds?)\b)"  # durations
 )
 _DIGIT = re.compile(r"\d")
 LONG_TEXT = 8_000
@@ -129,16 +131,7 @@ def same_text(a: str, b: str) -> bool:
     """
     if a == b:
         return True
-    if not a or not b:
-        return False
-    short, long = sorted((len(a), len(b)))
-    # ratio = 2 * matches / (len(a) + len(b)) cannot reach the threshold below this length ratio.
-    if short / long < NEAR_IDENTICAL / (2 - NEAR_IDENTICAL):
-        return False
-    wa, wb = _words(a), _words(b)
-    common = wa.bag.keys() & wb.bag.keys()
-    shared = sum(map(min, map(wa.bag.__getitem__, common), map(wb.bag.__getitem__, common)))
-    if 2 * shared < SHARED_WORDS * (wa.weight + wb.weight):
+    if not may_be_same_text(a, b):
         return False
     ta, tb = _tokens(a), _tokens(b)
     total = _chars(ta) + _chars(tb)
@@ -176,6 +169,22 @@ def same_text(a: str, b: str) -> bool:
         if matched >= need:
             return True
     return False
+
+
+def may_be_same_text(a: str, b: str) -> bool:
+    """The cheap half of :func:`same_text`: False when lengths or shared words already rule it out."""
+    if a == b:
+        return True
+    if not a or not b:
+        return False
+    short, long = sorted((len(a), len(b)))
+    # ratio = 2 * matches / (len(a) + len(b)) cannot reach the threshold below this length ratio.
+    if short / long < NEAR_IDENTICAL / (2 - NEAR_IDENTICAL):
+        return False
+    wa, wb = _words(a), _words(b)
+    common = wa.bag.keys() & wb.bag.keys()
+    shared = sum(map(min, map(wa.bag.__getitem__, common), map(wb.bag.__getitem__, common)))
+    return 2 * shared >= SHARED_WORDS * (wa.weight + wb.weight)
 
 
 @dataclass(frozen=True)

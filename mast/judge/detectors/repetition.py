@@ -146,14 +146,17 @@ def _recorded_twice(a: _Action, b: _Action) -> bool:
 
 
 def _linked(a: _Action, b: _Action) -> bool:
-    if a.signature != b.signature and (a.is_call or b.is_call or not same_text(a.signature, b.signature)):
+    same = a.signature == b.signature
+    if not same and (a.is_call or b.is_call):
         return False
     if _recorded_twice(a, b):
         return False
-    if not a.anything_back:
-        return True
     # Same answer after the action, or the same input before it: either way nothing new came in.
-    return a.observed == b.observed or bool(a.before) and a.before == b.before
+    # Checked before comparing the two texts, the costlier test, which then rarely needs to run
+    # (in a conversation, what comes back after each message differs).
+    if a.anything_back and not (a.observed == b.observed or bool(a.before) and a.before == b.before):
+        return False
+    return same or same_text(a.signature, b.signature)
 
 
 def find_chains(view: TraceView) -> list[Chain]:

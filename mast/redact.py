@@ -498,28 +498,42 @@ class Redactor:
         return RedactionResult("".join(parts), counts)
 
 
+def _rarity(char: str) -> int:
+    """How rarely ``char`` occurs in traces, roughly: 0 rarest."""
+    if char in "~@:/":
+        return 0
+    if char == "_":
+        return 1
+    if char.isdigit():
+        return 2
+    if char == "-":
+        return 3
+    if char.isupper():
+        return 4
+    return 5
+
+
 def _any_of(needles: Iterable[str]) -> re.Pattern[str]:
     """A regex matching any of ``needles`` (one that never matches when there are none).
 
-    Written as a trie (``A(?:KIA|SIA)`` rather than ``AKIA|ASIA``): ``re`` tries the alternatives
-    of a group one by one at every position, so sharing prefixes makes the scan several times faster.
+    Each needle is matched from its rarest character (``-(?<=sk-)`` for ``sk-``): every branch then
+    starts with a plain character, and ``re`` jumps from one occurrence of those few characters to
+    the next instead of trying dozens of branches at every position.
     """
-    trie: dict[str, Any] = {}
+    by_anchor: dict[str, set[str]] = {}
     for needle in set(needles):
-        node = trie
-        for char in needle:
-            node = node.setdefault(char, {})
-        node[""] = {}  # a needle ends here
-    if not trie:
+        at = min(range(len(needle)), key=lambda i: (_rarity(needle[i]), i))
+        before, char, after = needle[:at], needle[at], needle[at + 1 :]
+        around = (f"(?<={re.escape(before + char)})" if before else "") + (f"(?={re.escape(after)})" if after else "")
+        by_anchor.setdefault(char, set()).add(around)
+    if not by_anchor:
         return re.compile(r"(?!)")
-
-    def pattern(node: dict[str, Any]) -> str:
-        branches = [re.escape(char) + pattern(child) for char, child in sorted(node.items()) if char]
-        if "" in node:
-            return ""  # a needle ends here: its longer continuations add nothing to "is one present"
-        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-
-    return re.compile(pattern(trie))
+    branches = []
+    for char, arounds in sorted(by_anchor.items()):
+        # An empty context (the needle is this one character) makes the others redundant.
+        rest = "" if "" in arounds else "(?:" + "|".join(sorted(arounds)) + ")"
+        branches.append(re.escape(char) + rest)
+    return re.compile("|".join(branches))
 
 
 def load_patterns(path: str | os.PathLike[str]) -> dict[str, str]:

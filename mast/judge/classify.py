@@ -348,7 +348,8 @@ class Judge:
                 f"context window of {backend.model} unknown: assuming {context} tokens (set --context-window)"
             )
         limits = self._limits(backend, self.config.max_output_tokens, warnings)
-        key = cache_key(
+        # The key hashes the whole prompt text: computed only when there is a cache to ask.
+        key = "" if self._cache is None else cache_key(
             {
                 "answer": self.config.answer_params(),
                 "prompt_version": self.prompts.version,

@@ -429,6 +429,28 @@ def test_identical_rerun_is_answered_from_the_cache(tmp_path: Path) -> None:
     assert second.judge == first.judge
 
 
+async def test_a_gate_is_held_only_while_the_model_is_asked(tmp_path: Path) -> None:
+    events: list[str] = []
+
+    class Gate:
+        async def __aenter__(self) -> None:
+            events.append("enter")
+
+        async def __aexit__(self, *exc: object) -> None:
+            events.append("exit")
+
+    def answer(body: dict[str, Any]) -> Any:
+        events.append("request")
+        return GOOD
+
+    with FakeLLMServer(answer) as server:
+        async with Judge(**options(server, cache=True, cache_dir=tmp_path)) as judge:
+            first = await judge.classify(short_trace(), gate=Gate())
+            again = await judge.classify(short_trace(), gate=Gate())  # answered by the cache
+    assert events == ["enter", "request", "exit"]
+    assert first.status == "judged" and again.usage.cached is True
+
+
 def test_cache_follows_mast_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MAST_CACHE_DIR", str(tmp_path / "env-cache"))
     with FakeLLMServer(lambda body: GOOD) as server:

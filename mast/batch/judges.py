@@ -9,6 +9,9 @@ known afterwards.
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
 from mast.batch.runner import BatchJudge, Estimate
 from mast.diagnosis import Diagnosis, empty_verdicts
 from mast.judge.classify import (
@@ -51,8 +54,9 @@ class _Adapter:
         self.judge = judge
         self.raise_on_error = raise_on_error
 
-    async def call(self, trace: Trace) -> Diagnosis:
-        return await self.judge.classify(trace, raise_on_error=self.raise_on_error)
+    async def call(self, trace: Trace, gate: contextlib.AbstractAsyncContextManager[Any] | None = None) -> Diagnosis:
+        """Judge one trace; ``gate`` (the batch's bound on requests in flight) is held only while the model is asked."""
+        return await self.judge.classify(trace, raise_on_error=self.raise_on_error, gate=gate)
 
     def estimate(self, trace: Trace) -> Estimate:
         """Tokens and dollars judging ``trace`` is expected to take (0 for the detectors)."""

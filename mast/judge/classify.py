@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import importlib
@@ -226,13 +227,24 @@ class Judge:
 
     # -- judging --
 
-    async def classify(self, trace_or_path: Trace | str | os.PathLike[str] | Any, *, raise_on_error: bool = True) -> Diagnosis:
+    async def classify(
+        self,
+        trace_or_path: Trace | str | os.PathLike[str] | Any,
+        *,
+        raise_on_error: bool = True,
+        gate: contextlib.AbstractAsyncContextManager[Any] | None = None,
+    ) -> Diagnosis:
         """Judge one trace.
 
         Args:
             trace_or_path: a :class:`~mast.trace.Trace`, a file path, or an object ``mast.load_trace`` reads.
             raise_on_error: raise :class:`~mast.errors.JudgeError` when no valid answer comes (default);
                 when False, return a Diagnosis with ``status: "error"`` instead.
+            gate: entered only around the calls to the model, after the trace is prepared (rendered,
+                redacted, hints found) and left before the answer becomes a diagnosis; e.g. an
+                :class:`asyncio.Semaphore` that bounds the requests in flight of a batch, so the
+                next traces are prepared while earlier ones wait for the model. Not entered when
+                the cache answers.
 
         Raises:
             TraceFormatError: the input cannot be read as one trace.
@@ -248,7 +260,7 @@ class Judge:
         meter = UsageMeter()
         trace_hash = trace.content_hash()
         try:
-            diagnosis = await self._judge_llm(trace, trace_hash, kind, meter, started)
+            diagnosis = await self._judge_llm(trace, trace_hash, kind, meter, started, gate)
         except _Unjudgeable as exc:
             error = ErrorInfo(type="Unjudgeable", message=str(exc))
             return self._failed(trace, trace_hash, "unjudgeable", error, meter, started)
@@ -330,7 +342,15 @@ class Judge:
             return None, None, [f"detectors failed, judged without hints: {one_line(exc)}"]
         return hints, det, []
 
-    async def _judge_llm(self, trace: Trace, trace_hash: str, kind: str, meter: UsageMeter, started: float) -> Diagnosis:
+    async def _judge_llm(
+        self,
+        trace: Trace,
+        trace_hash: str,
+        kind: str,
+        meter: UsageMeter,
+        started: float,
+        gate: contextlib.AbstractAsyncContextManager[Any] | None = None,
+    ) -> Diagnosis:
         backend = self.backend
         hints, detector_diagnosis, warnings = self._hints(trace, kind)
         material = prepare(
@@ -380,23 +400,24 @@ class Judge:
         needed = _most_tokens(single_messages) + out + schema
         if needed > limit or limit - needed + out < out * 1.5**self.config.max_reasks:
             needed = self._count(backend, single_messages) + out + schema
-        if needed <= limit:
-            answer = await ask(
-                backend, single_messages, output=spec, taxonomy=self.taxonomy,
-                structured_output=self.config.structured_output, max_reasks=self.config.max_reasks,
-                max_tokens=out, meter=meter, max_tokens_cap=max(out, limit - needed + out),
-            )
-            warnings.extend(answer.notes)
-            mode: str = answer.mode
-            extra: dict[str, Any] = {"context_window": context}
-            strategy = "single"
-            if limits != FULL_LIMITS:
-                extra["answer_limits"] = dataclasses.asdict(limits)
-            value = answer.value
-        else:
-            value, mode, extra, notes = await self._chunked(material, fence, context, limit, meter, limits)
-            warnings.extend(notes)
-            strategy = "chunked"
+        async with gate if gate is not None else contextlib.nullcontext():
+            if needed <= limit:
+                answer = await ask(
+                    backend, single_messages, output=spec, taxonomy=self.taxonomy,
+                    structured_output=self.config.structured_output, max_reasks=self.config.max_reasks,
+                    max_tokens=out, meter=meter, max_tokens_cap=max(out, limit - needed + out),
+                )
+                warnings.extend(answer.notes)
+                mode: str = answer.mode
+                extra: dict[str, Any] = {"context_window": context}
+                strategy = "single"
+                if limits != FULL_LIMITS:
+                    extra["answer_limits"] = dataclasses.asdict(limits)
+                value = answer.value
+            else:
+                value, mode, extra, notes = await self._chunked(material, fence, context, limit, meter, limits)
+                warnings.extend(notes)
+                strategy = "chunked"
         diagnosis = self._diagnosis(trace, trace_hash, kind, value, material, strategy, mode, extra, warnings, meter, started)
         if detector_diagnosis is not None:
             _merge_detectors(diagnosis, detector_diagnosis)

@@ -20,13 +20,15 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from mast.judge.detectors._view import StepView, TraceView, same_text
+from mast.judge.detectors._view import StepView, TraceView, may_be_same_text, same_text
 from mast.judge.detectors.report import Finding, call_quote, inline, span, step_quote
 
 _WAIT_TOOL = re.compile(r"wait|sleep|poll", re.IGNORECASE)
 _STDIN_TOOL = re.compile(r"stdin", re.IGNORECASE)
 _DUPLICATE_WINDOW_S = 1.0
 """Two identical messages of one actor less than this apart are one message recorded twice."""
+_TEXT_FIRST_RATIO = 4
+"""Past this many characters of what came back per character of the two messages, their texts are compared first."""
 
 
 @dataclass
@@ -145,18 +147,26 @@ def _recorded_twice(a: _Action, b: _Action) -> bool:
     return False
 
 
+def _nothing_new(a: _Action, b: _Action) -> bool:
+    """Same answer after ``a`` as after ``b``, or the same input before both: nothing new came in."""
+    return not a.anything_back or a.observed == b.observed or bool(a.before) and a.before == b.before
+
+
 def _linked(a: _Action, b: _Action) -> bool:
-    same = a.signature == b.signature
-    if not same and (a.is_call or b.is_call):
+    if a.signature == b.signature:
+        return not _recorded_twice(a, b) and _nothing_new(a, b)
+    if a.is_call or b.is_call or _recorded_twice(a, b):
         return False
-    if _recorded_twice(a, b):
-        return False
-    # Same answer after the action, or the same input before it: either way nothing new came in.
-    # Checked before comparing the two texts, the costlier test, which then rarely needs to run
-    # (in a conversation, what comes back after each message differs).
-    if a.anything_back and not (a.observed == b.observed or bool(a.before) and a.before == b.before):
-        return False
-    return same or same_text(a.signature, b.signature)
+    # Two messages: both tests must pass, and the cheaper runs first, since it usually settles it.
+    # What came back is normalised in full (timestamps masked); the texts are compared on at most
+    # their first ``_COMPARE_CHARS``. Long tool output in between: the texts first.
+    if _back_chars(a) + _back_chars(b) <= _TEXT_FIRST_RATIO * (len(a.signature) + len(b.signature)):
+        return _nothing_new(a, b) and same_text(a.signature, b.signature)
+    return may_be_same_text(a.signature, b.signature) and _nothing_new(a, b) and same_text(a.signature, b.signature)
+
+
+def _back_chars(action: _Action) -> int:
+    return sum(len(v.step.content) + sum(len(r.output) for r in v.step.tool_results) for v in action.back)
 
 
 def find_chains(view: TraceView) -> list[Chain]:

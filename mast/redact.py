@@ -425,6 +425,8 @@ def _custom_rule(name: str, pattern: str | re.Pattern[str]) -> _Rule:
 
 
 _ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
+_GATED_CHARS = 4_096
+"""Texts up to this long are first searched for any rule's literal at all (most hold none)."""
 
 
 def _lower(text: str) -> str:
@@ -466,14 +468,18 @@ class Redactor:
         if not text:
             return RedactionResult(text, {})
         lowered = _lower(text)
-        active = list(self._always)
-        if self._gate.search(text) is not None:
-            active += [(o, r) for o, r in self._by_needle if any(needle in text for needle in r.needles)]
-        if self._gate_lower.search(lowered) is not None:
-            active += [(o, r) for o, r in self._by_needle_lower if any(needle in lowered for needle in r.needles)]
-        if self._by_digits:
-            digits = sum(map(text.count, "0123456789"))
-            active += [(o, r) for o, r in self._by_digits if digits >= r.min_digits]
+        if len(text) > _GATED_CHARS:
+            # A long text holds most literals somewhere: checking for them would only add scans.
+            active = list(enumerate(self.rules))
+        else:
+            active = list(self._always)
+            if self._gate.search(text) is not None:
+                active += [(o, r) for o, r in self._by_needle if any(needle in text for needle in r.needles)]
+            if self._gate_lower.search(lowered) is not None:
+                active += [(o, r) for o, r in self._by_needle_lower if any(needle in lowered for needle in r.needles)]
+            if self._by_digits:
+                digits = sum(map(text.count, "0123456789"))
+                active += [(o, r) for o, r in self._by_digits if digits >= r.min_digits]
         spans: list[tuple[int, int, int, str]] = []
         for order, rule in active:
             for kind, start, end in rule.findings(text, lowered):

@@ -215,7 +215,6 @@ def cpu_client(base_url: str, calls: int, profile: bool) -> dict[str, Any]:
 
     from mast.batch import BatchRunner, ResultsFile, scan
     from mast.batch.judges import judge_for
-
     from mast.judge.classify import Judge
     from mast.judge.config import JudgeConfig
     from mast.judge.material import prepare

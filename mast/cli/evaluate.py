@@ -6,7 +6,6 @@ import click
 
 from mast.cli._shared import stdout, write_line
 from mast.errors import UsageError
-from mast.evaluate.report import render_text
 
 _FORMATS = click.Choice(["auto", "diagnoses", "long", "wide", "mad", "mastlint", "present-list"])
 
@@ -60,4 +59,6 @@ def command(
     else:
         # Rendered at a readable width even when piped: a squeezed table is worse than a wide one.
         table = report.table(max_disagreements=max_disagreements)
+        from mast.evaluate.report import render_text  # scikit-learn loads only for this command
+
         write_line(render_text(table, width=max(stdout.width, 150)).rstrip())

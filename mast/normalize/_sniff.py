@@ -45,3 +45,12 @@ def sniffed_json(raw: RawInput, *needles: str) -> Any | None:
     if raw.kind == "jsonl" and isinstance(data, list):
         return [record for record in data if not isinstance(record, JsonlLineError)]
     return data
+
+
+def text_document(raw: RawInput) -> str | None:
+    """The whole input as text when it is a text log (neither JSON nor YAML), else ``None``."""
+    try:
+        data = raw.data()
+    except TraceFormatError:
+        return None
+    return data if raw.kind == "text" and isinstance(data, str) else None

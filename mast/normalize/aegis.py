@@ -15,7 +15,7 @@ from typing import Any
 
 from mast.errors import TraceFormatError, one_line
 from mast.normalize._common import agents_from_steps, text_of
-from mast.normalize._sniff import json_head
+from mast.normalize._sniff import sniffed_json
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, Trace
 
@@ -92,11 +92,8 @@ class AegisFormat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """Sure when the first record has ``input.conversation_history`` and a label block."""
-        if not json_head(raw, '"conversation_history"'):
-            return 0.0
-        try:
-            data = raw.data()
-        except TraceFormatError:
+        data = sniffed_json(raw, '"conversation_history"')
+        if data is None:
             return 0.0
         first = data[0] if isinstance(data, list) and data else data
         return 0.97 if is_record(first) else 0.0

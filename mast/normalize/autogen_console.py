@@ -16,6 +16,7 @@ from mast.normalize._logs_console import (
     parse_ag2_console,
     parse_agentchat_console,
 )
+from mast.normalize._sniff import text_document
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace
 
@@ -27,18 +28,11 @@ class AutogenConsoleFormat(TraceFormat):
     description = "AutoGen console text: AG2 'sender (to recipient):' chats, AgentChat/Magentic-One Console output"
     priority = 62
 
-    def _text(self, raw: RawInput) -> str | None:
-        try:
-            data = raw.data()
-        except TraceFormatError:
-            return None
-        return data if raw.kind == "text" and isinstance(data, str) else None
-
     def detect(self, raw: RawInput) -> float:
         """0.8 for AG2 ``sender (to recipient):`` turns, 0.75 for Console headers; 0 for non-text input."""
         if raw.path is not None and not (looks_like_ag2_console(raw.head) or looks_like_agentchat_console(raw.head)):
             return 0.0  # decided from the head, so a large file of another format is never parsed here
-        text = self._text(raw)
+        text = text_document(raw)
         if text is None:
             return 0.0
         if looks_like_ag2_console(text):
@@ -47,7 +41,7 @@ class AutogenConsoleFormat(TraceFormat):
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """One trace per transcript."""
-        text = self._text(raw)
+        text = text_document(raw)
         if text is None:
             raise raw.fail("AutoGen console logs are text; this input is not")
         out = parse_ag2_console(text) if looks_like_ag2_console(text) else parse_agentchat_console(text)

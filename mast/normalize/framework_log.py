@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from mast.errors import TraceFormatError
 from mast.normalize._common import agents_from_steps, sum_usage
 from mast.normalize._mad_logs import PARSERS, parse_log
+from mast.normalize._sniff import text_document
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace
 
@@ -32,23 +33,16 @@ class FrameworkLogFormat(TraceFormat):
     description = "Framework log text: ChatDev, MetaGPT, HyperAgent, AppWorld, OpenManus"
     priority = 63
 
-    def _text(self, raw: RawInput) -> str | None:
-        try:
-            data = raw.data()
-        except TraceFormatError:
-            return None
-        return data if raw.kind == "text" and isinstance(data, str) else None
-
     def detect(self, raw: RawInput) -> float:
         """0.8 when the text carries one framework's log markers; 0 for anything else."""
         if raw.path is not None and _which(raw.head) is None:
             return 0.0  # decided from the head, so a large file of another format is never parsed here
-        text = self._text(raw)
+        text = text_document(raw)
         return 0.8 if text is not None and _which(text) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """One trace per log file."""
-        text = self._text(raw)
+        text = text_document(raw)
         framework = _which(text) if text is not None else None
         if text is None or framework is None:
             raise raw.fail("no ChatDev, MetaGPT, HyperAgent, AppWorld or OpenManus log markers found")

@@ -23,7 +23,7 @@ from typing import Any
 
 from mast.errors import TraceFormatError, one_line
 from mast.normalize._common import agents_from_steps, text_of
-from mast.normalize._sniff import json_head
+from mast.normalize._sniff import sniffed_json
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, Trace
 
@@ -132,11 +132,8 @@ class WhoAndWhenFormat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """Sure when the record has ``history`` plus ``mistake_agent`` and ``mistake_step``."""
-        if not json_head(raw, '"history"'):
-            return 0.0
-        try:
-            data = raw.data()
-        except TraceFormatError:
+        data = sniffed_json(raw, '"history"')
+        if data is None:
             return 0.0
         first = data[0] if isinstance(data, list) and data else data
         if not is_record(first):

@@ -152,7 +152,7 @@ def _prefixed(kind: str, generated: bool = False) -> _Check:
         if not _starts_token(text, match.start()):
             return None
         if generated and not _is_generated(match.group(0)):
-            return None  # "sk-learn-compatible-estimator", "hf_hub_download_..."
+            return None  # ordinary words that merely start with a prefix (a scikit-style name, hf_hub_*)
         return kind, match.start(), match.end()
 
     return check

@@ -84,7 +84,10 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
     if diagnosis.summary:
         console.print(Text(f"  summary: {diagnosis.summary}"))
     usage = diagnosis.usage
-    cost = f"${usage.cost_usd:.4f}" if usage.cost_usd is not None else "cost unknown"
+    if usage.cost_usd is not None:
+        cost = f"${usage.cost_usd:.4f}"
+    else:
+        cost = "no LLM cost" if usage.llm_calls == 0 else "cost unknown"
     cached = ", cached" if usage.cached else ""
     console.print(Text(
         f"  {usage.llm_calls} calls, {usage.input_tokens}+{usage.output_tokens} tokens, {cost}, {usage.latency_s:.1f}s{cached}",

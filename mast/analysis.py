@@ -143,7 +143,7 @@ def _groups(frame: pd.DataFrame, by: str | Sequence[str] | None) -> list[tuple[d
 def _wilson(present: int, n: int, level: float) -> tuple[float, float] | tuple[None, None]:
     if n == 0:
         return None, None
-    from statsmodels.stats.proportion import proportion_confint  # type: ignore[import-untyped]
+    from statsmodels.stats.proportion import proportion_confint
 
     low, high = proportion_confint(present, n, alpha=1 - level, method="wilson")
     # The Wilson bounds are exactly 0 (or 1) at k = 0 (k = n); keep float noise out of the tables.

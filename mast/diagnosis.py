@@ -6,13 +6,13 @@ Field names are a contract other tools read; change them only with a new ``schem
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mast.taxonomy import Taxonomy
 
-DIAGNOSIS_SCHEMA_VERSION = "mast-diagnosis/1"
+DIAGNOSIS_SCHEMA_VERSION: Final = "mast-diagnosis/1"
 
 DiagnosisStatus = Literal["judged", "unjudgeable", "error"]
 

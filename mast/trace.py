@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mast._json import canonical
 
-TRACE_SCHEMA_VERSION = "mast-trace/1"
+TRACE_SCHEMA_VERSION: Final = "mast-trace/1"
 
 StepKind = Literal[
     "message",

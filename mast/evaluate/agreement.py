@@ -133,7 +133,7 @@ def _fleiss(ratings: np.ndarray) -> float | None:
     share = table.sum(axis=0) / table.sum()
     if math.isclose(float(np.sum(share**2)), 1.0):
         return None  # every rating in one category: chance agreement 1, kappa undefined
-    from statsmodels.stats.inter_rater import fleiss_kappa  # type: ignore[import-untyped]
+    from statsmodels.stats.inter_rater import fleiss_kappa
 
     return float(fleiss_kappa(table, method="fleiss"))
 

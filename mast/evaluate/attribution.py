@@ -123,7 +123,7 @@ def read_attribution_gold(
     return _gold_frame(rows, "traces")
 
 
-def _gold_frame(rows: Sequence[Mapping[str, Any]], source: str) -> pd.DataFrame:
+def _gold_frame(rows: Sequence[Mapping[Any, Any]], source: str) -> pd.DataFrame:
     clean = []
     for n, row in enumerate(rows, start=1):
         where = f"{source} row {n}"
@@ -221,7 +221,7 @@ def evaluate_attribution(
     )
 
 
-def _row(trace_id: str, gold: Mapping[str, Any], diagnosis: Diagnosis, k: int) -> AttributionRow:
+def _row(trace_id: str, gold: Mapping[Any, Any], diagnosis: Diagnosis, k: int) -> AttributionRow:
     gold_step = None if pd.isna(gold["step"]) else int(gold["step"])
     first = diagnosis.first_failure
     if first is None or (first.agent is None and first.step is None):

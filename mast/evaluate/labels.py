@@ -114,7 +114,7 @@ def normalize_label_code(code: Any, taxonomy: Taxonomy, *, where: str = "") -> s
 
 
 def label_table(
-    rows: Iterable[Mapping[str, Any]], *, taxonomy: Taxonomy | None = None, source: str | None = None
+    rows: Iterable[Mapping[Any, Any]], *, taxonomy: Taxonomy | None = None, source: str | None = None
 ) -> pd.DataFrame:
     """Build a validated label table from row mappings (see the module docstring for columns).
 
@@ -470,7 +470,7 @@ def _load_json(path: Path) -> Any:
 
 def iter_json_records(path: str | os.PathLike[str]) -> Iterator[Any]:
     """Records of a JSON list (streamed, so a 200 MB MAD file never sits in memory twice) or a JSONL file."""
-    import ijson  # type: ignore[import-untyped]
+    import ijson
 
     file = Path(path)
     try:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.metrics import (  # type: ignore[import-untyped]
+from sklearn.metrics import (
     accuracy_score,
     cohen_kappa_score,
     f1_score,

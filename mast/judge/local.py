@@ -111,7 +111,7 @@ class LocalServer:
         if self._server is not None:
             return self
         try:
-            import xllamacpp  # type: ignore[import-untyped]
+            import xllamacpp
         except ImportError as exc:
             raise UsageError(INSTALL_HINT) from exc
         params = xllamacpp.CommonParams()

@@ -9,10 +9,7 @@ known afterwards.
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any
-
-from mast.batch.runner import BatchJudge, Estimate
+from mast.batch.runner import REQUEST_GATE, BatchJudge, Estimate
 from mast.diagnosis import Diagnosis, empty_verdicts
 from mast.judge.classify import (
     ANSWER_TOKENS,
@@ -46,6 +43,7 @@ def judge_for(config: JudgeConfig, *, raise_on_error: bool = False) -> BatchJudg
         notice=judge_notice(config),
         start=judge.start,
         close=judge.aclose,
+        gated=True,
     )
 
 
@@ -54,9 +52,9 @@ class _Adapter:
         self.judge = judge
         self.raise_on_error = raise_on_error
 
-    async def call(self, trace: Trace, gate: contextlib.AbstractAsyncContextManager[Any] | None = None) -> Diagnosis:
-        """Judge one trace; ``gate`` (the batch's bound on requests in flight) is held only while the model is asked."""
-        return await self.judge.classify(trace, raise_on_error=self.raise_on_error, gate=gate)
+    async def call(self, trace: Trace) -> Diagnosis:
+        """Judge one trace, holding the batch's :data:`REQUEST_GATE` only while the model is asked."""
+        return await self.judge.classify(trace, raise_on_error=self.raise_on_error, gate=REQUEST_GATE.get())
 
     def estimate(self, trace: Trace) -> Estimate:
         """Tokens and dollars judging ``trace`` is expected to take (0 for the detectors)."""

@@ -15,6 +15,7 @@ import os
 import signal
 import time
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -62,6 +63,9 @@ class BatchJudge:
         notice: a line for the user about this judge (e.g. that no model is configured).
         start: set the judge up inside the batch's event loop (backend, local model server).
         close: release what the judge holds when the batch ends.
+        gated: ``call`` holds :data:`REQUEST_GATE` only around its model calls. The batch then
+            prepares (renders, redacts, counts) the next traces while ``concurrency`` requests are
+            in flight, instead of only once a slot frees.
     """
 
     call: JudgeFn
@@ -71,6 +75,15 @@ class BatchJudge:
     notice: str | None = None
     start: Callable[[], Coroutine[Any, Any, None]] | None = None
     close: Callable[[], Coroutine[Any, Any, None]] | None = None
+    gated: bool = False
+
+
+REQUEST_GATE: ContextVar[asyncio.Semaphore | None] = ContextVar("mast_request_gate", default=None)
+"""The batch's bound on model calls in flight, seen by a gated judge's ``call`` (tasks inherit it)."""
+
+PREPARE_AHEAD = 2
+"""With a gated judge, up to this many times ``concurrency`` traces are started at once: the extra
+ones are prepared while the others wait on the provider; model calls in flight stay at ``concurrency``."""
 
 
 RESOLVED_PER_TRACE = frozenset({"structured_output"})
@@ -320,7 +333,9 @@ class BatchRunner:
         return item.error is None and item.resume_key not in self._done and item.key not in self._done_content
 
     async def _feed(self, items: Sequence[WorkItem]) -> None:
-        semaphore = asyncio.Semaphore(self.concurrency)
+        # ``semaphore`` bounds the traces started; a gated judge's model calls are bounded by the gate.
+        semaphore = asyncio.Semaphore(self.concurrency * (PREPARE_AHEAD if self.judge.gated else 1))
+        REQUEST_GATE.set(asyncio.Semaphore(self.concurrency))
         reloader = Reloader()
         first_index: dict[ContentKey, int] = {}
         duplicates: list[WorkItem] = []

@@ -55,20 +55,25 @@ def skeleton(trace: Trace) -> dict[str, Any]:
         "final_output": (trace.final_output or "")[:120],
         "agents": [a.name for a in trace.agents],
         "label_keys": sorted(trace.labels),
-        "steps": [
-            {
-                "kind": s.kind,
-                "agent": s.agent,
-                "recipient": s.recipient,
-                "role": s.role,
-                "calls": [[c.name, c.id] for c in s.tool_calls],
-                "results": [[r.call_id, r.is_error] for r in s.tool_results],
-                "content_start": s.content[:60],
-                "content_chars": len(s.content),
-            }
-            for s in trace.steps
-        ],
+        "steps": step_skeleton(trace),
     }
+
+
+def step_skeleton(trace: Trace) -> list[dict[str, Any]]:
+    """What golden files pin of each step: its shape, not the source's full text."""
+    return [
+        {
+            "kind": s.kind,
+            "agent": s.agent,
+            "recipient": s.recipient,
+            "role": s.role,
+            "calls": [[c.name, c.id] for c in s.tool_calls],
+            "results": [[r.call_id, r.is_error] for r in s.tool_results],
+            "content_start": s.content[:60],
+            "content_chars": len(s.content),
+        }
+        for s in trace.steps
+    ]
 
 
 def check_golden(trace: Trace, name: str) -> None:

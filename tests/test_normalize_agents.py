@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _trace_facts import step_skeleton
 
 from mast.errors import TraceFormatError
 from mast.normalize import detect_format, iter_traces, load_trace, load_traces
@@ -40,27 +41,10 @@ def calls(trace: Trace) -> list[Any]:
     return [c for s in trace.steps for c in s.tool_calls]
 
 
-def skeleton(trace: Trace) -> list[dict[str, Any]]:
-    """What the golden files pin: the shape of every step, not the source's full text."""
-    return [
-        {
-            "kind": s.kind,
-            "agent": s.agent,
-            "recipient": s.recipient,
-            "role": s.role,
-            "calls": [[c.name, c.id] for c in s.tool_calls],
-            "results": [[r.call_id, r.is_error] for r in s.tool_results],
-            "content_start": s.content[:60],
-            "content_chars": len(s.content),
-        }
-        for s in trace.steps
-    ]
-
-
 def check_golden(trace: Trace, name: str) -> None:
     path = GOLDEN / f"{name}.steps.json"
     actual = {"task": (trace.task or "")[:120], "final_output": (trace.final_output or "")[:120],
-              "agents": [a.name for a in trace.agents], "steps": skeleton(trace)}
+              "agents": [a.name for a in trace.agents], "steps": step_skeleton(trace)}
     if os.environ.get("MAST_UPDATE_GOLDEN") == "1":
         GOLDEN.mkdir(exist_ok=True)
         path.write_text(json.dumps(actual, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

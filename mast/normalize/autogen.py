@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from mast.errors import TraceFormatError, one_line
-from mast.normalize._common import agents_from_steps, sum_usage, text_of, usage_from
+from mast.normalize._common import text_of, usage_from
 from mast.normalize._logs_ag2 import parse_messages
 from mast.normalize._logs_common import LogParse
 from mast.normalize._mad_logs import parse_payload
@@ -144,18 +144,8 @@ class AutogenFormat(TraceFormat):
             raise raw.fail(f"AutoGen record unreadable: {one_line(exc)}") from exc
         if out.task is None:
             out.task = next((s.content for s in out.steps if s.content and s.kind != "system"), None)
-        yield Trace(
-            source=self.source(raw, variant=variant),
-            framework="ag2" if variant in ("ag2_trajectory", "ag2_messages", "chat_result") else "autogen",
-            task=out.task,
-            agents=agents_from_steps(out.steps),
-            steps=out.steps,
-            final_output=out.final_output,
-            usage=out.usage or sum_usage(out.steps),
-            labels=out.labels,
-            metadata={**metadata, **out.metadata},
-            warnings=out.warnings,
-        )
+        framework = "ag2" if variant in ("ag2_trajectory", "ag2_messages", "chat_result") else "autogen"
+        yield out.to_trace(self.source(raw, variant=variant), framework, metadata=metadata)
 
 
 register(AutogenFormat())

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mast.errors import TraceFormatError
-from mast.normalize._common import agents_from_steps, sum_usage
 from mast.normalize._logs_console import (
     looks_like_ag2_console,
     looks_like_agentchat_console,
@@ -49,17 +48,7 @@ class AutogenConsoleFormat(TraceFormat):
             raise raw.fail("no AutoGen console turns found ('sender (to recipient):' or '---------- source ----------')")
         if out.task is None:
             out.task = next((s.content for s in out.steps if s.content and s.kind == "message"), None)
-        yield Trace(
-            source=self.source(raw, variant=out.variant),
-            framework="magentic-one" if out.variant == "magentic_one" else "autogen",
-            task=out.task,
-            agents=agents_from_steps(out.steps),
-            steps=out.steps,
-            final_output=out.final_output,
-            usage=out.usage or sum_usage(out.steps),
-            metadata=out.metadata,
-            warnings=out.warnings,
-        )
+        yield out.to_trace(self.source(raw, variant=out.variant), "magentic-one" if out.variant == "magentic_one" else "autogen")
 
 
 register(AutogenConsoleFormat())

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mast.errors import TraceFormatError
-from mast.normalize._common import agents_from_steps, sum_usage
 from mast.normalize._mad_logs import PARSERS, parse_log
 from mast.normalize._sniff import text_document
 from mast.normalize.base import RawInput, TraceFormat, register
@@ -47,17 +46,7 @@ class FrameworkLogFormat(TraceFormat):
         if text is None or framework is None:
             raise raw.fail("no ChatDev, MetaGPT, HyperAgent, AppWorld or OpenManus log markers found")
         out = parse_log(text, framework)
-        yield Trace(
-            source=self.source(raw, variant=out.variant),
-            framework=_FRAMEWORK_OF_VARIANT.get(out.variant),
-            task=out.task,
-            agents=agents_from_steps(out.steps),
-            steps=out.steps,
-            final_output=out.final_output,
-            usage=out.usage or sum_usage(out.steps),
-            metadata=out.metadata,
-            warnings=out.warnings,
-        )
+        yield out.to_trace(self.source(raw, variant=out.variant), _FRAMEWORK_OF_VARIANT.get(out.variant))
 
 
 register(FrameworkLogFormat())

@@ -19,8 +19,8 @@ import pandas as pd
 
 from mast import analysis
 from mast.diagnosis import Diagnosis, DiagnosisUsage, JudgeInfo, empty_verdicts
-from mast.evaluate import evaluate
-from mast.evaluate.html import render_report
+from mast.evaluation import evaluate
+from mast.evaluation.html import render_report
 from mast.taxonomy import load_taxonomy
 
 N_TRACES = 1642  # MAD's size
@@ -81,7 +81,7 @@ def mad_file(folder: Path, size_mb: int = 200) -> Path:
 
 CHILD = """
 import sys, time
-from mast.evaluate import read_labels
+from mast.evaluation import read_labels
 
 def peak_kb():  # VmHWM starts afresh at exec, unlike ru_maxrss, which a forked child inherits
     for line in open("/proc/self/status"):

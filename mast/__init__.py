@@ -41,15 +41,15 @@ from mast.trace import Step, Trace  # noqa: E402
 # The evaluation side pulls in scikit-learn and statsmodels (~1.5 s); load it on first use so
 # `mast label` and `import mast` stay quick.
 _LAZY = {
-    "AttributionReport": "mast.evaluate",
-    "EvaluationReport": "mast.evaluate",
+    "AttributionReport": "mast.evaluation",
+    "EvaluationReport": "mast.evaluation",
     "analysis": "mast",
-    "compare_judges": "mast.evaluate",
+    "compare_judges": "mast.evaluation",
     "datasets": "mast",
-    "evaluate": "mast.evaluate",
-    "evaluate_attribution": "mast.evaluate",
-    "read_labels": "mast.evaluate",
-    "to_dataframe": "mast.evaluate",
+    "evaluate": "mast.evaluation",
+    "evaluate_attribution": "mast.evaluation",
+    "read_labels": "mast.evaluation",
+    "to_dataframe": "mast.evaluation",
 }
 
 

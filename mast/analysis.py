@@ -65,14 +65,14 @@ def results_frame(
     ``role`` picks the side of files holding both a judge's and humans' labels (mast-lint).
     """
     tax = taxonomy or load_taxonomy()
-    from mast.evaluate.labels import read_diagnoses, read_labels, to_dataframe
+    from mast.evaluation.labels import read_diagnoses, read_labels, to_dataframe
 
     if isinstance(source, pd.DataFrame):
         frame = _wide(source, tax) if not {"code", "present"} <= set(source.columns) else _pivot(source, tax)
     elif isinstance(source, str | os.PathLike):
         from pathlib import Path
 
-        from mast.evaluate.labels import sniff_format
+        from mast.evaluation.labels import sniff_format
 
         path = Path(source)
         if not path.is_file():
@@ -107,8 +107,8 @@ def _wide(frame: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
 
 
 def _pivot(table: pd.DataFrame, taxonomy: Taxonomy) -> pd.DataFrame:
-    from mast.evaluate.agreement import majority_vote
-    from mast.evaluate.labels import check_label_table
+    from mast.evaluation.agreement import majority_vote
+    from mast.evaluation.labels import check_label_table
 
     cells = majority_vote(check_label_table(table, taxonomy=taxonomy))
     wide = cells.pivot(index="trace_id", columns="code", values="present")
@@ -324,7 +324,7 @@ def fatal_vs_benign(
         ratio = np.where(prev_s > 0, prev_f / prev_s, np.nan)
     diff_ci = ratio_ci = np.full((2, len(codes)), np.nan)
     if n_boot:
-        from mast.evaluate.metrics import bootstrap_weights
+        from mast.evaluation.metrics import bootstrap_weights
 
         wf = bootstrap_weights(len(failed), n_boot, seed)
         ws = bootstrap_weights(len(success), n_boot, seed + 1)

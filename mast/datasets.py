@@ -70,20 +70,20 @@ class MadDataset(BaseModel):
 
     def records(self) -> Iterator[Any]:
         """The raw records, streamed (the full file is never held twice in memory)."""
-        from mast.evaluate.labels import iter_json_records
+        from mast.evaluation.labels import iter_json_records
 
         return iter_json_records(self.path)
 
     def labels(self, *, trace_id_prefix: str = "", verification: Literal["paper", "mad-layout"] = "paper") -> pd.DataFrame:
-        """Label table of the file (LLM labels, or one row per human annotator); see :mod:`mast.evaluate.mad`."""
-        from mast.evaluate.mad import labels_from_mad
+        """Label table of the file (LLM labels, or one row per human annotator); see :mod:`mast.evaluation.mad`."""
+        from mast.evaluation.mad import labels_from_mad
 
         return labels_from_mad(self.records(), source=str(self.path), trace_id_prefix=trace_id_prefix,
                                verification=verification)
 
     def metadata(self, *, trace_id_prefix: str = "") -> pd.DataFrame:
         """One row per record: trace_id, mas_name, llm_name, benchmark_name, round."""
-        from mast.evaluate.mad import mad_metadata
+        from mast.evaluation.mad import mad_metadata
 
         return mad_metadata(self.records(), trace_id_prefix=trace_id_prefix)
 

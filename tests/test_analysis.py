@@ -12,9 +12,9 @@ import pytest
 from mast import analysis
 from mast.diagnosis import Diagnosis, FirstFailure, JudgeInfo
 from mast.errors import EvaluationError
-from mast.evaluate import read_who_and_when
-from mast.evaluate.labels import to_dataframe
-from mast.evaluate.mad import mastlint_diagnoses, mastlint_metadata
+from mast.evaluation import read_who_and_when
+from mast.evaluation.labels import to_dataframe
+from mast.evaluation.mad import mastlint_diagnoses, mastlint_metadata
 
 
 def findings(shared: Path) -> Path:

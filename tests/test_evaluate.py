@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mast.errors import EvaluationError
-from mast.evaluate import compare_judges, evaluate, inter_annotator, majority_vote
-from mast.evaluate.labels import label_table, read_labels
-from mast.evaluate.metrics import binary_metrics, metrics_from_counts
+from mast.evaluation import compare_judges, evaluate, inter_annotator, majority_vote
+from mast.evaluation.labels import label_table, read_labels
+from mast.evaluation.metrics import binary_metrics, metrics_from_counts
 
 
 def mastlint(shared: Path) -> Path:
@@ -222,7 +222,7 @@ def test_judge_vs_judge_is_symmetric_in_kappa_and_lists_disagreements_with_evide
 
 
 def test_report_json_round_trips_and_table_renders(shared: Path) -> None:
-    from mast.evaluate import EvaluationReport
+    from mast.evaluation import EvaluationReport
 
     report = evaluate(mastlint(shared), mastlint(shared), n_boot=50)
     again = EvaluationReport.model_validate_json(report.to_json())

@@ -10,8 +10,8 @@ import pytest
 
 from mast.diagnosis import Diagnosis, FirstFailure, JudgeInfo, SourceRef
 from mast.errors import EvaluationError
-from mast.evaluate import evaluate_attribution, read_who_and_when
-from mast.evaluate.attribution import agent_key, read_attribution_gold
+from mast.evaluation import evaluate_attribution, read_who_and_when
+from mast.evaluation.attribution import agent_key, read_attribution_gold
 from mast.trace import Step, Trace
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from mast.diagnosis import Diagnosis, JudgeInfo, empty_verdicts
 from mast.errors import EvaluationError
-from mast.evaluate.labels import label_table, read_diagnoses, read_labels, to_dataframe
-from mast.evaluate.mad import (
+from mast.evaluation.labels import label_table, read_diagnoses, read_labels, to_dataframe
+from mast.evaluation.mad import (
     CROSSWALK,
     detect_round,
     labels_from_mad,
@@ -108,7 +108,7 @@ def test_crosswalk_covers_the_draft_rounds(shared: Path) -> None:
         target = None if final.startswith("(dropped)") else final
         if target in ("3.2", "3.3"):
             # Deliberate: the reference maps by MAD's final-round layout; mast by the paper's
-            # definitions (see mast.evaluate.mad), which swaps these two; "mad-layout" restores it.
+            # definitions (see mast.evaluation.mad), which swaps these two; "mad-layout" restores it.
             target = "3.3" if target == "3.2" else "3.2"
             assert map_human_annotation(f"{r1_code} {r1_title}", "v1", verification="mad-layout") == final[:3]
         assert CROSSWALK["v1"][r1_code][1] == target, r1_code

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from mast.cli import main
 from mast.diagnosis import Diagnosis, DiagnosisUsage, FirstFailure, JudgeInfo
-from mast.evaluate import read_who_and_when
-from mast.evaluate.html import render_report
-from mast.evaluate.mad import mastlint_diagnoses
+from mast.evaluation import read_who_and_when
+from mast.evaluation.html import render_report
+from mast.evaluation.mad import mastlint_diagnoses
 
 
 class Page(HTMLParser):

@@ -16,7 +16,7 @@ Example:
     ...                              output="results.jsonl")          # doctest: +SKIP
     >>> mast.to_dataframe(results).groupby("status").size()          # doctest: +SKIP
 
-(``to_dataframe`` is :func:`mast.evaluate.labels.to_dataframe`.)
+(``to_dataframe`` is :func:`mast.evaluation.labels.to_dataframe`.)
 
 Several machines: give each the same inputs and its own shard, then concatenate the outputs::
 

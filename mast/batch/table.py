@@ -1,6 +1,6 @@
 """Results files as tables: CSV or Parquet export of a ``results.jsonl``.
 
-The table itself is :func:`mast.evaluate.labels.to_dataframe` (one row per trace, a nullable
+The table itself is :func:`mast.evaluation.labels.to_dataframe` (one row per trace, a nullable
 boolean column per mode): there is one implementation of "diagnoses as a DataFrame", and this
 module only reads results and writes files.
 """
@@ -39,7 +39,7 @@ def write_table(diagnoses: Iterable[Diagnosis] | str | os.PathLike[str], path: s
     Raises:
         UsageError: another file ending, or Parquet without pyarrow installed.
     """
-    from mast.evaluate.labels import to_dataframe
+    from mast.evaluation.labels import to_dataframe
 
     target = Path(path)
     suffix = target.suffix.lower()

@@ -36,7 +36,7 @@ def command(
     mast evaluate --pred judge_a.jsonl --pred judge_b.jsonl          judge vs judge
     mast evaluate --pred results.jsonl --gold who_and_when/ --attribution
     """  # noqa: D301 (click's \b keeps the example lines as they are)
-    from mast.evaluate import compare_judges, evaluate, evaluate_attribution
+    from mast.evaluation import compare_judges, evaluate, evaluate_attribution
 
     if attribution:
         if len(preds) != 1 or gold is None:
@@ -59,6 +59,6 @@ def command(
     else:
         # Rendered at a readable width even when piped: a squeezed table is worse than a wide one.
         table = report.table(max_disagreements=max_disagreements)
-        from mast.evaluate.report import render_text  # scikit-learn loads only for this command
+        from mast.evaluation.report import render_text  # scikit-learn loads only for this command
 
         write_line(render_text(table, width=max(stdout.width, 150)).rstrip())

@@ -27,7 +27,7 @@ File shapes :func:`read_labels` understands (``format="auto"`` picks by content)
   (``1.1`` or ``FM-1.1`` ...) holding 1/0 (empty = not assessed); other columns are ignored.
 * ``mad``: MAST-Data records, LLM-labelled (``mast_annotation``) or human-labelled
   (``annotations`` with ``annotator_1..3``, older 18/17-mode rounds mapped by
-  :mod:`mast.evaluate.mad`); JSON list or JSONL, streamed.
+  :mod:`mast.evaluation.mad`); JSON list or JSONL, streamed.
 * ``mastlint``: mast-lint evaluation files (``[{report: {findings}, gold: {present, votes}}]``):
   ``role="pred"`` reads the judge's findings (a finding listed = present, every other mode absent),
   ``role="gold"`` the human labels (only the modes the gold lists are assessed).
@@ -427,7 +427,7 @@ def read_labels(
             raise EvaluationError(f"{path}: wide labels need a trace_id column")
         return check_label_table(frame, taxonomy=tax)
 
-    from mast.evaluate import mad
+    from mast.evaluation import mad
 
     if kind == "mad":
         return mad.labels_from_mad(iter_json_records(path), taxonomy=tax, source=name, trace_id_prefix=trace_id_prefix)

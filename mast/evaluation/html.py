@@ -23,8 +23,8 @@ import pandas as pd
 from mast.__about__ import __version__
 from mast.diagnosis import Diagnosis
 from mast.errors import EvaluationError
-from mast.evaluate.labels import LabelSource, read_diagnoses, to_dataframe
-from mast.evaluate.report import EvaluationReport, fmt, fmt_ci, shorten
+from mast.evaluation.labels import LabelSource, read_diagnoses, to_dataframe
+from mast.evaluation.report import EvaluationReport, fmt, fmt_ci, shorten
 from mast.taxonomy import Taxonomy, load_taxonomy
 
 _STYLE = """
@@ -47,8 +47,8 @@ def render_report(
 ) -> str:
     """The HTML page for a results file (or diagnoses), with agreement sections when ``gold`` is given."""
     from mast import analysis
-    from mast.evaluate import plots
-    from mast.evaluate.core import evaluate
+    from mast.evaluation import plots
+    from mast.evaluation.core import evaluate
 
     tax = taxonomy or load_taxonomy()
     source = str(results) if isinstance(results, str | os.PathLike) else "diagnoses"
@@ -118,7 +118,7 @@ def _section(anchor: str, heading: str, body: str) -> str:
 
 
 def _img(fig: object) -> str:
-    from mast.evaluate.plots import png_base64
+    from mast.evaluation.plots import png_base64
 
     return f"<img alt='figure' src='data:image/png;base64,{png_base64(fig)}'>"  # type: ignore[arg-type]
 
@@ -183,7 +183,7 @@ def _cost(frame: pd.DataFrame) -> str:
 
 
 def _agreement(report: EvaluationReport) -> str:
-    from mast.evaluate.plots import agreement_figure
+    from mast.evaluation.plots import agreement_figure
 
     p = report.pooled
     body = (

@@ -22,7 +22,7 @@ from mast.errors import UsageError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from mast.evaluate.report import EvaluationReport
+    from mast.evaluation.report import EvaluationReport
 
 MATPLOTLIB_HINT = "plots need matplotlib: pip install 'mast-judge[report]'"
 _CATEGORY_COLOURS = {"FC1": "#4C72B0", "FC2": "#DD8452", "FC3": "#55A868"}

@@ -7,7 +7,7 @@ pooled over all cells, so both can be read side by side.
 
 Example:
     >>> import pandas as pd
-    >>> from mast.evaluate.labels import label_table
+    >>> from mast.evaluation.labels import label_table
     >>> votes = label_table([
     ...     {"trace_id": "t1", "code": "1.1", "present": p, "annotator": a}
     ...     for a, p in [("a", True), ("b", True), ("c", False)]
@@ -25,8 +25,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from mast.evaluate.metrics import binary_metrics, confusion, nanmean_or_none
-from mast.evaluate.report import AnnotatorAgreement, ModeIAA
+from mast.evaluation.metrics import binary_metrics, confusion, nanmean_or_none
+from mast.evaluation.report import AnnotatorAgreement, ModeIAA
 
 TieRule = Literal["exclude", "present", "absent"]
 """What a tied vote becomes: not assessed (``exclude``), ``present`` or ``absent``."""

@@ -1,9 +1,9 @@
 """``evaluate(pred, gold)``: how far a judge agrees with human labels, with uncertainty.
 
-Both sides are read into label tables (:mod:`mast.evaluate.labels`), several annotators per cell are
-reduced to a majority vote (:mod:`mast.evaluate.agreement`), and the cells assessed on **both** sides
+Both sides are read into label tables (:mod:`mast.evaluation.labels`), several annotators per cell are
+reduced to a majority vote (:mod:`mast.evaluation.agreement`), and the cells assessed on **both** sides
 are compared; cells assessed on one side only are left out and counted in
-:class:`~mast.evaluate.report.Exclusions`.
+:class:`~mast.evaluation.report.Exclusions`.
 
 Example:
     >>> import pandas as pd
@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 
 from mast.errors import EvaluationError
-from mast.evaluate.agreement import TieRule, inter_annotator, majority_vote
-from mast.evaluate.labels import LabelFormat, LabelSource, read_labels
-from mast.evaluate.metrics import (
+from mast.evaluation.agreement import TieRule, inter_annotator, majority_vote
+from mast.evaluation.labels import LabelFormat, LabelSource, read_labels
+from mast.evaluation.metrics import (
     COUNT_ORDER,
     METRICS,
     binary_metrics,
@@ -34,7 +34,7 @@ from mast.evaluate.metrics import (
     nanmean_or_none,
     percentile_interval,
 )
-from mast.evaluate.report import (
+from mast.evaluation.report import (
     AnnotatorAgreement,
     BootstrapInfo,
     Disagreement,
@@ -65,7 +65,7 @@ def evaluate(
 
     Args:
         pred: predictions: a ``results.jsonl`` path, a label file, a label DataFrame or diagnoses.
-        gold: the reference, in any form :func:`~mast.evaluate.labels.read_labels` reads.
+        gold: the reference, in any form :func:`~mast.evaluation.labels.read_labels` reads.
         taxonomy: taxonomy of the codes (default ``mast-v3``).
         n_boot: bootstrap resamples of traces for the confidence intervals (0: no intervals).
         seed: seed of the resampling, so a report can be reproduced exactly.

@@ -30,9 +30,9 @@ import pandas as pd
 
 from mast.diagnosis import Diagnosis
 from mast.errors import EvaluationError
-from mast.evaluate.labels import read_diagnoses
-from mast.evaluate.metrics import bootstrap_weights, percentile_interval
-from mast.evaluate.report import AttributionReport, AttributionRow, BootstrapInfo, Interval
+from mast.evaluation.labels import read_diagnoses
+from mast.evaluation.metrics import bootstrap_weights, percentile_interval
+from mast.evaluation.report import AttributionReport, AttributionRow, BootstrapInfo, Interval
 from mast.trace import Trace
 
 GOLD_COLUMNS = ("trace_id", "agent", "step", "path", "subset", "n_steps", "reason")

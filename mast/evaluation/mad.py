@@ -36,7 +36,7 @@ import pandas as pd
 
 from mast.diagnosis import Diagnosis, Evidence, JudgeInfo, ModeVerdict
 from mast.errors import EvaluationError
-from mast.evaluate.labels import label_table, normalize_label_code
+from mast.evaluation.labels import label_table, normalize_label_code
 from mast.taxonomy import Taxonomy, load_taxonomy
 
 Round = Literal["v1", "v2", "final"]
@@ -320,7 +320,7 @@ def mastlint_diagnoses(
 
     Every mode is assessed (present exactly when a finding names it); a finding's rationale becomes
     the explanation and its ``s<N>`` span ids the evidence steps (no quotes: mast-lint keeps none).
-    Lets existing judge outputs flow into :func:`mast.evaluate.evaluate` and ``mast report``.
+    Lets existing judge outputs flow into :func:`mast.evaluation.evaluate` and ``mast report``.
     """
     tax = taxonomy or load_taxonomy()
     out = []

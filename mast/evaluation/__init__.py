@@ -13,11 +13,11 @@ Example:
     1.0
 """
 
-from mast.evaluate.agreement import inter_annotator, majority_vote
-from mast.evaluate.attribution import evaluate_attribution, read_attribution_gold, read_who_and_when
-from mast.evaluate.core import compare_judges, evaluate
-from mast.evaluate.labels import label_table, labels_from_diagnoses, read_diagnoses, read_labels, to_dataframe
-from mast.evaluate.report import AttributionReport, EvaluationReport
+from mast.evaluation.agreement import inter_annotator, majority_vote
+from mast.evaluation.attribution import evaluate_attribution, read_attribution_gold, read_who_and_when
+from mast.evaluation.core import compare_judges, evaluate
+from mast.evaluation.labels import label_table, labels_from_diagnoses, read_diagnoses, read_labels, to_dataframe
+from mast.evaluation.report import AttributionReport, EvaluationReport
 
 __all__ = [
     "AttributionReport",

@@ -1,0 +1,68 @@
+"""Every public name resolves to the same object whatever was imported first (issue 13, defect 1).
+
+`mast.evaluate` used to be both a function (through the lazy ``__getattr__``) and a subpackage; once
+the subpackage was imported, ``mast.evaluate`` became the module. Each order runs in a fresh
+interpreter, since import order is per-process state.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+ORDERS = {
+    "plain": "import mast",
+    "subpackage first": "import mast.evaluation\nimport mast",
+    "from-import first": "from mast import to_dataframe, evaluate\nimport mast",
+    "submodule first": "import mast.evaluation.core\nimport mast.analysis\nimport mast",
+    "star": "from mast import *\nimport mast",
+}
+
+PROBE = """
+{setup}
+import json, mast
+out = {{}}
+for name in mast.__all__:
+    value = getattr(mast, name)
+    out[name] = [type(value).__name__, callable(value), getattr(value, "__module__", None)]
+print(json.dumps(out))
+"""
+
+
+def _resolve(setup: str) -> dict[str, list[object]]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(setup=setup)], capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def resolved() -> dict[str, dict[str, list[object]]]:
+    return {order: _resolve(setup) for order, setup in ORDERS.items()}
+
+
+def test_every_public_name_resolves_the_same_in_any_import_order(resolved):
+    baseline = resolved["plain"]
+    for order, names in resolved.items():
+        assert names == baseline, f"import order {order!r} changes what public names are"
+
+
+def test_evaluate_is_the_function_after_the_subpackage_was_imported(resolved):
+    for order, names in resolved.items():
+        kind, is_callable, module = names["evaluate"]
+        assert (kind, is_callable) == ("function", True), order
+        assert module == "mast.evaluation.core", order
+
+
+def test_evaluate_then_to_dataframe_runs_in_one_script():
+    script = (
+        "import mast\n"
+        "import mast.evaluation\n"
+        "gold = [{'trace_id': 't1', '1.3': True}, {'trace_id': 't2', '1.3': False}]\n"
+        "report = mast.evaluate(gold, gold, n_boot=0)\n"
+        "print(report.pooled.accuracy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1.0"

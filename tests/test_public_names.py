@@ -8,8 +8,11 @@ interpreter, since import order is per-process state.
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+REPO = Path(__file__).resolve().parent.parent
 
 ORDERS = {
     "plain": "import mast",
@@ -59,10 +62,10 @@ def test_evaluate_then_to_dataframe_runs_in_one_script():
     script = (
         "import mast\n"
         "import mast.evaluation\n"
-        "gold = [{'trace_id': 't1', '1.3': True}, {'trace_id': 't2', '1.3': False}]\n"
+        "gold = 'data/examples/gold.csv'\n"
         "report = mast.evaluate(gold, gold, n_boot=0)\n"
         "print(report.pooled.accuracy)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1.0"

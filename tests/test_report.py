@@ -34,7 +34,10 @@ class Page(HTMLParser):
             self.sections.append(values.get("id") or "")
         if tag == "img":
             self.images.append(values.get("src") or "")
-        if tag in ("script", "link") or (tag == "img" and not (values.get("src") or "").startswith("data:")):
+        # Inline scripts (the per-trace view) are part of the page; anything fetched from elsewhere is not.
+        if (tag in ("script", "link") and (values.get("src") or values.get("href"))) or (
+            tag == "img" and not (values.get("src") or "").startswith("data:")
+        ):
             self.external.append(tag)
         self._in_cell = tag == "td"
 
@@ -58,7 +61,8 @@ def test_html_report_has_every_section_and_embedded_figures(shared: Path, tmp_pa
     results, gold = results_file(shared, tmp_path)
     page = Page()
     page.feed(render_report(results, gold=gold, n_boot=100))
-    assert page.sections == ["summary", "cost", "prevalence", "cooccurrence", "first-failure", "agreement", "disagreements"]
+    assert page.sections == ["summary", "cost", "prevalence", "cooccurrence", "first-failure", "agreement", "disagreements",
+                             "traces"]
     assert len(page.images) == 5 and not page.external  # prevalence, heatmap, 2 histograms, agreement
     for src in page.images:
         assert base64.b64decode(src.removeprefix("data:image/png;base64,"))[:8] == b"\x89PNG\r\n\x1a\n"

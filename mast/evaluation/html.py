@@ -2,8 +2,9 @@
 
 Sections (each a ``<section id=...>``): ``summary`` (traces, statuses, judges), ``cost`` (tokens,
 dollars, calls), ``prevalence`` (bars with CIs and a table), ``cooccurrence`` (heatmap),
-``first-failure`` (when diagnoses name one), and with gold labels ``agreement`` (per-mode kappa with
-bootstrap CIs, and the table) and ``disagreements`` (every differing cell with its evidence).
+``first-failure`` (when diagnoses name one), with gold labels ``agreement`` (per-mode kappa with
+bootstrap CIs, and the table) and ``disagreements`` (every differing cell with its evidence), and last
+``traces``: the per-trace view (:mod:`mast.evaluation.viewer`).
 Figures are embedded PNGs; the page loads nothing from anywhere.
 
 Example:
@@ -23,8 +24,10 @@ import pandas as pd
 from mast.__about__ import __version__
 from mast.diagnosis import Diagnosis
 from mast.errors import EvaluationError
-from mast.evaluation.labels import LabelSource, read_diagnoses, to_dataframe
+from mast.evaluation.labels import LabelSource, read_diagnoses, read_labels, to_dataframe
 from mast.evaluation.report import EvaluationReport, fmt, fmt_ci, shorten
+from mast.evaluation.viewer import STYLE as VIEW_STYLE
+from mast.evaluation.viewer import trace_view_section
 from mast.taxonomy import Taxonomy, load_taxonomy
 
 _STYLE = """
@@ -90,11 +93,12 @@ def render_report(
         report = evaluate(diagnoses, gold, n_boot=n_boot, seed=seed, taxonomy=tax)
         parts.append(_agreement(report))
         parts.append(_disagreements(report))
+    parts.append(trace_view_section(diagnoses, read_labels(gold, taxonomy=tax) if gold is not None else None))
     heading = html.escape(title or f"mast report: {Path(source).name}")
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{heading}</title><style>{_STYLE}</style></head><body>"
+        f"<title>{heading}</title><style>{_STYLE}{VIEW_STYLE}</style></head><body>"
         f"<h1>{heading}</h1><p class='note'>mast {__version__}, taxonomy {html.escape(tax.version)}, {stamp}</p>"
         + "".join(parts)
         + "</body></html>\n"

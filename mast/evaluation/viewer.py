@@ -1,0 +1,305 @@
+"""The per-trace view of ``mast report``: a filterable table of traces and, per trace, what the judge read.
+
+Like a log viewer: the table lists every trace (filter by mode, status and agent; sort by number of
+modes or cost), and opening one shows the numbered transcript the judge saw with each cited quote
+highlighted inside its step, the verdicts with explanation and confidence, the first failure, usage,
+and the gold labels next to the prediction when given.
+
+The data travels as one JSON block inside the page; a small script draws only the visible page of
+the table and the one open trace, so a report of thousands of traces stays responsive and the file
+still works offline with no external URL. Transcripts are re-read from each result's ``source``
+(path and record); a source that is gone shows the verdicts with a note instead of the transcript.
+
+Example:
+    >>> section = trace_view_section(read_diagnoses("results.jsonl"))   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mast._render import render_step
+from mast.diagnosis import Diagnosis, Evidence
+from mast.errors import MastError
+from mast.trace import Trace
+
+# A step longer than this keeps its head and tail around a marker, so one huge tool output cannot
+# make the page unusable; cited quotes are located before the cut and kept when they fall inside it.
+STEP_CHARS = 6_000
+PAGE_ROWS = 100
+
+
+def trace_view_section(diagnoses: Sequence[Diagnosis], gold: pd.DataFrame | None = None) -> str:
+    """The ``<section id='traces'>`` of the report: the embedded data, the controls and the script."""
+    transcripts = _TranscriptReader()
+    gold_votes = _gold_votes(gold) if gold is not None else {}
+    rows = [_row(d, transcripts, gold_votes.get(d.trace_id, {})) for d in diagnoses]
+    codes = sorted({v["code"] for r in rows for v in r["modes"] if v["present"]}, key=_code_key)
+    agents = sorted({a for r in rows for a in r["agents"]})
+    statuses = sorted({r["status"] for r in rows})
+    controls = (
+        "<div class='controls'>"
+        + _select("f-mode", "Mode", [("", "any")] + [(c, c) for c in codes])
+        + _select("f-status", "Status", [("", "any")] + [(s, s) for s in statuses])
+        + _select("f-agent", "Agent", [("", "any")] + [(a, a) for a in agents])
+        + _select("f-sort", "Sort by", [("modes", "modes found"), ("cost", "cost"), ("id", "trace id")])
+        + "<span id='f-count' class='note'></span></div>"
+    )
+    table = (
+        "<table id='trace-table'><thead><tr><th class='text'>trace</th><th class='text'>status</th>"
+        "<th class='text'>modes found</th><th>n</th><th class='text'>first failure</th><th>cost (USD)</th>"
+        "<th class='text'>agents</th></tr></thead><tbody></tbody></table>"
+        "<div id='pager'><button id='prev' type='button'>previous</button> <span id='page'></span> "
+        "<button id='next' type='button'>next</button></div>"
+    )
+    data = json.dumps(rows, ensure_ascii=False).replace("<", "\\u003c")
+    body = (
+        "<p class='note'>Click a trace to open it: the transcript is the one the judge read, each cited quote "
+        "is highlighted in its step; unverified quotes (not found in the cited step) are listed in red.</p>"
+        + controls + table + "<div id='trace-detail' hidden></div>"
+        + f"<script type='application/json' id='mast-traces'>{data}</script>"
+        + f"<script>{_SCRIPT.replace('__PAGE_ROWS__', str(PAGE_ROWS))}</script>"
+    )
+    return f"<section id='traces'><h2>Traces ({len(rows)})</h2>{body}</section>"
+
+
+STYLE = """
+.controls label{margin-right:1rem;font-size:.85rem}#trace-table tbody tr{cursor:pointer}#trace-table tbody tr:hover{background:#f6f8ff}
+#trace-detail{border:1px solid #ccd;padding:.5rem 1rem;margin-top:1rem;background:#fcfcff}
+.step{border-left:3px solid #ddd;margin:.4rem 0;padding:.2rem .6rem;white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:.78rem}
+.step.cited{border-left-color:#d9534f}mark{background:#ffe08a}
+.verdict.present{color:#b02a2a}.unverified{color:#b02a2a}.gold-miss{background:#fde2e2}
+"""
+
+
+def _row(diagnosis: Diagnosis, transcripts: _TranscriptReader, gold: dict[str, list[bool]]) -> dict[str, Any]:
+    trace, note = transcripts.get(diagnosis)
+    cited: dict[int, list[Evidence]] = defaultdict(list)
+    for verdict in diagnosis.failure_modes:
+        for evidence in verdict.evidence:
+            if evidence.step is not None:
+                cited[evidence.step].append(evidence)
+    steps = [_step(s.index, s.agent, render_step(s), cited.get(s.index, [])) for s in trace.steps] if trace else []
+    agents = sorted({a for a in ([a.name for a in trace.agents] if trace else []) if a})
+    if diagnosis.first_failure and diagnosis.first_failure.agent and diagnosis.first_failure.agent not in agents:
+        agents.append(diagnosis.first_failure.agent)
+    first = diagnosis.first_failure
+    usage = diagnosis.usage
+    return {
+        "id": diagnosis.trace_id,
+        "status": diagnosis.status,
+        "error": diagnosis.error.message if diagnosis.error else None,
+        "source": _source_label(diagnosis),
+        "task": (trace.task or "") if trace else "",
+        "note": note,
+        "agents": agents,
+        "summary": diagnosis.summary,
+        "task_completed": diagnosis.task_completed,
+        "first_failure": first.model_dump() if first else None,
+        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                  "cost_usd": usage.cost_usd, "llm_calls": usage.llm_calls, "latency_s": round(usage.latency_s, 3),
+                  "cached": usage.cached},
+        "judge": diagnosis.judge.model or diagnosis.judge.kind,
+        "modes": [
+            {"code": v.code, "name": v.name, "present": v.present, "confidence": v.confidence,
+             "explanation": v.explanation, "gold": gold.get(v.code),
+             "evidence": [{"step": e.step, "quote": e.quote, "verified": e.verified} for e in v.evidence]}
+            for v in diagnosis.failure_modes
+        ],
+        "steps": steps,
+    }
+
+
+def _step(index: int, agent: str | None, text: str, evidence: list[Evidence]) -> dict[str, Any]:
+    spans = [span for e in evidence if (span := locate(text, e.quote)) is not None]
+    text, spans = _cap(text, spans)
+    return {"i": index, "agent": agent, "text": text, "marks": sorted(spans)}
+
+
+def locate(text: str, quote: str) -> tuple[int, int] | None:
+    """Where ``quote`` stands in ``text``, ignoring differences of whitespace; ``None`` when absent."""
+    words = quote.split()
+    if not words:
+        return None
+    pattern = r"\s+".join(re.escape(w) for w in words)
+    found = re.search(pattern, text)
+    return (found.start(), found.end()) if found else None
+
+
+def _cap(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    if len(text) <= STEP_CHARS:
+        return text, spans
+    # Keep the head, the tail and every highlighted stretch; cut the rest with visible markers.
+    keep = [(0, STEP_CHARS // 2), (len(text) - STEP_CHARS // 2, len(text)), *spans]
+    keep.sort()
+    merged: list[list[int]] = []
+    for start, end in keep:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    out, new_spans, previous = [], [], 0
+    length = 0
+    for start, end in merged:
+        if start > previous:
+            marker = f"[... {start - previous} chars cut ...]"
+            out.append(marker)
+            length += len(marker)
+        for s, e in spans:
+            if start <= s and e <= end:
+                new_spans.append((length + s - start, length + e - start))
+        out.append(text[start:end])
+        length += end - start
+        previous = end
+    return "".join(out), new_spans
+
+
+class _TranscriptReader:
+    """Re-reads each result's source once per file (a JSONL of many traces is parsed one time)."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, list[Trace] | str] = {}
+
+    def get(self, diagnosis: Diagnosis) -> tuple[Trace | None, str | None]:
+        path = diagnosis.source.path
+        if not path:
+            return None, "no source path in the result: transcript not available"
+        if path not in self._files:
+            self._files[path] = self._read(path, diagnosis.source.format)
+        traces = self._files[path]
+        if isinstance(traces, str):
+            return None, traces
+        for trace in traces:
+            if trace.trace_id == diagnosis.trace_id:
+                return trace, None
+        record = diagnosis.source.record or 0
+        if 0 <= record < len(traces) and diagnosis.trace_hash in (None, traces[record].content_hash()):
+            return traces[record], None
+        return None, f"{path}: trace {diagnosis.trace_id} not found in the source any more"
+
+    @staticmethod
+    def _read(path: str, format: str | None) -> list[Trace] | str:
+        from mast.normalize import load_traces
+
+        if not Path(path).is_file():
+            return f"{path}: source file not found, transcript not available"
+        try:
+            return load_traces(path, format=format or "auto")
+        except (MastError, OSError) as exc:
+            return f"{path}: transcript not available ({exc})"
+
+
+def _gold_votes(gold: pd.DataFrame) -> dict[str, dict[str, list[bool]]]:
+    votes: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for trace_id, code, present in zip(gold["trace_id"], gold["code"], gold["present"], strict=True):
+        if present is None or pd.isna(present):
+            continue
+        votes[str(trace_id)][str(code)].append(bool(present))
+    return {t: dict(m) for t, m in votes.items()}
+
+
+def _source_label(diagnosis: Diagnosis) -> str:
+    source = diagnosis.source
+    if not source.path:
+        return ""
+    return source.path + (f"#{source.record}" if source.record else "")
+
+
+def _select(element_id: str, label: str, options: Iterable[tuple[str, str]]) -> str:
+    items = "".join(f"<option value='{html.escape(v, quote=True)}'>{html.escape(t)}</option>" for v, t in options)
+    return f"<label>{html.escape(label)} <select id='{element_id}'>{items}</select></label>"
+
+
+def _code_key(code: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in code.split("."))
+
+
+# Plain DOM code, no framework: the page must open from a file with nothing else around it.
+_SCRIPT = r"""
+(function(){
+const rows = JSON.parse(document.getElementById('mast-traces').textContent);
+const $ = (id) => document.getElementById(id);
+const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
+const found = (r) => r.modes.filter((m) => m.present === true).map((m) => m.code);
+let page = 0;
+function visible(){
+  const mode = $('f-mode').value, status = $('f-status').value, agent = $('f-agent').value, sort = $('f-sort').value;
+  const out = rows.filter((r) => (!mode || found(r).includes(mode)) && (!status || r.status === status)
+                                 && (!agent || r.agents.includes(agent)));
+  const key = {modes: (r) => -found(r).length, cost: (r) => -(r.usage.cost_usd ?? -1), id: (r) => r.id}[sort];
+  return out.sort((a, b) => { const x = key(a), y = key(b); return x < y ? -1 : x > y ? 1 : (a.id < b.id ? -1 : 1); });
+}
+function draw(){
+  const list = visible(), pages = Math.max(1, Math.ceil(list.length / __PAGE_ROWS__));
+  page = Math.min(page, pages - 1);
+  const shown = list.slice(page * __PAGE_ROWS__, (page + 1) * __PAGE_ROWS__);
+  $('trace-table').tBodies[0].innerHTML = shown.map((r) => {
+    const ff = r.first_failure ? `step ${r.first_failure.step ?? '?'}, ${r.first_failure.agent ?? '?'}, ${r.first_failure.code ?? ''}` : '';
+    const cost = r.usage.cost_usd == null ? '–' : r.usage.cost_usd.toFixed(4);
+    return `<tr data-id="${esc(r.id)}"><td class="text">${esc(r.id)}</td><td class="text">${esc(r.status)}</td>` +
+      `<td class="text">${esc(found(r).join(', '))}</td><td>${found(r).length}</td><td class="text">${esc(ff)}</td>` +
+      `<td>${cost}</td><td class="text">${esc(r.agents.join(', '))}</td></tr>`;
+  }).join('');
+  $('f-count').textContent = `${list.length} of ${rows.length} traces`;
+  $('page').textContent = `page ${page + 1} of ${pages}`;
+}
+function marked(step){
+  let html = '', at = 0;
+  for (const [s, e] of step.marks) {
+    if (s < at) continue;
+    html += esc(step.text.slice(at, s)) + '<mark>' + esc(step.text.slice(s, e)) + '</mark>';
+    at = e;
+  }
+  return html + esc(step.text.slice(at));
+}
+function open(id){
+  const r = rows.find((x) => x.id === id);
+  if (!r) return;
+  const cited = new Set(r.modes.flatMap((m) => m.evidence.map((e) => e.step)));
+  const verdicts = r.modes.filter((m) => m.present !== null || m.gold).map((m) => {
+    const gold = m.gold ? m.gold.map((v) => v ? 'yes' : 'no').join('/') : '–';
+    const miss = m.gold && m.present !== null && m.gold.filter((v) => v === m.present).length * 2 <= m.gold.length;
+    const ev = m.evidence.map((e) => `<div class="${e.verified ? '' : 'unverified'}">S${esc(e.step)}: “${esc(e.quote)}”${e.verified ? '' : ' (not found in the step)'}</div>`).join('');
+    return `<tr class="${miss ? 'gold-miss' : ''}" data-code="${esc(m.code)}"><td class="text">${esc(m.code)} ${esc(m.name)}</td>` +
+      `<td class="text verdict ${m.present ? 'present' : ''}">${m.present === null ? 'not assessed' : m.present ? 'present' : 'absent'}</td>` +
+      `<td>${m.confidence == null ? '–' : m.confidence.toFixed(2)}</td><td class="text">${gold}</td>` +
+      `<td class="text">${esc(m.explanation)}${ev}</td></tr>`;
+  }).join('');
+  const ff = r.first_failure;
+  const u = r.usage;
+  $('trace-detail').innerHTML =
+    `<h3>${esc(r.id)}</h3><p class="note">${esc(r.source)} · judge ${esc(r.judge)} · status ${esc(r.status)}` +
+    `${r.error ? ' · ' + esc(r.error) : ''}</p>` +
+    (r.task ? `<p><b>Task:</b> ${esc(r.task.slice(0, 2000))}</p>` : '') +
+    (r.summary ? `<p><b>Summary:</b> ${esc(r.summary)}</p>` : '') +
+    (ff ? `<p id="trace-first-failure"><b>First failure:</b> step ${esc(ff.step)}, agent ${esc(ff.agent)}, ${esc(ff.code)}: ${esc(ff.explanation)}</p>` : '') +
+    `<p class="note">tokens ${u.input_tokens} in / ${u.output_tokens} out · cost ${u.cost_usd == null ? 'unknown' : '$' + u.cost_usd.toFixed(4)}` +
+    ` · ${u.llm_calls} LLM call${u.llm_calls === 1 ? '' : 's'} · ${u.latency_s} s${u.cached ? ' · from cache' : ''}</p>` +
+    `<table class="verdicts"><thead><tr><th class="text">mode</th><th class="text">verdict</th><th>confidence</th>` +
+    `<th class="text">gold</th><th class="text">explanation and evidence</th></tr></thead><tbody>${verdicts}</tbody></table>` +
+    (r.note ? `<p class="note">${esc(r.note)}</p>` : '') +
+    `<div class="transcript">${r.steps.map((s) => `<div class="step${cited.has(s.i) ? ' cited' : ''}" data-step="${s.i}">` +
+      `${marked(s)}</div>`).join('')}</div>`;
+  $('trace-detail').hidden = false;
+  history.replaceState(null, '', '#trace=' + encodeURIComponent(id));
+  $('trace-detail').scrollIntoView();
+}
+for (const id of ['f-mode', 'f-status', 'f-agent', 'f-sort']) $(id).addEventListener('change', () => { page = 0; draw(); });
+$('prev').addEventListener('click', () => { page = Math.max(0, page - 1); draw(); });
+$('next').addEventListener('click', () => { page += 1; draw(); });
+$('trace-table').tBodies[0].addEventListener('click', (ev) => { const tr = ev.target.closest('tr'); if (tr) open(tr.dataset.id); });
+draw();
+// A link to `report.html#trace=ID` opens that trace, on load and when the hash changes.
+function follow(){ const wanted = decodeURIComponent((location.hash.match(/^#trace=(.*)$/) || [])[1] || ''); if (wanted) open(wanted); }
+window.addEventListener('hashchange', follow);
+follow();
+})();
+"""

@@ -1,0 +1,182 @@
+"""The per-trace view of `mast report`: data, highlighting, and the page driven in a real Chromium.
+
+The browser tests use Playwright's Python package with a system Chromium (`executable_path`): Debian's
+`chromium` package (`apt-get install -y chromium`, which `.ci/run` does) or any binary named by
+`MAST_CHROMIUM`. Without one they skip and say how to get one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mast.cli import main
+from mast.diagnosis import Diagnosis
+from mast.evaluation.labels import read_diagnoses
+from mast.evaluation.viewer import PAGE_ROWS, STEP_CHARS, _cap, locate, trace_view_section
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "data" / "examples"
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The examples labelled offline by the detectors (sources point at data/examples)."""
+    out = tmp_path_factory.mktemp("viewer") / "results.jsonl"
+    result = CliRunner().invoke(main, ["label", str(EXAMPLES), "-o", str(out), "--judge", "detectors"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def _embedded(page: str) -> list[dict]:
+    found = re.search(r"<script type='application/json' id='mast-traces'>(.*?)</script>", page, re.S)
+    assert found, "the page has no embedded trace data"
+    return json.loads(found.group(1))
+
+
+def test_locate_ignores_whitespace_and_reports_absence():
+    text = "Coder: import  pandas\nas pd and more"
+    start, end = locate(text, "import pandas as pd")
+    assert text[start:end] == "import  pandas\nas pd"
+    assert locate(text, "import numpy") is None
+    assert locate(text, "   ") is None
+
+
+def test_long_steps_are_cut_visibly_but_keep_every_highlight():
+    text = "a" * STEP_CHARS + "NEEDLE" + "b" * STEP_CHARS
+    span = locate(text, "NEEDLE")
+    capped, spans = _cap(text, [span])
+    assert len(capped) < len(text) and "chars cut" in capped
+    (start, end), = spans
+    assert capped[start:end] == "NEEDLE"
+
+
+def test_section_embeds_transcripts_with_quotes_located_in_the_cited_step(labelled):
+    diagnoses = read_diagnoses(labelled)
+    rows = _embedded(trace_view_section(diagnoses))
+    assert len(rows) == len(diagnoses) == 9
+    checked = 0
+    for row in rows:
+        steps = {s["i"]: s for s in row["steps"]}
+        assert steps, f"{row['id']}: no transcript"
+        for mode in row["modes"]:
+            for evidence in mode["evidence"]:
+                if not evidence["verified"]:
+                    continue
+                step = steps[evidence["step"]]
+                marked = [step["text"][s:e] for s, e in step["marks"]]
+                assert any(" ".join(m.split()) == " ".join(evidence["quote"].split()) for m in marked)
+                checked += 1
+    assert checked >= 5  # the planted failures cite quotes in several traces
+
+
+def test_a_missing_source_keeps_the_verdicts_and_says_why(labelled, tmp_path):
+    diagnosis = read_diagnoses(labelled)[0]
+    moved = diagnosis.model_copy(update={"source": diagnosis.source.model_copy(update={"path": str(tmp_path / "gone.json")})})
+    (row,) = _embedded(trace_view_section([moved]))
+    assert row["steps"] == [] and "source file not found" in row["note"]
+    assert row["modes"] == _embedded(trace_view_section([diagnosis]))[0]["modes"]
+
+
+def test_gold_votes_sit_next_to_the_prediction(labelled, tmp_path):
+    report = tmp_path / "r.html"
+    result = CliRunner().invoke(main, ["report", str(labelled), "--gold", str(EXAMPLES / "gold.csv"),
+                                       "-o", str(report), "--n-boot", "0"])
+    assert result.exit_code == 0, result.output
+    rows = _embedded(report.read_text())
+    golds = [m["gold"] for r in rows for m in r["modes"] if m["gold"] is not None]
+    assert golds and all(isinstance(v, list) and v for v in golds)
+
+
+# --- in a real browser -------------------------------------------------------------------------------
+
+
+def _chromium() -> str | None:
+    named = os.environ.get("MAST_CHROMIUM")
+    if named:
+        return named
+    return next((p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None)
+
+
+@pytest.fixture(scope="module")
+def browser(labelled):
+    # Playwright's sync API keeps an event loop running in this thread, so the results it reads are
+    # labelled first (asyncio.run cannot start inside it).
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (in the test extra)")
+    executable = _chromium()
+    if executable is None:
+        pytest.skip("no Chromium found: `apt-get install -y chromium` (Debian) or set MAST_CHROMIUM to a binary")
+    with sync_api.sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox", "--headless=new"])
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+def _open(browser, path: Path):
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("request", lambda req: errors.append(f"request to {req.url}") if not req.url.startswith(("file:", "data:")) else None)
+    page.goto(path.as_uri())
+    return page, errors
+
+
+def test_filter_open_and_highlight_in_chromium(browser, labelled, tmp_path):
+    report = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(labelled), "--gold", str(EXAMPLES / "gold.csv"),
+                                       "-o", str(report), "--n-boot", "0"])
+    assert result.exit_code == 0, result.output
+    diagnoses = read_diagnoses(labelled)
+    with_13 = {d.trace_id for d in diagnoses if "1.3" in d.present_codes}
+    assert with_13 and len(with_13) < len(diagnoses)
+
+    page, errors = _open(browser, report)
+    assert page.locator("#trace-table tbody tr").count() == len(diagnoses)
+    page.select_option("#f-mode", "1.3")
+    shown = page.locator("#trace-table tbody tr")
+    assert {shown.nth(i).get_attribute("data-id") for i in range(shown.count())} == with_13
+    assert page.inner_text("#f-count") == f"{len(with_13)} of {len(diagnoses)} traces"
+
+    trace_id = shown.nth(0).get_attribute("data-id")
+    shown.nth(0).click()
+    page.wait_for_selector("#trace-detail:not([hidden])")
+    diagnosis = next(d for d in diagnoses if d.trace_id == trace_id)
+    verdict = next(v for v in diagnosis.failure_modes if v.code == "1.3")
+    evidence = next(e for e in verdict.evidence if e.verified)
+    marks = page.locator(f"#trace-detail .step[data-step='{evidence.step}'] mark")
+    assert marks.count() >= 1
+    assert " ".join(marks.first.inner_text().split()) == " ".join(evidence.quote.split())
+    assert "present" in page.inner_text("#trace-detail tr[data-code='1.3']")
+    assert page.locator("#trace-first-failure").count() == (1 if diagnosis.first_failure else 0)
+    assert errors == []
+
+
+def test_two_thousand_traces_page_and_filter(browser, labelled, tmp_path):
+    base = read_diagnoses(labelled)
+    many: list[Diagnosis] = [
+        d.model_copy(update={"trace_id": f"{d.trace_id}-{n}"}) for n in range(2000 // len(base) + 1) for d in base
+    ][:2000]
+    report = tmp_path / "big.html"
+    from mast.evaluation.html import write_report
+
+    write_report(many, report, n_boot=0)
+    page, errors = _open(browser, report)
+    assert page.locator("#trace-table tbody tr").count() == PAGE_ROWS
+    assert page.inner_text("#page") == f"page 1 of {2000 // PAGE_ROWS}"
+    page.click("#next")
+    assert page.inner_text("#page") == f"page 2 of {2000 // PAGE_ROWS}"
+    page.select_option("#f-status", "judged")
+    expected = sum(d.status == "judged" for d in many)
+    assert page.inner_text("#f-count") == f"{expected} of 2000 traces"
+    page.goto(report.as_uri() + "#trace=" + many[-1].trace_id)
+    page.wait_for_selector("#trace-detail:not([hidden])")
+    assert many[-1].trace_id in page.inner_text("#trace-detail h3")
+    assert errors == []

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
+from _data import TRACES
 from test_batch_inputs import chat_jsonl
 
 from mast.batch import BatchRunner, Estimate, ResultsFile, aclassify_many, classify_many, read_results, scan
@@ -257,8 +258,8 @@ def test_budget_needs_a_price(tmp_path: Path, server: FakeLLMServer) -> None:
     assert server.chat_requests == []
 
 
-def test_detectors_judge_without_a_model(shared: Path) -> None:
-    smol = next((shared / "traces" / "smolagents_memory").glob("*.jsonl"))
+def test_detectors_judge_without_a_model() -> None:
+    smol = next((TRACES / "smolagents_memory").glob("*.jsonl"))
     results = classify_many([smol])
     assert results and all(d.status == "judged" and d.judge.kind == "detectors" for d in results)
     assert all(d.usage.llm_calls == 0 for d in results)

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
+from _data import TRACES
 from click.testing import CliRunner, Result
 from test_batch import MODEL, task_number
 from test_batch_inputs import chat_jsonl
@@ -160,8 +161,8 @@ def test_rerun_resumes_and_overwrite_starts_over(tmp_path: Path) -> None:
     assert len(read_results(out)) == 6
 
 
-def test_shards_partition_the_input_and_concatenate(tmp_path: Path, shared: Path) -> None:
-    inputs = [shared / "traces" / "smolagents_memory", chat_jsonl(tmp_path / "runs.jsonl", 9)]
+def test_shards_partition_the_input_and_concatenate(tmp_path: Path) -> None:
+    inputs = [TRACES / "smolagents_memory", chat_jsonl(tmp_path / "runs.jsonl", 9)]
     whole = tmp_path / "whole.jsonl"
     assert label(*inputs, "-o", whole).exit_code == 0
     parts = []

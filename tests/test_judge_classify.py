@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
+from _data import TRACES
 
 import mast.judge.backend as backend_module
 from mast.diagnosis import Diagnosis
@@ -367,10 +368,10 @@ def test_a_prompt_longer_in_bytes_than_the_context_but_not_in_tokens_is_one_call
     assert prompt_bytes > 32_768 and diagnosis.judge.strategy == "single" and diagnosis.usage.llm_calls == 1
 
 
-def test_codex_rollout_fits_a_32k_model_only_in_chunks(shared: Path) -> None:
+def test_codex_rollout_fits_a_32k_model_only_in_chunks() -> None:
     import mast
 
-    path = shared / "traces" / "codex_rollout" / "rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl"
+    path = TRACES / "codex_rollout" / "rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl"
     trace = mast.load_trace(path)
     with FakeLLMServer(chunked_responder) as server:
         diagnosis = classify(trace, **options(server, context_window=32_768))

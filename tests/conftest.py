@@ -5,6 +5,12 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests must not fail because the machine is busy: no per-example deadline, and no health
+# check on slow data generation (both measure the machine, not the code).
+settings.register_profile("mast", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("mast")
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pytest
 from _data import TRACES
+from _sync import hold_until_in_flight
 from test_batch_inputs import chat_jsonl
 
 from mast.batch import BatchRunner, Estimate, ResultsFile, aclassify_many, classify_many, read_results, scan
@@ -49,9 +50,9 @@ def ids(diagnoses: list[Diagnosis]) -> list[str]:
 def test_results_come_back_in_input_order_while_calls_overlap(tmp_path: Path, server: FakeLLMServer) -> None:
     n, concurrency = 24, 8
     path = chat_jsonl(tmp_path / "runs.jsonl", n)
-    # Earlier traces answer later, so completion order is the reverse of input order.
-    server.responder = lambda body: Reply(delay=0.05 * (n - task_number(body)))
-    server.latency = 0.2
+    # Earlier traces answer later, so completion order is the reverse of input order. The answers wait
+    # until `concurrency` requests are in flight (an event, not a guess at how fast this machine is).
+    server.responder = hold_until_in_flight(server, concurrency, lambda body: Reply(delay=0.05 * (n - task_number(body))))
     results = classify_many(path, concurrency=concurrency, **llm(server))
     expected = [item.trace_id for item in scan([path])]
     assert ids(results) == expected

@@ -193,7 +193,7 @@ def test_table_output_and_export(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and ".csv or .parquet" in bad.stderr
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(900)
 def test_ctrl_c_stops_cleanly_after_writing_what_finished(tmp_path: Path) -> None:
     runs = chat_jsonl(tmp_path / "runs.jsonl", 8)
     out = tmp_path / "results.jsonl"
@@ -203,11 +203,11 @@ def test_ctrl_c_stops_cleanly_after_writing_what_finished(tmp_path: Path) -> Non
         assert script.exists(), "the mast console script is missing from the test environment"
         args = [str(script), "label", str(runs), "-o", str(out), "-j", "2", *llm_args(server)]
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600  # a bound on waiting for the event below
         while time.monotonic() < deadline and (not out.exists() or out.read_bytes().count(b"\n") < 2):
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=300)
         assert proc.returncode == 130, err.decode()[-2000:]
         stderr = err.decode()
         assert "interrupted" in stderr and "run the same command again to continue" in stderr

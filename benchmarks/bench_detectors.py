@@ -3,12 +3,12 @@
 1. Precision and recall per mode of :func:`mast.judge.detectors.run_detectors` on the example
    traces in ``data/examples`` against ``data/examples/gold.csv`` (written by this project, planted
    failures: this measures that the rules find what they are built for, not how they generalise).
-2. The same on real runs: the 40 AG2 group chats of ``../shared/labels/mastlint-ag2`` with their
-   single-annotator gold labels (skipped, with a note, when ``../shared`` is missing).
+2. The same on real runs: the 40 AG2 group chats of ``data/validation/mastlint-ag2`` with their
+   single-annotator gold labels.
 3. Time per trace on synthetic SRE runs of 200, 1,000 and 5,000 steps (tool calls, outputs with
    timestamps, a few errors and repeats), on the MAD-sized three-agent chat of ``bench_judge.py``
    (390 long, similar messages: the case that made the step-repetition rule quadratic), and on the
-   two largest real Codex rollouts in ``../shared``.
+   two largest real Codex rollouts in ``tests/data/traces/codex_rollout``.
 
 A mode the detectors leave unassessed (``present: null``) on a trace counts as neither a hit nor a
 miss; the "assessed" column says on how many labelled traces the detectors gave a verdict.
@@ -41,7 +41,8 @@ from mast.normalize import iter_paths, load_trace, load_traces
 from mast.trace import Step, ToolCall, ToolResult, Trace
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
+TRACES = REPO / "tests" / "data" / "traces"
+VALIDATION = REPO / "data" / "validation"
 EXAMPLES = REPO / "data" / "examples"
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
 MODES = ("1.3", "1.5", "3.1")
@@ -63,7 +64,7 @@ def example_set() -> Labelled:
 
 
 def mastlint_ag2_set() -> Labelled | None:
-    root = SHARED / "labels" / "mastlint-ag2"
+    root = VALIDATION / "mastlint-ag2"
     if not root.is_dir():
         return None
     present: dict[str, set[str]] = {}
@@ -185,10 +186,10 @@ def main() -> None:
 
     real = mastlint_ag2_set()
     if real is None:
-        parts.append(f"**Real AG2 runs**: skipped, {SHARED / 'labels' / 'mastlint-ag2'} not found.")
+        parts.append(f"**Real AG2 runs**: skipped, {VALIDATION / 'mastlint-ag2'} not found.")
     else:
         parts.append(
-            f"**Real AG2 runs** (`../shared/labels/mastlint-ag2`, {len(real)} Planner/Coder/Tester group chats, one annotator's gold):\n\n"
+            f"**Real AG2 runs** (`data/validation/mastlint-ag2`, {len(real)} Planner/Coder/Tester group chats, one annotator's gold):\n\n"
             + table(agreement(real))
         )
 
@@ -203,7 +204,7 @@ def main() -> None:
         timing.append({"trace": f"synthetic, {n_steps} steps, {text_kb(synthetic):.0f} kB of text ({repeats} runs)", **time_per_trace(synthetic, repeats)})
     chat = mad_sized_trace()
     timing.append({"trace": f"synthetic 3-agent chat, {len(chat.steps)} steps, {text_kb(chat):.0f} kB of long similar messages ({max(5, args.repeats // 10)} runs)", **time_per_trace(chat, max(5, args.repeats // 10))})
-    rollouts = sorted((SHARED / "traces" / "codex_rollout").glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    rollouts = sorted((TRACES / "codex_rollout").glob("*.jsonl"), key=lambda p: p.stat().st_size)
     if rollouts:
         for path in rollouts[-2:]:
             real_trace = load_trace(path)

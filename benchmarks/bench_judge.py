@@ -5,7 +5,7 @@ Everything runs the real judge path (prompt, litellm, re-ask loop, verification,
 
 1. Many short traces through one :class:`mast.judge.Judge`, concurrently, with an instant server:
    judgements per second and CPU milliseconds per judgement.
-2. Long traces at a 32k context: the two large Codex rollouts in ``../shared`` (~40k tokens) and a
+2. Long traces at a 32k context: the two large Codex rollouts in ``tests/data/traces`` (~40k tokens) and a
    synthetic multi-agent chat of ~150k tokens (MAD-sized): windows, calls, planning time.
 3. Concurrency against a slow server (1 s per answer): span as the server sees it, and the most
    requests in flight.
@@ -35,7 +35,7 @@ from mast.testing import FakeLLMServer, judge_answer, quote_steps, request_kind,
 from mast.trace import Step, ToolCall, ToolResult, Trace  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
+TRACES = REPO / "tests" / "data" / "traces"
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
 BEGIN, END = "<!-- bench_judge -->", "<!-- /bench_judge -->"
 
@@ -119,7 +119,7 @@ async def slow_server(n: int, concurrency: int, latency: float) -> tuple[float, 
 def long_rows() -> list[str]:
     rows = []
     cases: list[tuple[str, Trace]] = []
-    codex = SHARED / "traces" / "codex_rollout"
+    codex = TRACES / "codex_rollout"
     for name in ("rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
                  "rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl"):
         if (codex / name).is_file():

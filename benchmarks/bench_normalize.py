@@ -4,7 +4,7 @@ Generates, in a temporary folder (never in the repository):
 
 * a MAD file: one JSON array of MAD-shaped records (``mas_name``, ``llm_name``, ``benchmark_name``,
   ``trace_id``, ``trace: {key, index, trajectory}``, ``mast_annotation``) whose trajectories are AG2
-  group chats stitched from the real AG2 records in ``../shared/labels/mastlint-ag2`` (the JSON-text
+  group chats stitched from the real AG2 records in ``data/validation/mastlint-ag2`` (the JSON-text
   ``{"problem_statement", "trajectory": [{content, role, name}]}`` form), ~120 KB per record on
   average with a heavy tail of multi-megabyte records, like the real ~200 MB MAD file;
 * an OTLP JSONL file: one ``ExportTraceServiceRequest`` per line, each an agent run with GenAI
@@ -37,8 +37,8 @@ from typing import Any
 import orjson
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-AG2_RECORDS = sorted((SHARED / "labels" / "mastlint-ag2").glob("raw_ag2_records*.json"))
+AG2_DIR = REPO / "data" / "validation" / "mastlint-ag2"
+AG2_RECORDS = sorted(AG2_DIR.glob("raw_ag2_records*.json"))
 MAST_CODES = ["1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "3.1", "3.2", "3.3"]
 TARGET_MB_PER_S = 50.0
 MB = 1024 * 1024
@@ -56,7 +56,7 @@ def _ag2_turns() -> tuple[list[str], list[dict[str, Any]]]:
             problems.extend(payload.get("problem_statement") or [])
             turns.extend(t for t in payload.get("trajectory") or [] if isinstance(t, dict) and t.get("content"))
     if not turns:
-        raise SystemExit(f"no AG2 records found under {SHARED / 'labels' / 'mastlint-ag2'}")
+        raise SystemExit(f"no AG2 records found under {AG2_DIR}")
     return problems, turns
 
 

@@ -1,4 +1,4 @@
-"""Redaction speed: a 1 MB transcript, and the shared real traces, through mast.redact.
+"""Redaction speed: a 1 MB transcript, and the real sample traces in tests/data/traces, through mast.redact.
 
 Run: .venv/bin/python benchmarks/bench_redact.py
 """
@@ -13,7 +13,7 @@ from mast.redact import Redactor, redact_trace
 from mast.trace import Step, Trace
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared" / "traces"
+TRACES = REPO / "tests" / "data" / "traces"
 
 
 def synthetic(size: int, seed: int = 0) -> str:
@@ -56,13 +56,13 @@ def main() -> None:
         seconds = best_of(5, lambda redactor=redactor: redactor.redact(text))
         found = redactor.redact(text).total
         print(f"1 MB synthetic transcript, ips={ips}: {seconds * 1000:.0f} ms ({found} findings)")
-    if SHARED.is_dir():
-        files = [p for p in sorted(SHARED.rglob("*")) if p.is_file()]
+    if TRACES.is_dir():
+        files = [p for p in sorted(TRACES.rglob("*")) if p.is_file() and p.name != "MANIFEST.md"]
         texts = [p.read_text(encoding="utf-8", errors="replace") for p in files]
         size = sum(map(len, texts))
         redactor = Redactor()
         seconds = best_of(3, lambda: [redactor.redact(t) for t in texts])
-        print(f"shared real traces ({len(files)} files, {size / 1e6:.2f} MB as text): {seconds * 1000:.0f} ms")
+        print(f"real sample traces ({len(files)} files, {size / 1e6:.2f} MB as text): {seconds * 1000:.0f} ms")
     steps = [Step(index=i, agent="coder", content=synthetic(900, seed=i)) for i in range(50)]
     trace = Trace(steps=steps)
     per_trace = best_of(20, lambda: redact_trace(trace))

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _data import REFERENCE, VALIDATION
 
 from mast import analysis
 from mast.diagnosis import Diagnosis, FirstFailure, JudgeInfo
@@ -17,18 +18,18 @@ from mast.evaluation.labels import to_dataframe
 from mast.evaluation.mad import mastlint_diagnoses, mastlint_metadata
 
 
-def findings(shared: Path) -> Path:
-    return shared / "labels" / "mastlint-mad" / "raw_findings.json"
+def findings() -> Path:
+    return VALIDATION / "mastlint-mad" / "raw_findings.json"
 
 
-def gold_frame(shared: Path) -> pd.DataFrame:
-    records = json.loads(findings(shared).read_text())
-    return analysis.results_frame(findings(shared), metadata=mastlint_metadata(records))
+def gold_frame() -> pd.DataFrame:
+    records = json.loads(findings().read_text())
+    return analysis.results_frame(findings(), metadata=mastlint_metadata(records))
 
 
-def test_prevalence_matches_a_hand_count(shared: Path) -> None:
-    records = json.loads(findings(shared).read_text())
-    frame = gold_frame(shared)
+def test_prevalence_matches_a_hand_count() -> None:
+    records = json.loads(findings().read_text())
+    frame = gold_frame()
     prevalence = analysis.prevalence(frame).set_index("code")
     for code in ("1.1", "1.4", "3.2"):
         assessed = [r["gold"]["present"][f"FM-{code}"] for r in records if f"FM-{code}" in r["gold"]["present"]]
@@ -49,8 +50,8 @@ def test_prevalence_matches_a_hand_count(shared: Path) -> None:
     assert shares["share"].sum() == pytest.approx(1.0) and shares["n_labels"].sum() == 42
 
 
-def test_judge_results_frame_and_cooccurrence(shared: Path) -> None:
-    diagnoses = mastlint_diagnoses(json.loads(findings(shared).read_text()))
+def test_judge_results_frame_and_cooccurrence() -> None:
+    diagnoses = mastlint_diagnoses(json.loads(findings().read_text()))
     frame = analysis.results_frame(diagnoses)
     matrix = analysis.cooccurrence(frame)
     assert np.diag(matrix.to_numpy()).sum() == 50  # the judge's 50 findings
@@ -60,11 +61,11 @@ def test_judge_results_frame_and_cooccurrence(shared: Path) -> None:
     assert per_trace.loc[0, "mean_modes"] == pytest.approx(50 / 14)
 
 
-def table7_frame(shared: Path) -> pd.DataFrame:
+def table7_frame() -> pd.DataFrame:
     """Trace-level rows rebuilt from the paper's Table 7 percentages (ChatDev: 10 successful, 20 failed runs;
     MetaGPT: 12 and 18). Each mode column is rebuilt on its own, so co-occurrence is not preserved; the
     per-mode statistics fatal_vs_benign computes do not depend on it."""
-    table = json.loads((shared / "reference" / "paper-numbers.json").read_text())["table7_occurrence_pct_success_vs_fail"]
+    table = json.loads((REFERENCE / "paper-numbers.json").read_text())["table7_occurrence_pct_success_vs_fail"]
     sizes = {"ChatDev Success": 10, "ChatDev Fail": 20, "MetaGPT Success": 12, "MetaGPT Fail": 18}
     rows = []
     for group, n in sizes.items():
@@ -76,8 +77,8 @@ def table7_frame(shared: Path) -> pd.DataFrame:
     return analysis.results_frame(pd.DataFrame(rows))
 
 
-def test_fatal_vs_benign_reproduces_table7_differences(shared: Path) -> None:
-    frame = table7_frame(shared)
+def test_fatal_vs_benign_reproduces_table7_differences() -> None:
+    frame = table7_frame()
     metagpt = analysis.fatal_vs_benign(frame[frame["framework"] == "MetaGPT"], "outcome", n_boot=400, seed=2)
     row = metagpt.set_index("code").loc["3.3"]
     assert (row["prev_failed"], row["prev_success"]) == (pytest.approx(5 / 18), pytest.approx(2 / 12))
@@ -93,7 +94,7 @@ def test_fatal_vs_benign_reproduces_table7_differences(shared: Path) -> None:
 
     per = analysis.modes_per_trace(frame, by="framework", outcome="outcome").set_index("framework")
     assert per.loc["ChatDev", "n_failed"] == 20 and per.loc["ChatDev", "n_success"] == 10
-    chatdev = json.loads((shared / "reference" / "paper-numbers.json").read_text())["table7_occurrence_pct_success_vs_fail"]
+    chatdev = json.loads((REFERENCE / "paper-numbers.json").read_text())["table7_occurrence_pct_success_vs_fail"]
     assert per.loc["ChatDev", "mean_modes_failed"] == pytest.approx(sum(chatdev["ChatDev Fail"]) / 100)
 
 
@@ -107,17 +108,17 @@ def test_outcome_parsing() -> None:
         analysis.fatal_vs_benign(frame, "outcome")
 
 
-def test_first_failure_histograms(shared: Path) -> None:
-    who = read_who_and_when(shared / "labels" / "who-and-when")
+def test_first_failure_histograms() -> None:
+    who = read_who_and_when(VALIDATION / "who-and-when")
     diagnoses = [Diagnosis(trace_id=r["trace_id"], judge=JudgeInfo(taxonomy_version="mast-v3"),
                            first_failure=FirstFailure(step=int(r["step"]), agent=r["agent"]))
                  for r in who.to_dict("records")]
     frame = analysis.results_frame(diagnoses, metadata=who[["trace_id", "n_steps"]])
     steps = analysis.first_failure_histogram(frame, "step")
-    assert steps["count"].sum() == 184 and steps.set_index("step")["count"].to_dict() == who["step"].value_counts().to_dict()
+    assert steps["count"].sum() == 25 and steps.set_index("step")["count"].to_dict() == who["step"].value_counts().to_dict()
     agents = analysis.first_failure_histogram(frame, "agent").set_index("agent")["count"]
-    assert agents["WebSurfer"] == 33
+    assert agents["WebSurfer"] == 6  # the 12 Hand-Crafted records of the sample
     relative = analysis.first_failure_histogram(frame, "relative", bins=5)
-    assert relative["count"].sum() == 184 and len(relative) == 5
+    assert relative["count"].sum() == 25 and len(relative) == 5
     with pytest.raises(EvaluationError, match="trace length in a 'length' column"):
         analysis.first_failure_histogram(to_dataframe(diagnoses), "relative", n_steps="length")

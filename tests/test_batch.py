@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 import pytest
+from _data import TRACES
+from _sync import hold_until_in_flight
 from test_batch_inputs import chat_jsonl
 
 from mast.batch import BatchRunner, Estimate, ResultsFile, aclassify_many, classify_many, read_results, scan
@@ -48,9 +50,9 @@ def ids(diagnoses: list[Diagnosis]) -> list[str]:
 def test_results_come_back_in_input_order_while_calls_overlap(tmp_path: Path, server: FakeLLMServer) -> None:
     n, concurrency = 24, 8
     path = chat_jsonl(tmp_path / "runs.jsonl", n)
-    # Earlier traces answer later, so completion order is the reverse of input order.
-    server.responder = lambda body: Reply(delay=0.05 * (n - task_number(body)))
-    server.latency = 0.2
+    # Earlier traces answer later, so completion order is the reverse of input order. The answers wait
+    # until `concurrency` requests are in flight (an event, not a guess at how fast this machine is).
+    server.responder = hold_until_in_flight(server, concurrency, lambda body: Reply(delay=0.05 * (n - task_number(body))))
     results = classify_many(path, concurrency=concurrency, **llm(server))
     expected = [item.trace_id for item in scan([path])]
     assert ids(results) == expected
@@ -257,8 +259,8 @@ def test_budget_needs_a_price(tmp_path: Path, server: FakeLLMServer) -> None:
     assert server.chat_requests == []
 
 
-def test_detectors_judge_without_a_model(shared: Path) -> None:
-    smol = next((shared / "traces" / "smolagents_memory").glob("*.jsonl"))
+def test_detectors_judge_without_a_model() -> None:
+    smol = next((TRACES / "smolagents_memory").glob("*.jsonl"))
     results = classify_many([smol])
     assert results and all(d.status == "judged" and d.judge.kind == "detectors" for d in results)
     assert all(d.usage.llm_calls == 0 for d in results)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from _data import TRACES
 
 from mast.batch.inputs import Reloader, in_shard, parse_shard, scan
 from mast.batch.limits import Budget, RateLimiter
@@ -32,12 +33,12 @@ def chat_jsonl(path: Path, n: int, *, tag: str = "t", bad_lines: dict[int, bytes
     return path
 
 
-def test_scan_walks_files_and_folders_in_order_with_positions(tmp_path: Path, shared: Path) -> None:
+def test_scan_walks_files_and_folders_in_order_with_positions(tmp_path: Path) -> None:
     folder = tmp_path / "runs"
     folder.mkdir()
     chat_jsonl(folder / "a.jsonl", 3, tag="a")
     chat_jsonl(folder / "b.jsonl", 2, tag="b")
-    smol = next((shared / "traces" / "smolagents_memory").glob("*.jsonl"))
+    smol = next((TRACES / "smolagents_memory").glob("*.jsonl"))
     items = list(scan([folder, smol]))
     assert [i.index for i in items] == list(range(len(items)))
     assert [Path(i.source.path or "").name for i in items[:5]] == ["a.jsonl"] * 3 + ["b.jsonl"] * 2
@@ -71,12 +72,12 @@ def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
         list(scan([tmp_path / "nope"]))
 
 
-def test_shards_partition_the_input(shared: Path) -> None:
-    everything = [i for i in scan([shared / "traces"]) if not i.whole_file]
+def test_shards_partition_the_input() -> None:
+    everything = [i for i in scan([TRACES]) if not i.whole_file]
     assert len(everything) >= 10
     seen: list[tuple[str, str | None]] = []
     for k in (1, 2, 3):
-        part = [i for i in scan([shared / "traces"], shard=(k, 3)) if not i.whole_file]
+        part = [i for i in scan([TRACES], shard=(k, 3)) if not i.whole_file]
         assert all(in_shard(i.trace_id, (k, 3)) for i in part)
         seen.extend(i.key for i in part)
     assert sorted(seen, key=str) == sorted((i.key for i in everything), key=str)

@@ -99,7 +99,7 @@ def test_second_writer_is_refused_while_the_first_holds_the_file(tmp_path: Path)
                 print("refused:", exc)
             """
         )
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
         assert "refused:" in done.stdout, done.stderr
     with ResultsFile(path) as again:  # released on close
         again.append(_diagnosis("t1"))
@@ -149,7 +149,7 @@ def test_lines_from_many_processes_never_interleave(tmp_path: Path) -> None:
         """
     )
     procs = [subprocess.Popen([sys.executable, "-c", code, f"p{n}"]) for n in range(3)]
-    assert all(p.wait(timeout=120) == 0 for p in procs)
+    assert all(p.wait(timeout=600) == 0 for p in procs)
     ids = _ids(path)
     assert sorted(ids) == sorted(f"p{n}-{i}" for n in range(3) for i in range(40))
     assert os.path.getsize(path) > 3 * 40 * 200_000

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
+from _data import TRACES
 from click.testing import CliRunner, Result
 from test_batch import MODEL, task_number
 from test_batch_inputs import chat_jsonl
@@ -160,8 +161,8 @@ def test_rerun_resumes_and_overwrite_starts_over(tmp_path: Path) -> None:
     assert len(read_results(out)) == 6
 
 
-def test_shards_partition_the_input_and_concatenate(tmp_path: Path, shared: Path) -> None:
-    inputs = [shared / "traces" / "smolagents_memory", chat_jsonl(tmp_path / "runs.jsonl", 9)]
+def test_shards_partition_the_input_and_concatenate(tmp_path: Path) -> None:
+    inputs = [TRACES / "smolagents_memory", chat_jsonl(tmp_path / "runs.jsonl", 9)]
     whole = tmp_path / "whole.jsonl"
     assert label(*inputs, "-o", whole).exit_code == 0
     parts = []
@@ -192,7 +193,7 @@ def test_table_output_and_export(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and ".csv or .parquet" in bad.stderr
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(900)
 def test_ctrl_c_stops_cleanly_after_writing_what_finished(tmp_path: Path) -> None:
     runs = chat_jsonl(tmp_path / "runs.jsonl", 8)
     out = tmp_path / "results.jsonl"
@@ -202,11 +203,11 @@ def test_ctrl_c_stops_cleanly_after_writing_what_finished(tmp_path: Path) -> Non
         assert script.exists(), "the mast console script is missing from the test environment"
         args = [str(script), "label", str(runs), "-o", str(out), "-j", "2", *llm_args(server)]
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600  # a bound on waiting for the event below
         while time.monotonic() < deadline and (not out.exists() or out.read_bytes().count(b"\n") < 2):
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=300)
         assert proc.returncode == 130, err.decode()[-2000:]
         stderr = err.decode()
         assert "interrupted" in stderr and "run the same command again to continue" in stderr

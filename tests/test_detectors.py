@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _data import TRACES
 
 from mast.diagnosis import Diagnosis
 from mast.judge.detectors import DetectorReport, detectors_diagnosis, format_hints, run_detectors
@@ -565,11 +566,11 @@ def test_clean_example_has_no_finding() -> None:
         assert run_detectors(traces[trace_id]).findings == []
 
 
-# --- real traces from ../shared ------------------------------------------------------------------
+# --- real traces from tests/data/traces ------------------------------------------------------------
 
 
-def test_real_codex_rollout_polls_are_not_repetition(shared: Path) -> None:
-    path = shared / "traces/codex_rollout/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
+def test_real_codex_rollout_polls_are_not_repetition() -> None:
+    path = TRACES / "codex_rollout/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
     t = load_trace(path)
     polls = [s for s in t.steps for c in s.tool_calls if c.name == "write_stdin"]
     assert len(polls) >= 10  # the rollout polls running commands again and again
@@ -579,8 +580,8 @@ def test_real_codex_rollout_polls_are_not_repetition(shared: Path) -> None:
     assert [m.code for m in d.failure_modes] == load_taxonomy().codes
 
 
-def test_real_openhands_repeated_failed_edit(shared: Path) -> None:
-    t = load_traces(shared / "traces/openhands_trajectory/resolver_output_history.jsonl")[1]
+def test_real_openhands_repeated_failed_edit() -> None:
+    t = load_traces(TRACES / "openhands_trajectory/resolver_output_history.jsonl")[1]
     report = run_detectors(t)
     (finding,) = findings(report, "step_repetition")
     first, second = (t.steps[i] for i in finding.steps)
@@ -592,23 +593,23 @@ def test_real_openhands_repeated_failed_edit(shared: Path) -> None:
     assert all(e.verified for e in finding.evidence)
 
 
-def test_real_ag2_chats(shared: Path) -> None:
+def test_real_ag2_chats() -> None:
     # Ends on "Please run the Python code above ...": a hand-over, so 3.1 is left to a judge.
-    failed = run_detectors(load_trace(shared / "traces/autogen_ag2_chat/agenteval_sample_math_response_failed.json"))
+    failed = run_detectors(load_trace(TRACES / "autogen_ag2_chat/agenteval_sample_math_response_failed.json"))
     assert failed.present("3.1") is None and failed.findings == []
     # 32 messages, 29 of them empty: the two agents trade empty turns until the chat stops.
-    idle_trace = load_trace(shared / "traces/autogen_ag2_chat/agenteval_prealgebra_19.json")
+    idle_trace = load_trace(TRACES / "autogen_ag2_chat/agenteval_prealgebra_19.json")
     idle = run_detectors(idle_trace)
     assert idle.present("1.5") is True and idle.present("3.1") is True
     assert findings(idle, "pingpong")[0].steps[:3] == [2, 3, 4]
     assert findings(idle, "premature_termination")[0].steps[-1] == len(idle_trace.steps) - 1
     # Solves it with code, answers and says TERMINATE: nothing to find.
-    solved = run_detectors(load_trace(shared / "traces/autogen_ag2_chat/agenteval_prealgebra_0.json"))
+    solved = run_detectors(load_trace(TRACES / "autogen_ag2_chat/agenteval_prealgebra_0.json"))
     assert solved.findings == [] and solved.present("3.1") is False
 
 
-def test_real_smolagents_error_streak_is_a_hint(shared: Path) -> None:
-    traces = load_traces(shared / "traces/smolagents_memory/gpt-4o__code__gaia__2025-07-24.rows-0-4-6-10-18.jsonl")
+def test_real_smolagents_error_streak_is_a_hint() -> None:
+    traces = load_traces(TRACES / "smolagents_memory/gpt-4o__code__gaia__2025-07-24.rows-0-4-6-10-18.jsonl")
     report = run_detectors(traces[0])
     streaks = findings(report, "error_streak")
     assert streaks and all(not f.verdict for f in streaks)
@@ -616,9 +617,9 @@ def test_real_smolagents_error_streak_is_a_hint(shared: Path) -> None:
 
 
 @pytest.mark.slow
-def test_every_readable_shared_trace_gets_a_valid_diagnosis(shared: Path) -> None:
+def test_every_readable_sample_trace_gets_a_valid_diagnosis() -> None:
     judged = 0
-    for path in iter_paths([shared / "traces"]):
+    for path in iter_paths([TRACES]):
         try:
             traces = load_traces(path)
         except Exception:  # noqa: BLE001 - formats still being written are someone else's concern

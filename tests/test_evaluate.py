@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _data import REFERENCE, VALIDATION
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,8 +24,8 @@ from mast.evaluation.labels import label_table, read_labels
 from mast.evaluation.metrics import binary_metrics, metrics_from_counts
 
 
-def mastlint(shared: Path) -> Path:
-    return shared / "labels" / "mastlint-mad" / "raw_findings.json"
+def mastlint() -> Path:
+    return VALIDATION / "mastlint-mad" / "raw_findings.json"
 
 
 def kappa_by_hand(tp: int, fp: int, fn: int, tn: int) -> float:
@@ -51,8 +52,8 @@ def count_raw_findings(path: Path) -> tuple[Counter[str], dict[str, Counter[str]
     return pooled, per_mode, pred_only
 
 
-def test_reproduces_mastlint_mad_counts_and_kappa(shared: Path) -> None:
-    path = mastlint(shared)
+def test_reproduces_mastlint_mad_counts_and_kappa() -> None:
+    path = mastlint()
     pooled, per_mode, pred_only = count_raw_findings(path)
     report = evaluate(path, path, n_boot=200, seed=1)
 
@@ -81,8 +82,8 @@ def test_reproduces_mastlint_mad_counts_and_kappa(shared: Path) -> None:
     assert len(report.disagreements) == 30 + 22
 
 
-def test_reproduces_mast_paper_table2_o1_few_shot(shared: Path) -> None:
-    paper = json.loads((shared / "reference" / "paper-numbers.json").read_text())
+def test_reproduces_mast_paper_table2_o1_few_shot() -> None:
+    paper = json.loads((REFERENCE / "paper-numbers.json").read_text())
     row = next(r for r in paper["table2_llm_judge_vs_human"] if r["model"] == "o1 (few shot)")
     counts = paper["table2_reconstruction_INFERRED"]["o1_few_shot"]
     assert (counts["tp"], counts["fp"], counts["fn"], counts["tn"]) == (10, 2, 3, 70)
@@ -128,8 +129,8 @@ def test_vectorised_metrics_match_scikit_learn(tp: int, fp: int, fn: int, tn: in
             assert float(got[name]) == pytest.approx(value), name
 
 
-def test_bootstrap_is_seeded_and_brackets_the_estimate(shared: Path) -> None:
-    path = mastlint(shared)
+def test_bootstrap_is_seeded_and_brackets_the_estimate() -> None:
+    path = mastlint()
     a = evaluate(path, path, n_boot=300, seed=7)
     b = evaluate(path, path, n_boot=300, seed=7)
     c = evaluate(path, path, n_boot=300, seed=8)
@@ -194,8 +195,8 @@ def test_inter_annotator_agreement_matches_hand_computation() -> None:
     assert inter_annotator(votes([("t", "1.1", "x", True)])) is None
 
 
-def test_mad_human_sample_gives_per_annotator_agreement(shared: Path) -> None:
-    table = read_labels(shared / "labels" / "mad-human" / "mad_human_sample_4records.json")
+def test_mad_human_sample_gives_per_annotator_agreement() -> None:
+    table = read_labels(VALIDATION / "mad-human" / "mad_human_sample_4records.json")
     iaa = inter_annotator(table)
     assert iaa is not None and iaa.annotators == ["annotator_1", "annotator_2", "annotator_3"]
     assert iaa.n_traces == 4 and iaa.n_cells == 4 * 14
@@ -204,8 +205,8 @@ def test_mad_human_sample_gives_per_annotator_agreement(shared: Path) -> None:
     assert iaa.pooled.unanimous_share == pytest.approx(54 / 56)
 
 
-def test_judge_vs_judge_is_symmetric_in_kappa_and_lists_disagreements_with_evidence(shared: Path) -> None:
-    path = mastlint(shared)
+def test_judge_vs_judge_is_symmetric_in_kappa_and_lists_disagreements_with_evidence() -> None:
+    path = mastlint()
     judge = read_labels(path, role="pred")
     other = judge.copy()
     flip = (other["trace_id"] == "mad-1") & (other["code"] == "1.3")
@@ -221,10 +222,10 @@ def test_judge_vs_judge_is_symmetric_in_kappa_and_lists_disagreements_with_evide
     assert "Planner reissues the identical" in cell.pred_evidence and cell.pred_confidence == 0.95
 
 
-def test_report_json_round_trips_and_table_renders(shared: Path) -> None:
+def test_report_json_round_trips_and_table_renders() -> None:
     from mast.evaluation import EvaluationReport
 
-    report = evaluate(mastlint(shared), mastlint(shared), n_boot=50)
+    report = evaluate(mastlint(), mastlint(), n_boot=50)
     again = EvaluationReport.model_validate_json(report.to_json())
     assert again.pooled == report.pooled and again.disagreements == report.disagreements
     data = json.loads(report.to_json())

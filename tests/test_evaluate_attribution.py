@@ -1,4 +1,4 @@
-"""Failure attribution against the 184 Who&When records: agent, exact step, within ±k, with CIs."""
+"""Failure attribution against the Who&When sample (25 of the 184 records): agent, exact step, within ±k, with CIs."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _data import VALIDATION
 
 from mast.diagnosis import Diagnosis, FirstFailure, JudgeInfo, SourceRef
 from mast.errors import EvaluationError
@@ -15,8 +16,8 @@ from mast.evaluation.attribution import agent_key, read_attribution_gold
 from mast.trace import Step, Trace
 
 
-def who_and_when(shared: Path) -> Path:
-    return shared / "labels" / "who-and-when"
+def who_and_when() -> Path:
+    return VALIDATION / "who-and-when"
 
 
 def judged(trace_id: str, agent: str | None, step: int | None, *, path: str | None = None) -> Diagnosis:
@@ -25,20 +26,21 @@ def judged(trace_id: str, agent: str | None, step: int | None, *, path: str | No
                      source=SourceRef(path=path))
 
 
-def test_reads_all_184_records_with_integer_steps(shared: Path) -> None:
-    gold = read_who_and_when(who_and_when(shared))
-    assert len(gold) == 184
-    assert gold["subset"].value_counts().to_dict() == {"Algorithm-Generated": 126, "Hand-Crafted": 58}
+def test_reads_the_25_sample_records_with_integer_steps() -> None:
+    gold = read_who_and_when(who_and_when())
+    assert len(gold) == 25
+    assert gold["subset"].value_counts().to_dict() == {"Algorithm-Generated": 13, "Hand-Crafted": 12}
     row = gold.set_index("trace_id").loc["Hand-Crafted/22"]
-    raw = json.loads((who_and_when(shared) / "Hand-Crafted" / "22.json").read_text())
+    raw = json.loads((who_and_when() / "Hand-Crafted" / "22.json").read_text())
     assert (row["agent"], int(row["step"])) == (raw["mistake_agent"], int(raw["mistake_step"])) == ("FileSurfer", 4)
     assert row["n_steps"] == len(raw["history"]) == 24
     counts = gold[gold["subset"] == "Hand-Crafted"]["agent"].value_counts().to_dict()
-    assert counts == {"WebSurfer": 33, "Orchestrator": 18, "Assistant": 4, "FileSurfer": 3}  # per the MANIFEST
+    # counted by hand from the MANIFEST tables of the 12 Hand-Crafted records in the sample
+    assert counts == {"WebSurfer": 6, "Orchestrator": 3, "Assistant": 2, "FileSurfer": 1}
 
 
-def test_scores_agent_step_and_tolerance(shared: Path) -> None:
-    gold = read_who_and_when(who_and_when(shared))
+def test_scores_agent_step_and_tolerance() -> None:
+    gold = read_who_and_when(who_and_when())
     rows = gold.to_dict("records")
     diagnoses = []
     for i, row in enumerate(rows):
@@ -46,10 +48,11 @@ def test_scores_agent_step_and_tolerance(shared: Path) -> None:
         step = int(row["step"]) + (i % 4)                          # offsets 0, 1, 2, 3 in turn
         diagnoses.append(judged(row["trace_id"], agent, step))
     report = evaluate_attribution(diagnoses, gold, k=1, n_boot=300, seed=3)
-    assert report.n_gold == report.n_evaluated == 184
-    assert report.agent_accuracy == pytest.approx(92 / 184)
-    assert report.step_accuracy == pytest.approx(46 / 184)
-    assert report.step_within_k_accuracy == pytest.approx(92 / 184)
+    # 25 records: agents right at i = 0, 2, ..., 24 (13); step offset 0 at i % 4 == 0 (7), offset <= 1 (13)
+    assert report.n_gold == report.n_evaluated == 25
+    assert report.agent_accuracy == pytest.approx(13 / 25)
+    assert report.step_accuracy == pytest.approx(7 / 25)
+    assert report.step_within_k_accuracy == pytest.approx(13 / 25)
     interval = report.ci["agent_accuracy"]
     assert interval is not None and interval.low < 0.5 < interval.high
     assert evaluate_attribution(diagnoses, gold, k=3, n_boot=0).step_within_k_accuracy == 1.0
@@ -57,8 +60,8 @@ def test_scores_agent_step_and_tolerance(shared: Path) -> None:
     assert "agent accuracy" in text and "0.535" in text  # the published Who&When best, for comparison
 
 
-def test_abstentions_missing_predictions_and_path_matching(shared: Path) -> None:
-    folder = who_and_when(shared)
+def test_abstentions_missing_predictions_and_path_matching() -> None:
+    folder = who_and_when()
     gold = read_who_and_when(folder)
     first = gold.iloc[0]
     diagnoses = [
@@ -70,7 +73,7 @@ def test_abstentions_missing_predictions_and_path_matching(shared: Path) -> None
     ]
     report = evaluate_attribution(diagnoses, folder, n_boot=0)
     assert (report.n_evaluated, report.n_abstained, report.n_pred_without_gold) == (2, 1, 1)
-    assert report.n_without_prediction == 182
+    assert report.n_without_prediction == 23
     assert report.agent_accuracy == 0.5 and report.step_accuracy == 0.5
     assert [r.status for r in report.rows] == ["predicted", "abstained"]
 
@@ -102,10 +105,10 @@ def test_gold_from_tables_and_traces(tmp_path: Path) -> None:
         evaluate_attribution([], csv, k=-1)
 
 
-def test_gold_from_normalised_traces_matches_the_raw_records(shared: Path) -> None:
+def test_gold_from_normalised_traces_matches_the_raw_records() -> None:
     import mast
 
-    folder = who_and_when(shared)
+    folder = who_and_when()
     raw = read_who_and_when(folder).set_index("trace_id")
     traces = [mast.load_trace(path) for path in sorted(folder.rglob("*.json"))]
     from_traces = read_attribution_gold(traces).set_index("trace_id")

@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from _data import VALIDATION
 
 from mast.datasets import MAD_FILES, load_mad, sha256_of
 from mast.errors import EvaluationError, UsageError
@@ -21,14 +22,14 @@ from mast.errors import EvaluationError, UsageError
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
-def sample(shared: Path) -> Path:
-    return shared / "labels" / "mad-human" / "mad_human_sample_4records.json"
+def sample() -> Path:
+    return VALIDATION / "mad-human" / "mad_human_sample_4records.json"
 
 
 @pytest.fixture
-def hub(shared: Path) -> Iterator[tuple[str, list[str]]]:
+def hub() -> Iterator[tuple[str, list[str]]]:
     """A hub look-alike serving MAD_human_labelled_dataset.json at one commit; yields (url, requested paths)."""
-    files = {MAD_FILES["human"]: sample(shared).read_bytes()}
+    files = {MAD_FILES["human"]: sample().read_bytes()}
     requested: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -71,8 +72,8 @@ def hub(shared: Path) -> Iterator[tuple[str, list[str]]]:
         thread.join()
 
 
-def test_local_file_with_checksum(shared: Path) -> None:
-    path = sample(shared)
+def test_local_file_with_checksum() -> None:
+    path = sample()
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     ds = load_mad(path, sha256=digest)
     assert ds.sha256 == digest == sha256_of(path) and ds.revision is None
@@ -82,20 +83,20 @@ def test_local_file_with_checksum(shared: Path) -> None:
     with pytest.raises(EvaluationError, match="differs from the expected"):
         load_mad(path, sha256="0" * 64)
     with pytest.raises(UsageError, match="no such MAD file"):
-        load_mad(shared / "nope.json")
+        load_mad(VALIDATION / "nope.json")
 
 
-def test_environment_variable_points_at_a_local_copy(shared: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MAST_MAD_PATH", str(sample(shared)))
-    assert load_mad(file="human").path == sample(shared)
+def test_environment_variable_points_at_a_local_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MAST_MAD_PATH", str(sample()))
+    assert load_mad(file="human").path == sample()
 
 
-def test_download_path_pins_revision_and_checks_sha256(shared: Path, hub: tuple[str, list[str]], tmp_path: Path) -> None:
+def test_download_path_pins_revision_and_checks_sha256(hub: tuple[str, list[str]], tmp_path: Path) -> None:
     url, requested = hub
-    digest = sha256_of(sample(shared))
+    digest = sha256_of(sample())
     ds = load_mad(file="human", revision=COMMIT, sha256=digest, endpoint=url, cache_dir=tmp_path)
     assert ds.revision == COMMIT and ds.repo_id == "mcemri/MAST-Data" and ds.sha256 == digest
-    assert ds.path.read_bytes() == sample(shared).read_bytes()
+    assert ds.path.read_bytes() == sample().read_bytes()
     assert any(f"/datasets/mcemri/MAST-Data/resolve/{COMMIT}/MAD_human_labelled_dataset.json" in r for r in requested)
     assert ds.labels()["trace_id"].nunique() == 4
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 import pandas as pd
 import pytest
+from _data import REFERENCE, VALIDATION
 
 from mast.diagnosis import Diagnosis, JudgeInfo, empty_verdicts
 from mast.errors import EvaluationError
@@ -101,8 +102,8 @@ def test_to_dataframe_has_nullable_mode_columns() -> None:
     assert frame.loc[0, "n_modes"] == 1 and str(frame["1.3"].dtype) == "boolean"
 
 
-def test_crosswalk_covers_the_draft_rounds(shared: Path) -> None:
-    reference = (shared / "reference" / "mad-code-crosswalk.csv").read_text().splitlines()[1:]
+def test_crosswalk_covers_the_draft_rounds() -> None:
+    reference = (REFERENCE / "mad-code-crosswalk.csv").read_text().splitlines()[1:]
     for line in reference:
         final, _, r1_code, r1_title, r23_code, r23_title = line.split(",")
         target = None if final.startswith("(dropped)") else final
@@ -126,8 +127,8 @@ def test_crosswalk_covers_the_draft_rounds(shared: Path) -> None:
     assert detect_round([f"{i}.1" for i in range(1, 5)] + ["1.2"]) == "v1"
 
 
-def test_mad_human_records_map_every_round_onto_14_modes(shared: Path) -> None:
-    path = shared / "labels" / "mad-human" / "mad_human_sample_4records.json"
+def test_mad_human_records_map_every_round_onto_14_modes() -> None:
+    path = VALIDATION / "mad-human" / "mad_human_sample_4records.json"
     table = read_labels(path, trace_id_prefix="mad-")
     assert sorted(table["trace_id"].unique()) == ["mad-16", "mad-2", "mad-4", "mad-7"]
     assert table.groupby("trace_id").size().to_dict() == dict.fromkeys(["mad-16", "mad-2", "mad-4", "mad-7"], 42)
@@ -144,15 +145,15 @@ def test_mad_human_records_map_every_round_onto_14_modes(shared: Path) -> None:
     assert len(table) == len(by_layout)
     assert votes["mad-16"]["1.1"] == pytest.approx(2 / 3)
     # the human gold of mast-lint agrees with our mapping on every mode it kept
-    findings = json.loads((shared / "labels" / "mastlint-mad" / "raw_findings.json").read_text())
+    findings = json.loads((VALIDATION / "mastlint-mad" / "raw_findings.json").read_text())
     lint = {r["gold"]["trace_id"]: r["gold"]["present"] for r in findings}
     for trace_id in ("mad-2", "mad-4", "mad-7", "mad-16"):
         for code, present in lint[trace_id].items():
             assert (votes[trace_id][code.removeprefix("FM-")] > 0.5) == present, (trace_id, code)
 
 
-def test_mad_llm_annotations(tmp_path: Path, shared: Path) -> None:
-    human = json.loads((shared / "labels" / "mad-human" / "mad_human_sample_4records.json").read_text())
+def test_mad_llm_annotations(tmp_path: Path) -> None:
+    human = json.loads((VALIDATION / "mad-human" / "mad_human_sample_4records.json").read_text())
     codes = load_taxonomy().codes
     records = [{"mas_name": r["mas_name"], "llm_name": "GPT-4o", "benchmark_name": r["benchmark_name"],
                 "trace_id": r["trace_id"], "trace": {"key": "k", "index": r["trace_id"], "trajectory": "..."},
@@ -167,8 +168,8 @@ def test_mad_llm_annotations(tmp_path: Path, shared: Path) -> None:
         read_labels(path)
 
 
-def test_mastlint_roles_and_present_lists(shared: Path) -> None:
-    path = shared / "labels" / "mastlint-mad" / "raw_findings.json"
+def test_mastlint_roles_and_present_lists() -> None:
+    path = VALIDATION / "mastlint-mad" / "raw_findings.json"
     with pytest.raises(EvaluationError, match="say which to read"):
         read_labels(path)
     pred = read_labels(path, role="pred")
@@ -182,7 +183,7 @@ def test_mastlint_roles_and_present_lists(shared: Path) -> None:
     assert sum(len(d.present_codes) for d in diagnoses) == 50
     assert diagnoses[0].verdict("1.3").evidence[0].step == 19
 
-    gold_list = read_labels(shared / "labels" / "mastlint-ag2" / "gold_labels.json")
+    gold_list = read_labels(VALIDATION / "mastlint-ag2" / "gold_labels.json")
     assert gold_list["trace_id"].nunique() == 8 and len(gold_list) == 8 * 14
     assert set(gold_list[gold_list["present"]]["code"]) <= {"1.2", "3.2", "3.1", "2.1", "1.5", "1.1", "1.3"}
 

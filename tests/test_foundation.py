@@ -129,7 +129,7 @@ def test_bad_inputs_give_one_line_trace_format_errors(tmp_path: Path) -> None:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mast", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "mast", *args], capture_output=True, text=True, timeout=600)
 
 
 def test_cli_version_help_and_one_line_errors(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 import pytest
+from _data import TRACES
+from _sync import hold_until_in_flight
 
 import mast.judge.backend as backend_module
 from mast.diagnosis import Diagnosis
@@ -58,7 +60,8 @@ def options(server: FakeLLMServer, **extra: Any) -> dict[str, Any]:
         "model": "openai/fake-judge",
         "api_base": server.base_url,
         "api_key": "test-key",
-        "timeout": 5.0,
+        # A safety net only: on a busy machine the local fake server may take seconds to answer.
+        "timeout": 60.0,
         "max_retries": 2,
         "max_reasks": 2,
         "hints": False,
@@ -262,11 +265,12 @@ def test_other_4xx_fail_at_once() -> None:
 
 
 def test_timeouts_are_retried() -> None:
+    # The retried request must be answered within the timeout even on a busy machine: 5 s, not 0.5 s.
     with FakeLLMServer(lambda body: GOOD, script=[Reply(hang=True)]) as server:
-        diagnosis = classify(short_trace(), **options(server, timeout=0.5))
+        diagnosis = classify(short_trace(), **options(server, timeout=5.0))
         assert len(server.chat_requests) == 2
     assert diagnosis.status == "judged"
-    with FakeLLMServer(lambda body: Reply(hang=True)) as server:
+    with FakeLLMServer(lambda body: Reply(hang=True)) as server:  # every request hangs: any timeout times out
         result = classify(short_trace(), raise_on_error=False, **options(server, timeout=0.3, max_retries=1))
         assert len(server.chat_requests) == 2
     assert result.status == "error" and result.error is not None
@@ -367,10 +371,10 @@ def test_a_prompt_longer_in_bytes_than_the_context_but_not_in_tokens_is_one_call
     assert prompt_bytes > 32_768 and diagnosis.judge.strategy == "single" and diagnosis.usage.llm_calls == 1
 
 
-def test_codex_rollout_fits_a_32k_model_only_in_chunks(shared: Path) -> None:
+def test_codex_rollout_fits_a_32k_model_only_in_chunks() -> None:
     import mast
 
-    path = shared / "traces" / "codex_rollout" / "rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl"
+    path = TRACES / "codex_rollout" / "rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl"
     trace = mast.load_trace(path)
     with FakeLLMServer(chunked_responder) as server:
         diagnosis = classify(trace, **options(server, context_window=32_768))
@@ -461,7 +465,8 @@ def test_cache_follows_mast_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path:
 
 async def test_concurrent_judgements_share_one_judge_and_cache(tmp_path: Path) -> None:
     traces = [short_trace(f"t{i}") for i in range(8)]
-    with FakeLLMServer(lambda body: GOOD, latency=0.2) as server:
+    with FakeLLMServer() as server:
+        server.responder = hold_until_in_flight(server, 2, lambda body: GOOD)  # overlap as an event, not a race
         async with Judge(**options(server, cache=True, cache_dir=tmp_path)) as judge:
             results = await asyncio.gather(*(judge.classify(t) for t in traces))
         assert server.max_in_flight > 1

@@ -278,7 +278,7 @@ def test_cache_survives_concurrent_processes(tmp_path: Path) -> None:
     for process in workers:
         process.start()
     for process in workers:
-        process.join(60)
+        process.join(600)
         assert process.exitcode == 0
     cache = JudgeCache(tmp_path)
     assert cache.info().entries == 3 * 40 + 1

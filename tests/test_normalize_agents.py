@@ -1,4 +1,4 @@
-"""Agent-framework normalisers on the real samples in ../shared/traces.
+"""Agent-framework normalisers on the real samples in tests/data/traces.
 
 Codex CLI rollouts, SWE-agent ``.traj``, OpenHands events, smolagents memory, OpenAI Agents SDK state
 and CrewAI cassettes: each file is detected as its format and the facts a judge depends on (who
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _data import TRACES
 from _trace_facts import step_skeleton
 
 from mast.errors import TraceFormatError
@@ -53,8 +54,8 @@ def check_golden(trace: Trace, name: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def traces_dir(shared: Path) -> Path:
-    return shared / "traces"
+def traces_dir() -> Path:
+    return TRACES
 
 
 def only(path: Path, fmt: str) -> Trace:

@@ -1,9 +1,9 @@
 """AutoGen / AG2 records: AgentEval chats, the autogen-ext replay session, autogen-core messages,
 AG2 histories and console transcripts.
 
-The real samples are in ../shared/traces/autogen_ag2_chat and autogen_core_llm_messages. Console
+The real samples are in tests/data/traces/autogen_ag2_chat and autogen_core_llm_messages. Console
 transcripts have no real sample there; the two below are written after what AG2's chat printing and
-AgentChat's ``Console`` output look like (../shared/reference/trace-formats.md §2.7).
+AgentChat's ``Console`` output look like.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from _data import TRACES
 from _trace_facts import assert_labels_hidden, check_golden, speakers, unpaired
 
 from mast.normalize import detect_format, formats, load_trace
@@ -73,8 +74,8 @@ Paris is sunny at 21 C; pack light.
 
 
 @pytest.fixture(scope="module")
-def chats(shared: Path) -> Path:
-    return shared / "traces/autogen_ag2_chat"
+def chats() -> Path:
+    return TRACES / "autogen_ag2_chat"
 
 
 @pytest.mark.parametrize("name", sorted(AGENTEVAL))
@@ -127,8 +128,8 @@ def test_replay_session(chats: Path) -> None:
     check_golden(trace, "autogen_replay_session")
 
 
-def test_autogen_core_handoff(shared: Path) -> None:
-    path = shared / "traces/autogen_core_llm_messages/history-wile_e_coyote_1.json"
+def test_autogen_core_handoff() -> None:
+    path = TRACES / "autogen_core_llm_messages/history-wile_e_coyote_1.json"
     assert detect_format(path)[0].name == "autogen_core"
     trace = load_trace(path)
     assert [(s.kind, s.agent, s.recipient) for s in trace.steps] == [

@@ -1,6 +1,6 @@
 """Chat formats: OpenAI chat completions, OpenAI Responses items, Anthropic Messages (bodies and cassettes).
 
-Every real sample in ``../shared/traces/openai_chat_messages`` and ``anthropic_messages`` is read
+Every real sample in ``tests/data/traces/openai_chat_messages`` and ``anthropic_messages`` is read
 with auto-detection and checked fact by fact; synthetic inputs cover the shapes no sample has.
 """
 
@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from _data import TRACES
 from _normalize_checks import assert_no_repeats, assert_paired, check_golden
 
 from mast.errors import TraceFormatError
@@ -20,13 +21,13 @@ from mast.normalize import detect_format, load_trace, load_traces
 
 
 @pytest.fixture(scope="module")
-def chat_dir(shared: Path) -> Path:
-    return shared / "traces" / "openai_chat_messages"
+def chat_dir() -> Path:
+    return TRACES / "openai_chat_messages"
 
 
 @pytest.fixture(scope="module")
-def anthropic_dir(shared: Path) -> Path:
-    return shared / "traces" / "anthropic_messages"
+def anthropic_dir() -> Path:
+    return TRACES / "anthropic_messages"
 
 
 def read(path: Path) -> Any:
@@ -324,8 +325,8 @@ def test_cassette_streamed_response(tmp_path: Path) -> None:
     assert trace.usage.output_tokens == 12
 
 
-def test_openai_cassettes_are_not_anthropic(shared: Path) -> None:
-    for path in sorted((shared / "traces" / "crewai").glob("*.yaml")):
+def test_openai_cassettes_are_not_anthropic() -> None:
+    for path in sorted((TRACES / "crewai").glob("*.yaml")):
         assert detect_format(path)[0].name != "anthropic_messages"
 
 

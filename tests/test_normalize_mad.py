@@ -1,10 +1,11 @@
 """MAD records and the framework logs inside them.
 
 Real data: the four MAST human-labelled records (AG2 and MetaGPT, two log shapes), the 40 AG2 GroupChat
-records of mast-lint, and the MAST raw MetaGPT wrapper. The other frameworks of MAD (ChatDev,
-HyperAgent, AppWorld, Magentic-One, OpenManus, AG2 console and YAML dumps) have no real sample in
-../shared; the small logs below are written for these tests after the layouts those frameworks print
-(described in ../shared/reference/trace-formats.md §2.7 and §2.12), and pin the speaker, recipient,
+records of mast-lint (both in data/validation/), and the MAST raw-run wrapper (a MetaGPT run written for
+these tests in the wrapper's real shape: the upstream sample has no licence). The other frameworks of MAD
+(ChatDev, HyperAgent, AppWorld, Magentic-One, OpenManus, AG2 console and YAML dumps) have no real sample
+we may ship; the small logs below are written for these tests after the layouts those frameworks print
+(as surveyed in the project's trace-format notes), and pin the speaker, recipient,
 tool-pairing, task and answer rules.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _data import TRACES, VALIDATION
 from _trace_facts import assert_labels_hidden, check_golden, speakers, unpaired
 
 from mast.errors import TraceFormatError
@@ -27,8 +29,8 @@ from mast.trace import Trace
 
 
 @pytest.fixture(scope="module")
-def human(shared: Path) -> list[Trace]:
-    path = shared / "labels/mad-human/mad_human_sample_4records.json"
+def human() -> list[Trace]:
+    path = VALIDATION / "mad-human/mad_human_sample_4records.json"
     fmt, confidence = detect_format(path)
     assert (fmt.name, confidence) == ("mad", 1.0)
     return load_traces(path)
@@ -76,8 +78,8 @@ def test_human_records_metagpt_both_log_shapes(human: list[Trace]) -> None:
     check_golden(loguru, "mad_human_metagpt_palindromes")
 
 
-def test_mastlint_ag2_group_chats(shared: Path) -> None:
-    folder = shared / "labels/mastlint-ag2"
+def test_mastlint_ag2_group_chats() -> None:
+    folder = VALIDATION / "mastlint-ag2"
     total = 0
     for path in sorted(folder.glob("raw_ag2_records*.json")):
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -97,18 +99,19 @@ def test_mastlint_ag2_group_chats(shared: Path) -> None:
     assert total == 40
 
 
-def test_mast_raw_metagpt_wrapper(shared: Path) -> None:
-    path = shared / "traces/mast_raw_traces/metagpt_programdev_run_1.json"
+def test_mast_raw_metagpt_wrapper() -> None:
+    path = TRACES / "mast_raw_traces/metagpt_programdev_wordfreq.json"
     assert detect_format(path)[0].name == "mast_raw"
     trace = load_trace(path)
-    assert trace.trace_id == "run-1" and trace.framework == "metagpt" and trace.task == "write playable 2048 game"
+    assert trace.trace_id == "run-7" and trace.framework == "metagpt"
+    assert trace.task == "write a command-line word frequency counter"
     assert speakers(trace) == ["SimpleCoder", "SimpleTester", "SimpleReviewer", "SimpleTester", "SimpleReviewer"]
-    assert trace.steps[0].content.startswith("```python\nimport random\nimport curses")
-    assert trace.usage is not None and trace.usage.cost_usd == pytest.approx(0.148)
+    assert trace.steps[0].content.startswith("```python\nimport sys\nfrom collections import Counter")
+    assert trace.usage is not None and trace.usage.cost_usd == pytest.approx(0.061)
     assert trace.metadata["metagpt_personas"] == {"SimpleCoder": "Alice", "SimpleTester": "Bob", "SimpleReviewer": "Charlie"}
-    check_golden(trace, "mast_raw_metagpt_2048")
+    check_golden(trace, "mast_raw_metagpt_wordfreq")
     # The same wrapper inside a MAD record (its JSON as the trajectory text) reads the same way.
-    record = {"mas_name": "MetaGPT", "trace_id": 1, "trace": {"trajectory": path.read_text(encoding="utf-8")}, "mast_annotation": {"1.3": 1}}
+    record = {"mas_name": "MetaGPT", "trace_id": 7, "trace": {"trajectory": path.read_text(encoding="utf-8")}, "mast_annotation": {"1.3": 1}}
     inside = load_trace(record)
     assert speakers(inside) == speakers(trace) and inside.task == trace.task
     assert [s.content for s in inside.steps] == [s.content for s in trace.steps]
@@ -513,9 +516,9 @@ def test_arrays_are_streamed_and_detected_from_the_head(tmp_path: Path, monkeypa
     assert traces[0].metadata["padding"] == big  # unknown record fields are kept, not dropped
 
 
-def test_other_files_mentioning_mas_name_are_not_mad(shared: Path) -> None:
+def test_other_files_mentioning_mas_name_are_not_mad() -> None:
     # mast-lint's judge reports quote mas_name inside their gold block but hold no trace.
-    for path in (shared / "labels/mastlint-mad/raw_findings.json", shared / "labels/mastlint-ag2/raw_judge_results.json"):
+    for path in (VALIDATION / "mastlint-mad/raw_findings.json", VALIDATION / "mastlint-ag2/raw_judge_results.json"):
         with pytest.raises(TraceFormatError):
             detect_format(path)
 
@@ -539,8 +542,8 @@ def test_framework_log_files_on_their_own(tmp_path: Path, log: str, framework: s
     assert trace.steps and not trace.warnings
 
 
-def test_metagpt_log_file_matches_the_wrapped_run(shared: Path, tmp_path: Path) -> None:
-    wrapper = json.loads((shared / "traces/mast_raw_traces/metagpt_programdev_run_1.json").read_text(encoding="utf-8"))
+def test_metagpt_log_file_matches_the_wrapped_run(tmp_path: Path) -> None:
+    wrapper = json.loads((TRACES / "mast_raw_traces/metagpt_programdev_wordfreq.json").read_text(encoding="utf-8"))
     path = tmp_path / "1.txt"
     path.write_text(wrapper["content"], encoding="utf-8")
     trace = load_trace(path)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _data import TRACES
 from _normalize_checks import assert_no_repeats, assert_paired
 
 from mast.errors import TraceFormatError
@@ -25,8 +26,8 @@ TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
 @pytest.fixture(scope="module")
-def otlp_dir(shared: Path) -> Path:
-    return shared / "traces" / "otlp_json"
+def otlp_dir() -> Path:
+    return TRACES / "otlp_json"
 
 
 # --- real OTLP samples ----------------------------------------------------------------------------
@@ -266,8 +267,8 @@ SAME_CALL = [
 
 
 @pytest.mark.parametrize("name", SAME_CALL)
-def test_span_attribute_dicts_of_one_call(shared: Path, name: str) -> None:
-    trace = load_trace(shared / "traces" / "span_attribute_dicts" / name)
+def test_span_attribute_dicts_of_one_call(name: str) -> None:
+    trace = load_trace(TRACES / "span_attribute_dicts" / name)
     assert trace.source.format == "span_attributes"
     assert [(s.kind, s.role) for s in trace.steps] == [("message", "user"), ("message", "assistant"), ("tool_result", "tool"), ("llm", "assistant")]
     assert trace.steps[1].content == "Absolutely! Let me check the weather for you."
@@ -280,13 +281,13 @@ def test_span_attribute_dicts_of_one_call(shared: Path, name: str) -> None:
     assert (trace.usage.input_tokens, trace.usage.output_tokens) == (97, 52)
 
 
-def test_span_attribute_dicts_agree(shared: Path) -> None:
-    texts = {load_trace(shared / "traces" / "span_attribute_dicts" / n).to_transcript().text for n in SAME_CALL}
+def test_span_attribute_dicts_agree() -> None:
+    texts = {load_trace(TRACES / "span_attribute_dicts" / n).to_transcript().text for n in SAME_CALL}
     assert len(texts) == 1
 
 
-def test_tool_execution_span_dict(shared: Path) -> None:
-    trace = load_trace(shared / "traces" / "span_attribute_dicts" / "otel_genai_tool_execution_span.json")
+def test_tool_execution_span_dict() -> None:
+    trace = load_trace(TRACES / "span_attribute_dicts" / "otel_genai_tool_execution_span.json")
     (step,) = trace.steps
     assert step.kind == "tool_call"
     assert [(c.id, c.name, c.arguments) for c in step.tool_calls] == [("1234", "get_weather", {"city": "New York"})]
@@ -298,8 +299,8 @@ def test_tool_execution_span_dict(shared: Path) -> None:
 # --- Vercel AI SDK spans --------------------------------------------------------------------------
 
 
-def test_vercel_ai_sdk_spans(shared: Path) -> None:
-    path = shared / "traces" / "vercel_ai_sdk_spans" / "ai-generateText-doGenerate.json"
+def test_vercel_ai_sdk_spans() -> None:
+    path = TRACES / "vercel_ai_sdk_spans" / "ai-generateText-doGenerate.json"
     assert detect_format(path)[0].name == "vercel_ai"
     first, second = load_traces(path)
     assert (first.trace_id, second.trace_id) == ("b3e700af9eab81e19f72f964d62a35af", "edff2fc5854be6170e8cccccec0c82cf")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _data import TRACES
 from _normalize_checks import (
     assert_no_repeats,
     assert_paired,
@@ -29,13 +30,13 @@ from mast.trace import Trace
 
 
 @pytest.fixture(scope="module")
-def langfuse_dir(shared: Path) -> Path:
-    return shared / "traces" / "langfuse_trace_export"
+def langfuse_dir() -> Path:
+    return TRACES / "langfuse_trace_export"
 
 
 @pytest.fixture(scope="module")
-def langsmith_dir(shared: Path) -> Path:
-    return shared / "traces" / "langsmith_runs"
+def langsmith_dir() -> Path:
+    return TRACES / "langsmith_runs"
 
 
 def langfuse(langfuse_dir: Path, stem: str) -> Trace:
@@ -361,10 +362,10 @@ def _damage(value: Any, rng: random.Random) -> None:
                 _damage(item, rng)
 
 
-def test_damaged_samples_give_traces_or_one_line_errors(shared: Path) -> None:
+def test_damaged_samples_give_traces_or_one_line_errors() -> None:
     """Wrong types anywhere in a real sample: a trace or a TraceFormatError, never another exception."""
     rng = random.Random(20260101)
-    paths = [p for d in SAMPLE_DIRS for p in sorted((shared / "traces" / d).glob("*.json"))]
+    paths = [p for d in SAMPLE_DIRS for p in sorted((TRACES / d).glob("*.json"))]
     outcomes = {"trace": 0, "error": 0}
     for path in paths:
         original = json.loads(path.read_text(encoding="utf-8"))
@@ -385,9 +386,9 @@ def test_damaged_samples_give_traces_or_one_line_errors(shared: Path) -> None:
     assert outcomes["trace"] > 100 and outcomes["error"] > 0
 
 
-def test_every_sample_round_trips_through_json(shared: Path) -> None:
+def test_every_sample_round_trips_through_json() -> None:
     """What ``mast normalize --json`` writes reads back as the same trace."""
-    paths = [p for d in SAMPLE_DIRS for p in sorted((shared / "traces" / d).iterdir()) if p.suffix in (".json", ".yaml")]
+    paths = [p for d in SAMPLE_DIRS for p in sorted((TRACES / d).iterdir()) if p.suffix in (".json", ".yaml")]
     assert len(paths) == 34
     for path in paths:
         for trace in load_traces(path):

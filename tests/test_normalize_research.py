@@ -1,4 +1,4 @@
-"""Research data sets with ground truth: Who&When (all 184 records) and AEGIS (3 records).
+"""Research data sets with ground truth: Who&When (a 25-record sample of the 184) and AEGIS (3 records).
 
 The facts checked are the ones their labels depend on: Who&When's ``mistake_step`` indexes
 ``history``, so step ``i`` must be ``history[i]`` and its speaker the one the label names; AEGIS labels
@@ -11,27 +11,29 @@ import json
 from pathlib import Path
 
 import pytest
+from _data import TRACES, VALIDATION
 from _trace_facts import assert_labels_hidden, check_golden, speakers
 
 from mast.errors import TraceFormatError
 from mast.normalize import detect_format, iter_traces, load_trace, load_traces
 from mast.trace import Trace
 
-# The six records whose mistake_step speaker is not mistake_agent (listed in the data's MANIFEST).
+# The six records whose mistake_step speaker is not mistake_agent (listed in the data's MANIFEST; all
+# six are in the sample).
 INCONSISTENT = {"Algorithm-Generated/14", "Algorithm-Generated/15", "Algorithm-Generated/59",
                 "Hand-Crafted/20", "Hand-Crafted/22", "Hand-Crafted/49"}
 
 
 @pytest.fixture(scope="module")
-def who_and_when(shared: Path) -> dict[str, tuple[dict, Trace]]:
+def who_and_when() -> dict[str, tuple[dict, Trace]]:
     out = {}
-    for path in sorted((shared / "labels/who-and-when").glob("*/*.json")):
+    for path in sorted((VALIDATION / "who-and-when").glob("*/*.json")):
         out[f"{path.parent.name}/{path.stem}"] = (json.loads(path.read_text(encoding="utf-8")), load_trace(path))
     return out
 
 
 def test_every_who_and_when_record(who_and_when: dict[str, tuple[dict, Trace]]) -> None:
-    assert len(who_and_when) == 184
+    assert len(who_and_when) == 25
     mismatched = set()
     for key, (record, trace) in who_and_when.items():
         assert trace.source.format == "who_and_when" and trace.trace_id == key
@@ -83,16 +85,16 @@ def test_hand_crafted_magentic_one(who_and_when: dict[str, tuple[dict, Trace]]) 
     check_golden(trace, "who_and_when_hc_6")
 
 
-def test_who_and_when_as_objects_and_lists(shared: Path) -> None:
-    record = json.loads((shared / "labels/who-and-when/Hand-Crafted/24.json").read_text(encoding="utf-8"))
+def test_who_and_when_as_objects_and_lists() -> None:
+    record = json.loads((VALIDATION / "who-and-when/Hand-Crafted/24.json").read_text(encoding="utf-8"))
     alone = load_trace(record)
     assert alone.trace_id == record["question_ID"] and alone.framework == "magentic-one"
     items = list(iter_traces([record, {"history": "not a list", "mistake_agent": "x"}], format="who_and_when"))
     assert isinstance(items[0], Trace) and isinstance(items[1], TraceFormatError) and items[1].record == 1
 
 
-def test_aegis_records(shared: Path) -> None:
-    path = shared / "traces/aegis/aegis_jsonl_first3records.jsonl"
+def test_aegis_records() -> None:
+    path = TRACES / "aegis/aegis_jsonl_first3records.jsonl"
     assert detect_format(path)[0].name == "aegis"
     agentverse, dylan, macnet = load_traces(path)
     assert [t.framework for t in (agentverse, dylan, macnet)] == ["agentverse", "dylan", "macnet"]
@@ -116,13 +118,13 @@ def test_aegis_records(shared: Path) -> None:
         assert_labels_hidden(trace, "injection_strategy", trace.labels["correct_answer"][:40])
 
 
-def test_aegis_schema_file_is_not_a_trace(shared: Path) -> None:
+def test_aegis_schema_file_is_not_a_trace() -> None:
     with pytest.raises(TraceFormatError, match="no known trace format"):
-        load_trace(shared / "traces/aegis/aegis_unified_schema.json")
+        load_trace(TRACES / "aegis/aegis_unified_schema.json")
 
 
-def test_one_odd_aegis_line_does_not_sink_the_file(shared: Path, tmp_path: Path) -> None:
-    lines = (shared / "traces/aegis/aegis_jsonl_first3records.jsonl").read_text(encoding="utf-8").splitlines()
+def test_one_odd_aegis_line_does_not_sink_the_file(tmp_path: Path) -> None:
+    lines = (TRACES / "aegis/aegis_jsonl_first3records.jsonl").read_text(encoding="utf-8").splitlines()
     odd = json.loads(lines[1])
     odd["input"]["conversation_history"][0]["content"] = {"unexpected": ["shape"]}
     odd["ground_truth"] = "not a dict"

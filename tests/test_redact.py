@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from _data import TRACES
 
 from mast.errors import UsageError
 from mast.redact import PATTERNS_ENV, Redactor, load_patterns, redact_text, redact_trace
@@ -265,10 +266,10 @@ SHA = re.compile(r"\b[0-9a-f]{40}\b")
 VERSION = re.compile(r"\bv?\d+\.\d+\.\d+\b")
 
 
-def test_real_traces_keep_their_ids_and_versions(shared: Path) -> None:
-    """On the shared real traces, every UUID, git SHA and version string survives redaction."""
+def test_real_traces_keep_their_ids_and_versions() -> None:
+    """On the real sample traces, every UUID, git SHA and version string survives redaction."""
     checked = 0
-    for file in sorted((shared / "traces").rglob("*")):
+    for file in sorted((TRACES).rglob("*")):
         if not file.is_file():
             continue
         text = file.read_text(encoding="utf-8", errors="replace")

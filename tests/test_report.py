@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from _data import VALIDATION
 from click.testing import CliRunner
 
 from mast.cli import main
@@ -46,8 +47,8 @@ class Page(HTMLParser):
             self.cells.append(data)
 
 
-def results_file(shared: Path, tmp_path: Path) -> tuple[Path, Path]:
-    findings = shared / "labels" / "mastlint-mad" / "raw_findings.json"
+def results_file(tmp_path: Path) -> tuple[Path, Path]:
+    findings = VALIDATION / "mastlint-mad" / "raw_findings.json"
     diagnoses = mastlint_diagnoses(json.loads(findings.read_text()), model="openai/gpt-test")
     for i, d in enumerate(diagnoses):
         d.usage = DiagnosisUsage(input_tokens=1000 + i, output_tokens=100, cost_usd=0.01 if i else None, llm_calls=1)
@@ -57,8 +58,8 @@ def results_file(shared: Path, tmp_path: Path) -> tuple[Path, Path]:
     return path, findings
 
 
-def test_html_report_has_every_section_and_embedded_figures(shared: Path, tmp_path: Path) -> None:
-    results, gold = results_file(shared, tmp_path)
+def test_html_report_has_every_section_and_embedded_figures(tmp_path: Path) -> None:
+    results, gold = results_file(tmp_path)
     page = Page()
     page.feed(render_report(results, gold=gold, n_boot=100))
     assert page.sections == ["summary", "cost", "prevalence", "cooccurrence", "first-failure", "agreement", "disagreements",
@@ -70,8 +71,8 @@ def test_html_report_has_every_section_and_embedded_figures(shared: Path, tmp_pa
     assert "3.2 No or Incomplete Verification" in text and "FN" in text and "FP" in text
 
 
-def test_html_report_without_gold_and_cost_totals(shared: Path, tmp_path: Path) -> None:
-    results, _ = results_file(shared, tmp_path)
+def test_html_report_without_gold_and_cost_totals(tmp_path: Path) -> None:
+    results, _ = results_file(tmp_path)
     html_text = render_report(results, n_boot=0, title="Judge run <1>")
     page = Page()
     page.feed(html_text)
@@ -81,16 +82,16 @@ def test_html_report_without_gold_and_cost_totals(shared: Path, tmp_path: Path) 
     assert "0.1300" in html_text and "1 traces have no known price" in html_text
 
 
-def test_cli_report_writes_the_page(shared: Path, tmp_path: Path) -> None:
-    results, gold = results_file(shared, tmp_path)
+def test_cli_report_writes_the_page(tmp_path: Path) -> None:
+    results, gold = results_file(tmp_path)
     out = tmp_path / "report.html"
     result = CliRunner().invoke(main, ["report", str(results), "--gold", str(gold), "-o", str(out), "--n-boot", "50"])
     assert result.exit_code == 0, result.output
     assert out.read_text().startswith("<!DOCTYPE html>") and f"wrote {out}" in result.output
 
 
-def test_cli_evaluate_table_json_and_judge_vs_judge(shared: Path, tmp_path: Path) -> None:
-    results, gold = results_file(shared, tmp_path)
+def test_cli_evaluate_table_json_and_judge_vs_judge(tmp_path: Path) -> None:
+    results, gold = results_file(tmp_path)
     runner = CliRunner()
     table = runner.invoke(main, ["evaluate", "--pred", str(results), "--gold", str(gold), "--n-boot", "100"])
     assert table.exit_code == 0, table.output
@@ -107,8 +108,8 @@ def test_cli_evaluate_table_json_and_judge_vs_judge(shared: Path, tmp_path: Path
     assert json.loads(both.output)["kind"] == "judge-vs-judge" and json.loads(both.output)["pooled"]["kappa"] == 1.0
 
 
-def test_cli_evaluate_attribution(shared: Path, tmp_path: Path) -> None:
-    who = shared / "labels" / "who-and-when" / "Hand-Crafted"
+def test_cli_evaluate_attribution(tmp_path: Path) -> None:
+    who = VALIDATION / "who-and-when" / "Hand-Crafted"
     gold = read_who_and_when(who)
     results = tmp_path / "results.jsonl"
     results.write_text("".join(
@@ -121,8 +122,8 @@ def test_cli_evaluate_attribution(shared: Path, tmp_path: Path) -> None:
     assert (data["agent_accuracy"], data["step_accuracy"], data["step_within_k_accuracy"]) == (1.0, 0.0, 1.0)
 
 
-def test_cli_errors_are_one_line(shared: Path, tmp_path: Path) -> None:
-    results, gold = results_file(shared, tmp_path)
+def test_cli_errors_are_one_line(tmp_path: Path) -> None:
+    results, gold = results_file(tmp_path)
     runner = CliRunner()
     usage = runner.invoke(main, ["evaluate", "--pred", str(results)])
     assert usage.exit_code == 2 and usage.output.strip() == "mast: give --pred and --gold, or two --pred to compare judges"

@@ -7,6 +7,7 @@ import json
 
 import httpx
 import pytest
+from _sync import hold_until_in_flight
 
 from mast.taxonomy import load_taxonomy
 from mast.testing import (
@@ -108,11 +109,14 @@ def test_fault_plan_is_reproducible_and_recorded() -> None:
 
 def test_many_concurrent_connections() -> None:
     async def main(base: str) -> list[int]:
-        async with httpx.AsyncClient(limits=httpx.Limits(max_connections=300), timeout=30) as client:
+        async with httpx.AsyncClient(limits=httpx.Limits(max_connections=300), timeout=120) as client:
             calls = [client.post(f"{base}/chat/completions", json={"messages": []}) for _ in range(300)]
             return [r.status_code for r in await asyncio.gather(*calls)]
 
-    with FakeLLMServer(latency=0.5) as server:
+    with FakeLLMServer() as server:
+        # Answers wait until 150 requests are in flight (bounded): a server that serialised its handlers
+        # could never get there, however fast or slow the machine is.
+        server.responder = hold_until_in_flight(server, 150)
         codes = asyncio.run(main(server.base_url))
         assert codes == [200] * 300
         assert len(server.requests) == 300

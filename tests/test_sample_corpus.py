@@ -1,10 +1,11 @@
-"""Every real sample under ../shared/traces loads, auto-detected as the format of its folder."""
+"""Every real sample under tests/data/traces loads, auto-detected as the format of its folder."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from _data import TRACES, VALIDATION
 
 import mast
 from mast.normalize import detect_format
@@ -30,21 +31,21 @@ FOLDER_FORMAT = {
 }
 
 
-def sample_files(shared: Path) -> list[Path]:
+def sample_files() -> list[Path]:
     """Sample traces: every file but the manifests and the JSON-schema files."""
     return [
-        p for p in sorted((shared / "traces").rglob("*"))
+        p for p in sorted((TRACES).rglob("*"))
         if p.is_file() and p.name != "MANIFEST.md" and "schema" not in p.name
     ]
 
 
-def test_every_shared_folder_has_an_expected_format(shared: Path) -> None:
-    folders = {p.name for p in (shared / "traces").iterdir() if p.is_dir()}
+def test_every_sample_folder_has_an_expected_format() -> None:
+    folders = {p.name for p in (TRACES).iterdir() if p.is_dir()}
     assert folders == set(FOLDER_FORMAT), "a new sample folder needs an expected format here"
 
 
-def test_every_shared_sample_normalises_with_the_right_format(shared: Path) -> None:
-    files = sample_files(shared)
+def test_every_sample_normalises_with_the_right_format() -> None:
+    files = sample_files()
     assert len(files) >= 55
     for path in files:
         expected = FOLDER_FORMAT[path.parent.name]
@@ -68,8 +69,8 @@ def test_every_shared_sample_normalises_with_the_right_format(shared: Path) -> N
 
 
 @pytest.mark.parametrize("name", ["mad-human/mad_human_sample_4records.json", "mastlint-ag2/raw_ag2_records.json"])
-def test_mad_label_files_normalise_with_labels_kept_out_of_the_prompt(shared: Path, name: str) -> None:
-    traces = mast.load_traces(shared / "labels" / name)
+def test_mad_label_files_normalise_with_labels_kept_out_of_the_prompt(name: str) -> None:
+    traces = mast.load_traces(VALIDATION / name)
     assert traces and all(t.source.format == "mad" for t in traces)
     for trace in traces:
         if name.startswith("mad-human"):

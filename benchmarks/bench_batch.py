@@ -218,7 +218,7 @@ def cpu_client(base_url: str, calls: int, profile: bool) -> dict[str, Any]:
     from mast.judge.classify import Judge
     from mast.judge.config import JudgeConfig
     from mast.judge.material import prepare
-    from mast.judge.prompt import choose_fence
+    from mast.judge.messages import build_single
     from mast.judge.schema import diagnosis_spec
     from mast.normalize import load_traces
 
@@ -232,7 +232,7 @@ def cpu_client(base_url: str, calls: int, profile: bool) -> dict[str, Any]:
         await judge.start()
         backend = judge.backend
         material = prepare(traces[0], redact=config.redact, redact_ips=config.redact_ips)
-        messages = judge._single_messages(material, choose_fence(*material.all_text()))
+        messages = build_single(judge.prompts, material)
         kwargs = backend._request(messages, diagnosis_spec(judge.taxonomy), backend.resolve_mode("auto"), 4096)
         results["prompt_chars"] = sum(len(m["content"]) for m in messages)
 

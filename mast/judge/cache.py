@@ -4,11 +4,18 @@ A sqlite file (stdlib) under ``MAST_CACHE_DIR`` or the per-user cache folder. Ke
 of canonical JSON of only what changes the answer (:func:`cache_key`); values are diagnoses. The
 database runs in WAL mode with a busy timeout and every operation opens its own short connection,
 so several asyncio tasks (through threads) and several processes can read and write at once.
-A cache that cannot be used never fails a judgement: the caller gets ``None`` and a warning.
+A cache that cannot be used never fails a judgement: the caller gets ``None`` and a warning
+(:func:`read` and :func:`write`, what the judge calls).
+
+:func:`judgement_key` is the one place that says what a judgement's key holds. Repeated sampling
+of one trace (juries, self-consistency) passes ``sample=k`` so each draw has its own entry;
+``sample=0`` keeps the key of a single judgement.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import hashlib
 import os
 import sqlite3
@@ -17,10 +24,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import platformdirs
+
+if TYPE_CHECKING:
+    from mast.diagnosis import Diagnosis
+    from mast.judge.config import JudgeConfig
+    from mast.judge.material import Material
+    from mast.judge.prompt import PromptSet
+    from mast.judge.schema import Limits
+    from mast.taxonomy import Taxonomy
 
 CACHE_FORMAT = "mast-judge-cache/1"
 """Bumped when the stored value's shape changes, so old entries are not read."""
@@ -39,6 +54,69 @@ def cache_key(parts: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of ``parts`` (sorted keys, no whitespace)."""
     canonical = orjson.dumps({"format": CACHE_FORMAT, **parts}, option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(canonical).hexdigest()
+
+
+def judgement_key(
+    *,
+    config: JudgeConfig,
+    prompts: PromptSet,
+    taxonomy: Taxonomy,
+    taxonomy_hash: str,
+    trace_hash: str,
+    material: Material,
+    context: int,
+    limits: Limits,
+    sample: int = 0,
+) -> str:
+    """The cache key of one LLM judgement: only what changes the answer (never keys, timeouts, concurrency).
+
+    Args:
+        config: the sampling parameters and redaction options (:meth:`JudgeConfig.answer_params`).
+        prompts: the prompt version and hash.
+        taxonomy: its version.
+        taxonomy_hash: the sha256 of its fingerprint (computed once per judge).
+        trace_hash: the trace's content hash.
+        material: what the prompt holds after rendering, redaction (custom patterns included) and hints.
+        context: the context window, which decides single vs chunked.
+        limits: the answer schema's caps, which shape the answer.
+        sample: the draw's index when one trace is judged several times; 0 (left out of the key) otherwise.
+    """
+    parts: dict[str, Any] = {
+        "answer": config.answer_params(),
+        "prompt_version": prompts.version,
+        "prompt_hash": prompts.hash,
+        "taxonomy_version": taxonomy.version,
+        "taxonomy": taxonomy_hash,
+        "trace": trace_hash,
+        "material": hashlib.sha256("\x00".join(material.all_text()).encode("utf-8", "surrogatepass")).hexdigest(),
+        "context_window": context,
+        "limits": dataclasses.asdict(limits),
+    }
+    if sample:
+        parts["sample"] = sample
+    return cache_key(parts)
+
+
+async def read(cache: JudgeCache | None, key: str, warnings: list[str]) -> dict[str, Any] | None:
+    """The cached value, or ``None`` (no cache, no entry, or a cache that cannot be read: noted in ``warnings``)."""
+    if cache is None:
+        return None
+    try:
+        return await asyncio.to_thread(cache.get, key)
+    except (sqlite3.Error, OSError) as exc:
+        warnings.append(f"cache not readable ({exc}); judging without it")
+        return None
+
+
+async def write(cache: JudgeCache | None, key: str, diagnosis: Diagnosis, warnings: list[str]) -> None:
+    """Store ``diagnosis`` (without its source and usage, which belong to each run); a failure is noted in ``warnings``."""
+    if cache is None:
+        return
+    value = diagnosis.model_dump(mode="json", exclude={"source", "usage"})
+    try:
+        await asyncio.to_thread(cache.put, key, value)
+    except (sqlite3.Error, OSError) as exc:
+        warnings.append(f"cache not writable ({exc}); the result was not cached")
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,7 @@ def _redactor() -> ModuleType | None:
 
 
 class _Redaction:
-    def __init__(self, enabled: bool, ips: bool, patterns: tuple[str, ...]) -> None:
+    def __init__(self, enabled: bool, ips: bool, patterns: tuple[tuple[str, str], ...]) -> None:
         self.module = _redactor() if enabled else None
         self.enabled = enabled
         self.ips = ips
@@ -144,7 +144,7 @@ def prepare(
     *,
     redact: bool = True,
     redact_ips: bool = False,
-    redact_patterns: tuple[str, ...] = (),
+    redact_patterns: tuple[tuple[str, str], ...] = (),
     hints: str | None = None,
 ) -> Material:
     """Render, cap (visibly) and redact everything of ``trace`` that a prompt may hold."""

@@ -1,0 +1,266 @@
+"""From a model's answer to a :class:`~mast.diagnosis.Diagnosis`: verdicts, verified quotes, first failure.
+
+Reusable on their own, e.g. by a provider batch API that got the raw completion itself::
+
+    diagnosis = diagnosis_from_completion(
+        text, spec=diagnosis_spec(judge.taxonomy), trace=trace, material=prepared.material,
+        taxonomy=judge.taxonomy, info=judge.info,
+    )
+
+- :func:`diagnosis_from_completion` parses and validates raw completion text (one attempt, no
+  re-ask) and builds the diagnosis; :func:`diagnosis_from_answer` does the second half for an
+  answer already validated (what :func:`mast.judge.structured.ask` returns).
+- :func:`verdicts_from_answer` and :func:`first_failure_from_answer` check every cited quote and
+  step against the text the judge saw and say in warnings what did not hold.
+- :func:`merge_detectors` adds the offline detectors' evidence to the LLM's verdicts (``both``).
+- :func:`judge_info` is what a diagnosis records of its judge (model, prompt, taxonomy, params);
+  :func:`failed_diagnosis` and :func:`cached_diagnosis` are the other two ways a diagnosis is made.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import BaseModel
+
+from mast.diagnosis import (
+    Diagnosis,
+    DiagnosisStatus,
+    DiagnosisUsage,
+    ErrorInfo,
+    Evidence,
+    FirstFailure,
+    JudgeInfo,
+    ModeVerdict,
+    SourceRef,
+    empty_verdicts,
+)
+from mast.errors import JudgeOutputError
+from mast.judge.config import JudgeConfig
+from mast.judge.material import Material
+from mast.judge.prompt import PromptSet
+from mast.judge.protocol import UsageMeter
+from mast.judge.schema import AnswerInvalid, OutputSpec, mode_answers, parse_answer
+from mast.taxonomy import Taxonomy, normalize_code
+from mast.trace import Trace
+
+
+def judge_info(
+    config: JudgeConfig,
+    prompts: PromptSet,
+    taxonomy: Taxonomy,
+    *,
+    strategy: str | None = None,
+    mode: str | None = None,
+    **params: Any,
+) -> JudgeInfo:
+    """What a diagnosis of this judge records as ``judge``; ``params`` adds per-trace details (windows...)."""
+    answer = config.answer_params()
+    return JudgeInfo(
+        kind=config.kind,
+        model=config.model,
+        prompt_version=prompts.version,
+        prompt_hash=prompts.hash,
+        taxonomy_version=taxonomy.version,
+        strategy=strategy,
+        params={
+            "temperature": answer["temperature"],
+            "seed": answer["seed"],
+            "max_output_tokens": answer["max_output_tokens"],
+            "structured_output": mode or config.structured_output,
+            "hints": config.hints,
+            "redact": config.redact,
+            "redact_ips": config.redact_ips,
+            **params,
+        },
+    )
+
+
+def source_ref(trace: Trace) -> SourceRef:
+    """Where the trace came from, as a diagnosis records it."""
+    return SourceRef(path=trace.source.path, format=trace.source.format, record=trace.source.record)
+
+
+def usage_of(meter: UsageMeter | None, started: float) -> DiagnosisUsage:
+    """Tokens, dollars and calls of one judgement (``meter``), and the seconds since ``started`` (perf_counter)."""
+    meter = meter or UsageMeter()
+    return DiagnosisUsage(
+        input_tokens=meter.input_tokens,
+        output_tokens=meter.output_tokens,
+        cost_usd=meter.total_cost,
+        latency_s=time.perf_counter() - started,
+        llm_calls=meter.calls,
+        cached=False,
+    )
+
+
+def diagnosis_from_answer(
+    value: BaseModel,
+    *,
+    trace: Trace,
+    material: Material,
+    taxonomy: Taxonomy,
+    info: JudgeInfo,
+    trace_hash: str | None = None,
+    usage: DiagnosisUsage | None = None,
+    warnings: list[str] | None = None,
+) -> Diagnosis:
+    """A ``judged`` diagnosis from a validated answer of the diagnosis schema.
+
+    Args:
+        value: the answer (a model of :func:`~mast.judge.schema.diagnosis_spec`).
+        trace: the trace judged.
+        material: the text the judge saw, against which quotes are verified.
+        taxonomy: the modes a verdict is expected for (a missing one is "not assessed", with a warning).
+        info: the judge (:func:`judge_info`).
+        trace_hash: ``trace.content_hash()`` when the caller has it already.
+        usage: tokens, cost and latency; zeros when not given.
+        warnings: notes gathered before the answer (cuts, re-asks...), put first.
+    """
+    verdicts, verdict_warnings = verdicts_from_answer(value, taxonomy, material)
+    first = first_failure_from_answer(value, material, verdict_warnings)
+    return Diagnosis(
+        trace_id=trace.trace_id,
+        source=source_ref(trace),
+        trace_hash=trace_hash or trace.content_hash(),
+        status="judged",
+        judge=info,
+        failure_modes=verdicts,
+        task_completed=getattr(value, "task_completed", None),
+        first_failure=first,
+        summary=str(getattr(value, "summary", "") or ""),
+        usage=usage or DiagnosisUsage(),
+        warnings=[*(warnings or []), *verdict_warnings],
+        redactions=material.redactions,
+    )
+
+
+def diagnosis_from_completion(
+    text: str,
+    *,
+    spec: OutputSpec,
+    trace: Trace,
+    material: Material,
+    taxonomy: Taxonomy,
+    info: JudgeInfo,
+    trace_hash: str | None = None,
+    usage: DiagnosisUsage | None = None,
+    warnings: list[str] | None = None,
+) -> Diagnosis:
+    """A ``judged`` diagnosis from a raw completion (message text or tool arguments), validated by ``spec``.
+
+    Modes the answer leaves out become "not assessed" (there is no re-ask here).
+
+    Raises:
+        JudgeOutputError: the text is not a valid answer (carries the text as ``last_completion``).
+    """
+    try:
+        value, notes = parse_answer(text, spec, taxonomy, require_all=False)
+    except AnswerInvalid as exc:
+        raise JudgeOutputError(f"invalid {spec.name} answer: {exc}", n_attempts=1, last_completion=text) from exc
+    return diagnosis_from_answer(
+        value, trace=trace, material=material, taxonomy=taxonomy, info=info, trace_hash=trace_hash,
+        usage=usage, warnings=[*(warnings or []), *notes],
+    )
+
+
+def verdicts_from_answer(value: BaseModel, taxonomy: Taxonomy, material: Material) -> tuple[list[ModeVerdict], list[str]]:
+    """One verdict per mode of ``taxonomy``, each quote verified against ``material``; and the warnings."""
+    warnings: list[str] = []
+    verdicts: list[ModeVerdict] = []
+    answers = mode_answers(value, taxonomy)
+    for mode in taxonomy.modes:
+        answer = answers.get(mode.code)
+        if answer is None:
+            warnings.append(f"the judge gave no verdict for {mode.code} ({mode.name}): not assessed")
+            verdicts.append(ModeVerdict(code=mode.code, name=mode.name, category=mode.category, present=None))
+            continue
+        evidence: list[Evidence] = []
+        for item in answer.evidence:
+            verified = material.verify(item.step, item.quote)
+            if not verified and item.quote.strip():
+                elsewhere = material.find_quote(item.quote)
+                where = f" (it occurs in S{elsewhere})" if elsewhere is not None else ""
+                warnings.append(f"{mode.code}: quote cited from S{item.step} not found there{where}")
+            evidence.append(Evidence(step=item.step, quote=item.quote, verified=verified))
+        verdicts.append(
+            ModeVerdict(
+                code=mode.code,
+                name=mode.name,
+                category=mode.category,
+                present=answer.present,
+                confidence=answer.confidence,
+                evidence=evidence,
+                explanation=answer.rationale,
+            )
+        )
+    return verdicts, warnings
+
+
+def first_failure_from_answer(value: BaseModel, material: Material, warnings: list[str]) -> FirstFailure | None:
+    """The answer's first failure, its code normalised (unknown -> ``None``), a missing step warned about."""
+    answer = getattr(value, "first_failure", None)
+    if answer is None:
+        return None
+    code = answer.code
+    if code is not None:
+        try:
+            code = normalize_code(code)
+        except ValueError:
+            code = None
+    step = answer.step
+    if step is not None and material.step_text(step) is None:
+        warnings.append(f"first failure cites step S{step}, which the trace does not have")
+    return FirstFailure(step=step, agent=answer.agent, code=code, explanation=answer.explanation)
+
+
+def merge_detectors(diagnosis: Diagnosis, detectors: Diagnosis) -> None:
+    """``both``: keep the LLM's verdicts, add the detectors' evidence where they agree, warn where they differ."""
+    by_code = {v.code: v for v in detectors.failure_modes}
+    for verdict in diagnosis.failure_modes:
+        found = by_code.get(verdict.code)
+        if found is None or found.present is not True:
+            continue
+        if verdict.present:
+            known = {(e.step, e.quote) for e in verdict.evidence}
+            verdict.evidence.extend(e for e in found.evidence if (e.step, e.quote) not in known)
+        else:
+            steps = ", ".join(f"S{e.step}" for e in found.evidence if e.step is not None) or "no steps"
+            diagnosis.warnings.append(
+                f"detectors flagged {verdict.code} ({steps}) but the LLM judged it "
+                f"{'absent' if verdict.present is False else 'not assessed'}"
+            )
+
+
+def failed_diagnosis(
+    trace: Trace,
+    *,
+    status: DiagnosisStatus,
+    error: ErrorInfo,
+    taxonomy: Taxonomy,
+    info: JudgeInfo,
+    usage: DiagnosisUsage,
+    trace_hash: str | None = None,
+) -> Diagnosis:
+    """An ``error`` or ``unjudgeable`` diagnosis: every mode not assessed, the reason in ``error``."""
+    return Diagnosis(
+        trace_id=trace.trace_id,
+        source=source_ref(trace),
+        trace_hash=trace_hash or trace.content_hash(),
+        status=status,
+        error=error,
+        judge=info,
+        failure_modes=empty_verdicts(taxonomy),
+        usage=usage,
+    )
+
+
+def cached_diagnosis(cached: dict[str, Any], trace: Trace, started: float) -> Diagnosis:
+    """A diagnosis answered by the cache, for this trace (its id and source), with zero usage."""
+    diagnosis = Diagnosis.model_validate({**cached, "trace_id": trace.trace_id})
+    diagnosis.source = source_ref(trace)
+    diagnosis.usage = DiagnosisUsage(
+        input_tokens=0, output_tokens=0, cost_usd=0.0, latency_s=time.perf_counter() - started, llm_calls=0, cached=True
+    )
+    return diagnosis

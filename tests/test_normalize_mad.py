@@ -11,6 +11,7 @@ tool-pairing, task and answer rules.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -450,8 +451,8 @@ def test_a_crashing_parser_becomes_a_warning(monkeypatch: pytest.MonkeyPatch) ->
     def broken(text: str) -> Any:
         raise RuntimeError("boom")
 
-    sniff = _mad_logs.PARSERS["chatdev"][0]
-    monkeypatch.setitem(_mad_logs.PARSERS, "chatdev", (sniff, broken))
+    chatdev = _mad_logs.FRAMEWORK_LOGS["chatdev"]
+    monkeypatch.setitem(_mad_logs.FRAMEWORK_LOGS, "chatdev", dataclasses.replace(chatdev, parse=broken))
     trace = load_trace(mad("ChatDev", CHATDEV))
     assert trace.steps and any("chatdev log parser failed (RuntimeError: boom)" in w for w in trace.warnings)
 

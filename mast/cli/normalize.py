@@ -38,6 +38,8 @@ def command(paths: tuple[str, ...], format_: str, as_json: bool) -> None:
                         f"{len(item.agents)} agents, task: {(item.task or '-')[:60]!r}",
                         markup=False, highlight=False,
                     )
+                    for warning in item.warnings:
+                        stderr.print(f"  warning: {warning}", markup=False, highlight=False)
         except TraceFormatError as exc:
             failed += 1
             stderr.print(f"mast: {exc}", markup=False, highlight=False)

@@ -157,6 +157,8 @@ def prepare(
         # otherwise leave a fragment too short to match ("sk-proj-Ab3", "jane.doe@exa").
         trace, counts = redaction.module.redact_trace(trace, ips=redact_ips, patterns=redaction.patterns)
         redaction.counts.update(counts)
+    # What the normaliser could not read (a payload kept as text, a guessed speaker) stays with the verdict.
+    warnings.extend(f"trace: {warning}" for warning in trace.warnings)
     transcript = trace.to_transcript()
     warnings.extend(transcript.warnings)
     blocks: list[tuple[int, str]] = []

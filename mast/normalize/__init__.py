@@ -25,14 +25,24 @@ from mast.trace import Trace
 
 
 def _import_format_modules() -> None:
-    """Import every format module of this package; importing one registers its format.
+    """Import every extension module of this package; importing one registers what it defines.
 
-    Modules whose names start with ``_`` (helpers) and ``base`` are skipped. Priority, not import
-    order, decides which format wins a tie.
+    ``_logs_*`` modules (framework logs) come first, then the format modules; other modules whose
+    names start with ``_`` (helpers) and ``base`` are skipped. Priority, not import order, decides
+    which format wins a tie.
     """
-    for module in pkgutil.iter_modules(__path__):
-        if not module.name.startswith("_") and module.name != "base":
-            importlib.import_module(f"{__name__}.{module.name}")
+    names = sorted(module.name for module in pkgutil.iter_modules(__path__))
+    for prefix in EXTENSION_PREFIXES:
+        for name in names:
+            if name.startswith(prefix):
+                importlib.import_module(f"{__name__}.{name}")
+    for name in names:
+        if not name.startswith("_") and name != "base":
+            importlib.import_module(f"{__name__}.{name}")
+
+
+EXTENSION_PREFIXES = ("_logs_", "_dialect_")
+"""Helper modules that register extensions (framework logs, message dialects) when imported, before the formats."""
 
 
 _import_format_modules()

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from mast.normalize._common import text_of, tool_call, tool_result
-from mast.normalize._logs_common import LogParse, body_text
+from mast.normalize._logs_common import FrameworkLog, LogParse, body_text, register_log
 from mast.trace import Step, ToolCall, ToolResult
 
 _BOXED = "\\boxed{"
@@ -149,3 +149,10 @@ def parse_yaml_chat(text: str) -> LogParse:
     parsed = parse_messages(messages, variant="ag2_yaml")
     parsed.task = out.task
     return parsed
+
+
+register_log(FrameworkLog(
+    name="ag2_yaml", sniff=looks_like_yaml_chat, parse=parse_yaml_chat, framework="ag2", order=80, mas_names={"ag2": 0},
+    standalone=False,  # YAML-like dumps are only met inside MAD records
+    example="- content: ...\n  role: user\n  name: Agent_Expert",
+))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from mast.normalize._logs_common import LogParse, blocks_between, body_text
+from mast.normalize._logs_common import FrameworkLog, LogParse, blocks_between, body_text, register_log
 
 _BANNER = re.compile(r"^[ \t]*\*{5,}[ \t]*Task (?P<n>\d+)/(?P<m>\d+) \((?P<id>[^)\n]*)\)[ \t]*\*{5,}[ \t]*$", re.MULTILINE)
 _HEADER = re.compile(
@@ -78,3 +78,9 @@ def parse_appworld(text: str) -> LogParse:
             out.add(kind="observation", agent=None, role="tool", content=body, source_ref=ref,
                     attributes={"header": match.group(0).strip(), "active_agent": stack[-1]})
     return out
+
+
+register_log(FrameworkLog(
+    name="appworld", sniff=looks_like_appworld, parse=parse_appworld, framework="appworld", order=40,
+    mas_names={"appworld": 0}, example="Response from Supervisor Agent ... / Message to Spotify Agent ...",
+))

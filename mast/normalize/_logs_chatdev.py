@@ -22,7 +22,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mast.normalize._logs_common import LogParse, blocks_between, body_text, first_line, parse_log_time
+from mast.normalize._logs_common import (
+    FrameworkLog,
+    LogParse,
+    blocks_between,
+    body_text,
+    first_line,
+    parse_log_time,
+    register_log,
+)
 from mast.trace import Usage
 
 _STAMP = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?P<level>[A-Z]+)\] ?", re.MULTILINE)
@@ -142,3 +150,9 @@ def parse_chatdev(text: str) -> LogParse:
     if noise:
         out.metadata["chatdev_noise_lines_dropped"] = noise
     return out
+
+
+register_log(FrameworkLog(
+    name="chatdev", sniff=looks_like_chatdev, parse=parse_chatdev, framework="chatdev", order=10, mas_names={"chatdev": 0},
+    example="[2025-17-01 10:00:00 INFO] Chief Product Officer: **[Start Chat]** ...",
+))

@@ -5,12 +5,18 @@ AppWorld, Magentic-One, OpenManus, AG2). Each ``_logs_<framework>.py`` module tu
 into a :class:`LogParse`: ordered steps plus whatever the log says about the task, the answer and
 token usage. A parser that finds none of its markers returns no steps, so the dispatcher in
 :mod:`mast.normalize._mad_logs` can try the next one.
+
+Each module registers its parser with :func:`register_log` (a :class:`FrameworkLog`): that one call
+makes the log readable inside MAD records (chosen by ``mas_name`` or by its markers) and, unless
+``standalone=False``, as a text file on its own (the ``framework_log`` format). ``mast.normalize``
+imports every ``_logs_*`` module at start-up, so a new framework log is one new module.
 """
 
 from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -33,6 +39,8 @@ class LogParse:
     warnings: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     labels: dict[str, Any] = field(default_factory=dict)
+    framework: str | None = None
+    """The framework whose parser produced this (set by the dispatcher from :class:`FrameworkLog`)."""
 
     def add(self, **fields: Any) -> Step:
         """Append a step (its index is its position) and return it."""
@@ -59,6 +67,56 @@ class LogParse:
             metadata={**(metadata or {}), **self.metadata},
             warnings=self.warnings,
         )
+
+
+@dataclass(frozen=True)
+class FrameworkLog:
+    """A framework's log: how to spot it, how to read it, and what to call the run."""
+
+    name: str
+    """Registry key, e.g. ``chatdev``."""
+    sniff: Callable[[str], bool]
+    """True when the text carries this log's markers; cheap, never raises."""
+    parse: Callable[[str], LogParse]
+    """The log's steps and trace-level facts."""
+    framework: str
+    """:attr:`Trace.framework` of a run read with this parser."""
+    order: int = 50
+    """Lower is sniffed first when a MAD record's ``mas_name`` names no parser."""
+    mas_names: Mapping[str, int] = field(default_factory=dict)
+    """MAD ``mas_name`` spellings (lower-case letters and digits) this parser goes first for, with its
+    rank among the parsers preferred for that name (0 first)."""
+    standalone: bool = True
+    """Detected in a text file of its own by the ``framework_log`` format."""
+    example: str = ""
+    """A line or two the log holds, for ``mast formats``."""
+
+
+FRAMEWORK_LOGS: dict[str, FrameworkLog] = {}
+"""Every registered framework log by name (filled at import time by ``_logs_*`` modules)."""
+
+
+def register_log(log: FrameworkLog) -> FrameworkLog:
+    """Add a framework log parser to the registry (module import time)."""
+    if log.name in FRAMEWORK_LOGS:
+        raise ValueError(f"framework log {log.name!r} registered twice")
+    FRAMEWORK_LOGS[log.name] = log
+    return log
+
+
+def framework_logs() -> list[FrameworkLog]:
+    """Registered framework logs in sniffing order."""
+    return sorted(FRAMEWORK_LOGS.values(), key=lambda log: (log.order, log.name))
+
+
+def preferred_logs(framework: str | None) -> list[str]:
+    """Names of the parsers to try first for a normalised ``mas_name``, best first."""
+    if not framework:
+        return []
+    ranked = [(log.mas_names[framework], log.name) for log in FRAMEWORK_LOGS.values() if framework in log.mas_names]
+    if framework in FRAMEWORK_LOGS and framework not in {name for _, name in ranked}:
+        ranked.append((-1, framework))  # a parser asked for by its own name
+    return [name for _, name in sorted(ranked)]
 
 
 def clean(text: str) -> str:

@@ -19,7 +19,8 @@ import re
 from typing import Any
 
 from mast.normalize._common import tool_call
-from mast.normalize._logs_common import LogParse, blocks_between, body_text
+from mast.normalize._logs_common import FrameworkLog, LogParse, blocks_between, body_text, register_log
+from mast.normalize._readable import USAGE_LINE, final_from_steps, usage_numbers
 from mast.trace import ToolCall, ToolResult, Usage
 
 _AG2_TURN = re.compile(r"^(?P<src>[^\s()\-][^\n()]{0,80}?) \(to (?P<dst>[^\n()]{1,80})\):[ \t]*$", re.MULTILINE)
@@ -116,6 +117,7 @@ def parse_ag2_console(text: str) -> LogParse:
         out.metadata["ag2_trailing_notices"] = notices
     # The chat opens with the initiator's request: that is the task.
     out.task = next((s.content for s in out.steps if s.kind == "message" and s.agent and s.content), None)
+    out.final_output = final_from_steps(out.steps[1:])  # the last reply, "TERMINATE" and usage lines left out
     return out
 
 
@@ -160,6 +162,12 @@ def parse_agentchat_console(text: str) -> LogParse:
         ]
         user = source.lower() == "user"
         kind = "message"
+        prompt_tokens, completion_tokens = usage_numbers(body)
+        step_usage = None
+        if prompt_tokens is not None:
+            # Console(output_stats=True) prints "[Prompt tokens: N, Completion tokens: M]" under a message.
+            step_usage = Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens)
+            body = USAGE_LINE.sub("", body).strip()
         content = body
         recipient = None
         if calls and message_type in (None, "ToolCallRequestEvent"):
@@ -176,5 +184,19 @@ def parse_agentchat_console(text: str) -> LogParse:
             out.task = body
         out.add(kind=kind, agent=source or None, role="user" if user else "tool" if kind == "tool_result" else "assistant",
                 recipient=recipient, content=content, tool_calls=calls if kind == "tool_call" else [],
-                tool_results=results if kind == "tool_result" else [], source_ref=ref, attributes=attributes)
+                tool_results=results if kind == "tool_result" else [], source_ref=ref, attributes=attributes, usage=step_usage)
+    if out.final_output is None:
+        out.final_output = final_from_steps(out.steps)
     return out
+
+
+register_log(FrameworkLog(
+    name="magentic", sniff=looks_like_agentchat_console, parse=parse_agentchat_console, framework="magentic-one", order=60,
+    mas_names={"autogen": 1, "magentic": 0, "magenticone": 0}, standalone=False,  # the autogen_console format reads it
+    example="---------- MagenticOneOrchestrator ----------",
+))
+register_log(FrameworkLog(
+    name="ag2_console", sniff=looks_like_ag2_console, parse=parse_ag2_console, framework="autogen", order=70,
+    mas_names={"ag2": 1, "autogen": 0}, standalone=False,  # the autogen_console format reads it
+    example="user_proxy (to assistant):",
+))

@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from mast.normalize._common import tool_call
-from mast.normalize._logs_common import LogParse, blocks_between, body_text
+from mast.normalize._logs_common import FrameworkLog, LogParse, blocks_between, body_text, register_log
 from mast.trace import ToolCall
 
 _ENTRY = re.compile(r"^[ \t]*(?:- )?[\"']?HyperAgent_(?P<instance>\S+) - (?P<level>[A-Z]+) - ", re.MULTILINE)
@@ -102,3 +102,9 @@ def parse_hyperagent(text: str) -> LogParse:
     if boot:
         out.add(kind="system", role="system", content="\n".join(boot), attributes={"event": "initialization"})
     return out
+
+
+register_log(FrameworkLog(
+    name="hyperagent", sniff=looks_like_hyperagent, parse=parse_hyperagent, framework="hyperagent", order=30,
+    mas_names={"hyperagent": 0}, example="HyperAgent_<repo> - INFO - Planner's Response: ...",
+))

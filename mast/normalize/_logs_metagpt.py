@@ -15,7 +15,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mast.normalize._logs_common import LOGURU, LogParse, blocks_between, body_text, parse_log_time
+from mast.normalize._logs_common import (
+    LOGURU,
+    FrameworkLog,
+    LogParse,
+    blocks_between,
+    body_text,
+    parse_log_time,
+    register_log,
+)
 
 _ACT = re.compile(r"^(?P<persona>[\w .\-]{1,60}?)\((?P<profile>[\w .\-]{1,60})\): (?:to do|ready to) (?P<action>\w+)")
 _STAMP = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] (?P<rest>[^\n]*)$", re.MULTILINE)
@@ -103,3 +111,9 @@ def _parse_communication_log(text: str) -> LogParse:
             out.add(kind="system", role="system", content=body_text(header + "\n" + block), started_at=when,
                     source_ref=f"char:{match.start()}")
     return out
+
+
+register_log(FrameworkLog(
+    name="metagpt", sniff=looks_like_metagpt, parse=parse_metagpt, framework="metagpt", order=20, mas_names={"metagpt": 0},
+    example="2025-01-01 10:00:00.000 | INFO | metagpt.roles.role:_act:391 - Alice(Product Manager): to do WritePRD",
+))

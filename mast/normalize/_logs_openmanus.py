@@ -13,7 +13,16 @@ import re
 from typing import Any
 
 from mast.normalize._common import tool_call
-from mast.normalize._logs_common import LOGURU, LogParse, blocks_between, body_text, parse_log_time
+from mast.normalize._logs_common import (
+    LOGURU,
+    FrameworkLog,
+    LogParse,
+    blocks_between,
+    body_text,
+    parse_log_time,
+    register_log,
+)
+from mast.normalize._readable import final_from_steps
 from mast.trace import Step, ToolResult
 
 _STEP = re.compile(r"Executing step (?P<n>\d+)(?:/(?P<m>\d+))?")
@@ -86,4 +95,12 @@ def parse_openmanus(text: str) -> LogParse:
                 started_at=when, source_ref=ref, attributes={**attributes, "level": level})
     if repeated:
         out.metadata["openmanus_tool_notices_merged"] = repeated
+    if out.final_output is None:
+        out.final_output = final_from_steps(out.steps)  # the thought that led to 'terminate'
     return out
+
+
+register_log(FrameworkLog(
+    name="openmanus", sniff=looks_like_openmanus, parse=parse_openmanus, framework="openmanus", order=50,
+    mas_names={"openmanus": 0}, example="2025-03-07 10:00:00.000 | INFO | app.agent.toolcall:think:53 - ✨ Manus's thoughts: ...",
+))

@@ -4,7 +4,8 @@ MAD stores each run as its framework printed it: a JSON text holding an AG2 mess
 HyperAgent line list, a MetaGPT ``{prompt, content}`` wrapper, or a plain log (ChatDev, MetaGPT,
 AppWorld, Magentic-One, OpenManus, AG2 console or YAML-like dumps). :func:`parse_payload` unwraps
 the JSON layers; :func:`parse_log` picks a framework parser: first the one the record's
-``mas_name`` names, then any whose markers appear in the text. When none finds a speaker, the
+``mas_name`` names, then any whose markers appear in the text (parsers come from the registry
+in :mod:`mast.normalize._logs_common`). When none finds a speaker, the
 log is split into one step per block (dashed rules, else blank lines) with a warning. A parser
 that fails is reported as a warning and the next is tried, so a strange log never stops a batch.
 """
@@ -12,53 +13,22 @@ that fails is reported as a warning and the next is tried, so a strange log neve
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from mast.errors import one_line
-from mast.normalize._logs_ag2 import looks_like_yaml_chat, parse_messages, parse_yaml_chat
-from mast.normalize._logs_appworld import looks_like_appworld, parse_appworld
-from mast.normalize._logs_chatdev import looks_like_chatdev, parse_chatdev
-from mast.normalize._logs_common import LogParse, body_text, clean
-from mast.normalize._logs_console import (
-    looks_like_ag2_console,
-    looks_like_agentchat_console,
-    parse_ag2_console,
-    parse_agentchat_console,
+from mast.normalize._logs_ag2 import parse_messages
+from mast.normalize._logs_common import (
+    FRAMEWORK_LOGS,
+    LogParse,
+    body_text,
+    clean,
+    framework_logs,
+    preferred_logs,
 )
-from mast.normalize._logs_hyperagent import looks_like_hyperagent, parse_hyperagent
-from mast.normalize._logs_metagpt import looks_like_metagpt, parse_metagpt
-from mast.normalize._logs_openmanus import looks_like_openmanus, parse_openmanus
+from mast.normalize._payload import decode_text, literal_failure
 from mast.trace import Usage
-
-Parser = tuple[Callable[[str], bool], Callable[[str], LogParse]]
-
-PARSERS: dict[str, Parser] = {
-    "chatdev": (looks_like_chatdev, parse_chatdev),
-    "metagpt": (looks_like_metagpt, parse_metagpt),
-    "hyperagent": (looks_like_hyperagent, parse_hyperagent),
-    "appworld": (looks_like_appworld, parse_appworld),
-    "openmanus": (looks_like_openmanus, parse_openmanus),
-    "magentic": (looks_like_agentchat_console, parse_agentchat_console),
-    "ag2_console": (looks_like_ag2_console, parse_ag2_console),
-    "ag2_yaml": (looks_like_yaml_chat, parse_yaml_chat),
-}
-"""Framework log parsers, in the order their markers are sniffed when ``mas_name`` does not decide."""
-
-PREFERRED: dict[str, list[str]] = {
-    "ag2": ["ag2_yaml", "ag2_console"],
-    "autogen": ["ag2_console", "magentic"],
-    "chatdev": ["chatdev"],
-    "metagpt": ["metagpt"],
-    "hyperagent": ["hyperagent"],
-    "appworld": ["appworld"],
-    "magentic": ["magentic"],
-    "magenticone": ["magentic"],
-    "openmanus": ["openmanus"],
-}
-"""Parsers to try first for a framework name (``mas_name`` lower-cased, letters and digits only)."""
 
 _RULE = re.compile(r"^[ \t]*(?:-{5,}|={5,}|\*{5,})[ \t]*$", re.MULTILINE)
 _TASK_KEYS = ("problem_statement", "prompt", "question", "task", "instruction", "query")
@@ -76,19 +46,20 @@ def framework_name(mas_name: Any) -> str | None:
 def parse_log(text: str, framework: str | None = None) -> LogParse:
     """Steps from a framework log; the named framework's parser first, then any whose markers match."""
     text = clean(text)
-    preferred = PREFERRED.get(framework or "", [])
+    preferred = preferred_logs(framework)
     warnings: list[str] = []
-    for name in [*preferred, *(n for n in PARSERS if n not in preferred)]:
-        sniff, parse = PARSERS[name]
-        if name not in preferred and not sniff(text):
+    for name in [*preferred, *(log.name for log in framework_logs() if log.name not in preferred)]:
+        log = FRAMEWORK_LOGS[name]
+        if name not in preferred and not log.sniff(text):
             continue
         try:
-            result = parse(text)
+            result = log.parse(text)
         except Exception as exc:  # noqa: BLE001 - a parser bug must degrade to a warning, not stop a batch
             warnings.append(f"{name} log parser failed ({type(exc).__name__}: {one_line(exc)}); tried the next")
             continue
         if any(step.agent for step in result.steps):
             result.warnings[:0] = warnings
+            result.framework = result.framework or log.framework
             return result
     result = parse_blocks(text)
     expected = f"{framework} " if framework else ""
@@ -144,17 +115,15 @@ def parse_payload(payload: Any, framework: str | None = None) -> LogParse:
         ValueError: when the trajectory is an object with nothing that holds the run.
     """
     if isinstance(payload, str):
-        stripped = payload.strip()
-        if stripped[:1] in ("{", "["):
-            try:
-                decoded = orjson.loads(stripped)
-            except orjson.JSONDecodeError:
-                decoded = None
-            if isinstance(decoded, dict | list):
-                result = parse_payload(decoded, framework)
-                result.metadata.setdefault("trajectory_encoding", "json text")
-                return result
-        return parse_log(payload, framework)
+        decoded = decode_text(payload)
+        if decoded is not None and isinstance(decoded[0], dict | list):
+            result = parse_payload(decoded[0], framework)
+            result.metadata.setdefault("trajectory_encoding", decoded[1])
+            return result
+        result = parse_log(payload, framework)
+        if decoded is None and payload.strip()[:1] in ("{", "[") and result.variant == "blocks":
+            result.warnings.insert(0, f"the trajectory text opens like a list or object but is {literal_failure(payload)}: read as plain text")
+        return result
     if isinstance(payload, list):
         if payload and all(isinstance(item, dict) for item in payload):
             return parse_messages(payload)

@@ -19,7 +19,7 @@ The timeline does the two things every multi-call source needs:
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -30,6 +30,7 @@ import orjson
 
 from mast._json import canonical
 from mast.normalize._common import parse_arguments, text_of, tool_call, usage_from
+from mast.normalize._dialects import dialect_of
 from mast.trace import Agent, Step, ToolCall, ToolResult, Usage
 
 ROLE_ALIASES = {
@@ -553,6 +554,8 @@ def from_role_lines(text: str) -> list[Msg] | None:
 def _is_message(item: Any) -> bool:
     if not isinstance(item, dict):
         return False
+    if dialect_of(item) is not None:
+        return True
     if "parts" in item and ("role" in item or isinstance(item.get("parts"), list)):
         return True
     if item.get("lc") and isinstance(item.get("kwargs"), dict):
@@ -567,7 +570,10 @@ def _is_message(item: Any) -> bool:
 
 
 def from_item(item: dict[str, Any]) -> list[Msg]:
-    """One message-like dict in whichever dialect it is written."""
+    """One message-like dict in whichever dialect it is written (registered dialects are asked first)."""
+    registered = dialect_of(item)
+    if registered is not None:
+        return registered.read(item)
     if item.get("lc") or (type_of(item) in LANGCHAIN_TYPES and "role" not in item and "content" in item):
         return from_langchain(item)
     if "toolCallId" in item and "toolName" in item and "role" not in item:
@@ -624,6 +630,56 @@ def _fresh(msg: Msg) -> Msg:
         extra=dict(msg.extra),
         shared=False,
     )
+
+
+_HISTORIES: deque[tuple[str, list[Msg]]] = deque(maxlen=8)
+"""Recently read message lists as (JSON text without its closing bracket, messages): see :func:`history_messages`."""
+
+
+def history_messages(text: str) -> list[Msg] | None:
+    """:func:`to_messages` of JSON text holding a message list, reading only what an earlier list did not hold.
+
+    Every model call re-sends the conversation so far, so the input of call *k+1* is, byte for byte,
+    the input of call *k* with more messages before the closing bracket. The messages of the common
+    part are taken from the earlier result and only the new tail is parsed: linear in the run's
+    length instead of quadratic. Lists that are read as a whole (Responses items) are not reused.
+    """
+    if not (text.startswith("[") and text.endswith("]")):
+        return to_messages(text)
+    for body, earlier in reversed(_HISTORIES):
+        if len(text) > len(body) + 1 and text[len(body)] == "," and text.startswith(body):
+            try:
+                tail = orjson.loads("[" + text[len(body) + 1:])
+            except orjson.JSONDecodeError:
+                break
+            if not isinstance(tail, list) or not _per_item(tail):
+                break
+            new = _from_list(tail)
+            if new is None:
+                break
+            msgs = [*earlier, *new]
+            _HISTORIES.append((text[:-1], msgs))
+            return list(msgs)
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return to_messages(text)
+    whole = to_messages(value)
+    if whole is not None and isinstance(value, list) and value and _per_item(value):
+        _HISTORIES.append((text[:-1], whole))
+        return list(whole)
+    return whole
+
+
+def forget_history() -> None:
+    """Drop the message caches (call between independent traces: a run's messages never recur in the next)."""
+    _HISTORIES.clear()
+    _cached_item.cache_clear()
+
+
+def _per_item(items: list[Any]) -> bool:
+    """True when each item of a message list is read on its own (no list-level dialect decision)."""
+    return all(isinstance(i, dict) and type_of(i) not in RESPONSES_ITEM_TYPES for i in items)
 
 
 def to_messages(value: Any) -> list[Msg] | None:

@@ -41,7 +41,15 @@ from openinference.semconv.trace import (
 )
 
 from mast.normalize._common import parse_time, text_of
-from mast.normalize._messages import Msg, as_dict, from_item, from_vercel, maybe_json, to_messages
+from mast.normalize._messages import (
+    Msg,
+    as_dict,
+    from_item,
+    from_vercel,
+    history_messages,
+    maybe_json,
+    to_messages,
+)
 from mast.normalize._spans import Span
 from mast.trace import Usage
 
@@ -314,6 +322,10 @@ def _output_messages(value: Any) -> list[Msg] | None:
 
 
 def _input_messages(value: Any) -> list[Msg] | None:
+    if isinstance(value, str) and value.startswith("["):
+        msgs = history_messages(value)  # re-sent history: only the new messages are parsed
+        if msgs is not None:
+            return msgs
     value = maybe_json(value)
     if value is None or value == "":
         return None

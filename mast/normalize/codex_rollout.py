@@ -26,6 +26,7 @@ import orjson
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import as_dict, parse_time, text_of, tool_call
+from mast.normalize._readable import with_instructions
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Step, ToolResult, Trace, Usage
 
@@ -41,6 +42,12 @@ def _is_injected(text: str) -> bool:
     """True for context Codex adds to the conversation rather than words the user typed."""
     stripped = text.strip()
     return stripped.startswith("# AGENTS.md instructions") or bool(_INJECTED_TAG.match(stripped))
+
+
+def _is_user_instructions(text: str) -> bool:
+    """True for the AGENTS.md or user-instructions block Codex injects (what the user asked the agent to follow)."""
+    stripped = text.lstrip()
+    return stripped.startswith(("# AGENTS.md instructions", "<user_instructions>"))
 
 
 def _unwrap_output(output: Any) -> tuple[str, int | None, dict[str, Any]]:
@@ -84,6 +91,8 @@ class _Rollout:
         self.model: str | None = None
         self.call_names: dict[str, str] = {}
         self.task: str | None = None
+        self.instructions: list[str] = []
+        """AGENTS.md / user-instruction blocks Codex injected into the conversation."""
         self.final_output: str | None = None
         self.last_agent_message: str | None = None
         self.usage: Usage | None = None
@@ -172,6 +181,8 @@ class _Rollout:
         role = str(item.get("role") or "user")
         text = text_of(item.get("content"))
         extra = {k: v for k, v in item.items() if k not in ("type", "role", "content")}
+        if role == "user" and _is_user_instructions(text):
+            self.instructions.append(text.strip())
         if role in ("developer", "system") or (role == "user" and _is_injected(text)):
             self._add(Step(index=0, kind="system", agent="system", role="developer" if role == "developer" else ("system" if role == "system" else "user"), content=text, started_at=when, source_ref=ref, attributes={"injected_context": True, **extra}))
         elif role == "assistant":
@@ -263,6 +274,9 @@ class _Rollout:
         instructions = self.meta.pop("instructions", None)
         base = self.meta.pop("base_instructions", None)
         system_prompt = text_of(base) if base else (instructions if isinstance(instructions, str) else None)
+        # Session instructions (the user's AGENTS.md in older rollouts) and injected AGENTS.md blocks.
+        given = [instructions.strip()] if isinstance(instructions, str) and instructions.strip() else []
+        given += [text for text in self.instructions if text not in given]
         model = self.model or next((s.model for s in self.steps if s.model), None)
         metadata: dict[str, Any] = {"session": self.meta}
         if self.turn_contexts:
@@ -276,7 +290,7 @@ class _Rollout:
             trace_id=str(run_id) if run_id else "",
             source=source,
             framework="codex",
-            task=self.task,
+            task=with_instructions(self.task, given, "session instructions / AGENTS.md"),
             agents=[Agent(name=AGENT, role="coding agent (OpenAI Codex CLI)", model=model, system_prompt=system_prompt)],
             steps=self.steps,
             final_output=self.final_output if self.final_output is not None else self.last_agent_message,

@@ -1,8 +1,9 @@
-"""Framework log files on their own: ChatDev, MetaGPT, HyperAgent, AppWorld and OpenManus logs.
+"""Framework log files on their own: every registered framework log that is not read by a format of its own.
 
 The same logs MAD records carry in ``trace.trajectory`` (see :mod:`mast.normalize._mad_logs`), read
-from a text file a framework wrote. Tried before the plain-text fallback; AutoGen console text has
-its own format (``autogen_console``).
+from a text file a framework wrote: ChatDev, MetaGPT, HyperAgent, AppWorld, OpenManus and any log
+registered later with :func:`~mast.normalize._logs_common.register_log`. Tried before the
+plain-text fallback; AutoGen console text has its own format (``autogen_console``).
 """
 
 from __future__ import annotations
@@ -10,27 +11,28 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mast.errors import TraceFormatError
-from mast.normalize._mad_logs import PARSERS, parse_log
+from mast.normalize._logs_common import FrameworkLog, framework_logs
+from mast.normalize._mad_logs import parse_log
 from mast.normalize._sniff import text_document
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace
 
-FRAMEWORKS = ("chatdev", "metagpt", "hyperagent", "appworld", "openmanus")
-"""The :data:`~mast.normalize._mad_logs.PARSERS` this format sniffs for, in order."""
-_FRAMEWORK_OF_VARIANT = {"chatdev": "chatdev", "metagpt_log": "metagpt", "metagpt_comm_log": "metagpt",
-                         "hyperagent": "hyperagent", "appworld": "appworld", "openmanus": "openmanus"}
 
-
-def _which(text: str) -> str | None:
-    return next((name for name in FRAMEWORKS if PARSERS[name][0](text)), None)
+def _which(text: str) -> FrameworkLog | None:
+    return next((log for log in framework_logs() if log.standalone and log.sniff(text)), None)
 
 
 class FrameworkLogFormat(TraceFormat):
-    """A ChatDev, MetaGPT, HyperAgent, AppWorld or OpenManus log file."""
+    """A log file of any standalone registered framework log."""
 
     name = "framework_log"
-    description = "Framework log text: ChatDev, MetaGPT, HyperAgent, AppWorld, OpenManus"
     priority = 63
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        """The registered logs this format reads, named at the time ``mast formats`` asks."""
+        names = ", ".join(log.name for log in framework_logs() if log.standalone)
+        return f"Framework log text: {names}"
 
     def detect(self, raw: RawInput) -> float:
         """0.8 when the text carries one framework's log markers; 0 for anything else."""
@@ -42,11 +44,12 @@ class FrameworkLogFormat(TraceFormat):
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """One trace per log file."""
         text = text_document(raw)
-        framework = _which(text) if text is not None else None
-        if text is None or framework is None:
-            raise raw.fail("no ChatDev, MetaGPT, HyperAgent, AppWorld or OpenManus log markers found")
-        out = parse_log(text, framework)
-        yield out.to_trace(self.source(raw, variant=out.variant), _FRAMEWORK_OF_VARIANT.get(out.variant))
+        log = _which(text) if text is not None else None
+        if text is None or log is None:
+            names = ", ".join(log.name for log in framework_logs() if log.standalone)
+            raise raw.fail(f"no framework log markers found (known: {names})")
+        out = parse_log(text, log.name)
+        yield out.to_trace(self.source(raw, variant=out.variant), out.framework or log.framework)
 
 
 register(FrameworkLogFormat())

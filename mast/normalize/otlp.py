@@ -8,7 +8,11 @@ are read in every GenAI dialect (:mod:`mast.normalize._otel_attrs`).
 
 The file is parsed as plain JSON, never with protobuf's ``json_format`` (which would decode the hex
 ids of OTLP/JSON as base64); ids in base64 (protobuf's own JSON mapping) are converted to hex.
-JSONL files are read line by line, so they are never loaded whole.
+JSONL files are read in two passes, so memory holds one trace at a time, never the whole file: the
+first pass finds the trace ids on each line with a byte regex (no JSON parsing) and indexes the lines
+by trace id (byte offsets); the second parses, for each trace in order of first appearance, only the
+lines that hold its spans, and builds it. A line holding several traces is parsed once per trace
+(the last line parsed is kept, so consecutive traces of one line share one parse).
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
+
 from mast.errors import TraceFormatError
+from mast.normalize._messages import forget_history
 from mast.normalize._otel_attrs import (
     any_value,
     hex_id,
@@ -32,6 +39,8 @@ from mast.trace import Trace
 
 _HEAD = re.compile(r'^\s*\[?\s*\{\s*"(resourceSpans|resource_spans)"')
 _KEYS = ("resourceSpans", "resource_spans")
+_TRACE_ID = re.compile(rb'"(?:traceId|trace_id)"\s*:\s*"([^"\\]*)"')
+"""A span's trace id in raw JSONL bytes; an escaped copy inside a string value (``\\"traceId\\"``) never matches."""
 
 
 def _resource_spans(obj: Any) -> list[Any] | None:
@@ -53,7 +62,9 @@ def is_otlp(data: Any) -> bool:
 class _Collector:
     """Spans grouped by trace id, plus the resources and scopes they came from."""
 
-    def __init__(self) -> None:
+    def __init__(self, only: str | None = None) -> None:
+        self.only = only
+        """When set, spans of other traces are skipped before any attribute is read."""
         self.spans: dict[str, list[Span]] = {}
         self.resources: dict[str, list[dict[str, Any]]] = {}
         self.scopes: dict[str, set[str]] = {}
@@ -73,6 +84,8 @@ class _Collector:
 
     def add_span(self, raw: dict[str, Any], resource: dict[str, Any], scope: str | None, where: str) -> None:
         trace_id = hex_id(raw.get("traceId") or raw.get("trace_id")) or ""
+        if self.only is not None and trace_id != self.only:
+            return
         span_id = hex_id(raw.get("spanId") or raw.get("span_id")) or f"span-{self.count}"
         parent = hex_id(raw.get("parentSpanId") or raw.get("parent_span_id"))
         status, message = status_of(raw.get("status"))
@@ -132,42 +145,74 @@ class OTLPJson(TraceFormat):
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """Yield the traces in ``raw``; a broken record yields its error."""
+        if raw.path is not None and self._is_jsonl(raw):
+            yield from self._parse_jsonl(raw)
+            return
         collector = _Collector()
         errors: list[TraceFormatError] = []
-        if raw.path is not None and self._is_jsonl(raw):
-            for number, record in raw.records():
-                if isinstance(record, JsonlLineError):
-                    errors.append(raw.fail(str(record), record=number))
-                elif _resource_spans(record) is None:
-                    errors.append(raw.fail(f"line {number + 1} is not an OTLP export request (no resourceSpans)", record=number))
-                else:
-                    collector.add_request(record, f"line {number + 1}")
-        else:
-            data = raw.data()
-            requests = data if isinstance(data, list) else [data]
-            if not is_otlp(data):
-                raise raw.fail("not OTLP/JSON: no top-level resourceSpans")
-            for number, request in enumerate(requests):
-                if isinstance(request, JsonlLineError):
-                    errors.append(raw.fail(str(request), record=number))
-                else:
-                    collector.add_request(request, f"request {number}" if len(requests) > 1 else "request")
+        data = raw.data()
+        requests = data if isinstance(data, list) else [data]
+        if not is_otlp(data):
+            raise raw.fail("not OTLP/JSON: no top-level resourceSpans")
+        for number, request in enumerate(requests):
+            if isinstance(request, JsonlLineError):
+                errors.append(raw.fail(str(request), record=number))
+            else:
+                collector.add_request(request, f"request {number}" if len(requests) > 1 else "request")
         yield from errors
         if not collector.spans:
             if not errors:
                 raise raw.fail("the OTLP export holds no spans")
             return
-        for record, (trace_id, spans) in enumerate(collector.spans.items()):
-            metadata: dict[str, Any] = {"resources": collector.resources.get(trace_id, [])}
-            scopes = sorted(collector.scopes.get(trace_id, set()))
-            if scopes:
-                metadata["scopes"] = scopes
-            yield build_trace(
-                spans,
-                source=self.source(raw, record if len(collector.spans) > 1 else None),
-                trace_id=trace_id,
-                metadata=metadata,
-            )
+        for record, trace_id in enumerate(collector.spans):
+            yield self._build(raw, collector, trace_id, record if len(collector.spans) > 1 else None)
+
+    def _build(self, raw: RawInput, collector: _Collector, trace_id: str, record: int | None) -> Trace:
+        metadata: dict[str, Any] = {"resources": collector.resources.get(trace_id, [])}
+        scopes = sorted(collector.scopes.get(trace_id, set()))
+        if scopes:
+            metadata["scopes"] = scopes
+        return build_trace(collector.spans[trace_id], source=self.source(raw, record), trace_id=trace_id, metadata=metadata)
+
+    def _parse_jsonl(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """Index lines by trace id (first pass), then parse and build one trace at a time."""
+        assert raw.path is not None
+        index, errors = _index_lines(raw)
+        yield from errors
+        if not index:
+            if not errors:
+                raise raw.fail("the OTLP export holds no spans")
+            return
+        reported = {error.record for error in errors}
+        several = len(index) > 1
+        record = 0
+        cached: tuple[int, Any] = (-1, None)
+        with raw.path.open("rb") as fh:
+            for trace_id, lines in index.items():
+                collector = _Collector(only=trace_id)
+                for number, offset, length in lines:
+                    if cached[0] != number:
+                        fh.seek(offset)
+                        try:
+                            cached = (number, orjson.loads(fh.read(length)))
+                        except orjson.JSONDecodeError as exc:
+                            cached = (number, None)
+                            if number not in reported:
+                                reported.add(number)
+                                yield raw.fail(f"line {number + 1} is not valid JSON ({exc})", record=number)
+                    if cached[1] is None:
+                        continue
+                    if _resource_spans(cached[1]) is None:
+                        if number not in reported:
+                            reported.add(number)
+                            yield raw.fail(f"line {number + 1} is not an OTLP export request (no resourceSpans)", record=number)
+                        continue
+                    collector.add_request(cached[1], f"line {number + 1}")
+                if collector.spans.get(trace_id):
+                    trace = self._build(raw, collector, trace_id, record if several else None)
+                    forget_history()  # the caches would otherwise keep ~8k messages of earlier traces alive
+                    yield trace
+                    record += 1
 
     @staticmethod
     def _is_jsonl(raw: RawInput) -> bool:
@@ -178,12 +223,84 @@ class OTLPJson(TraceFormat):
             rest = fh.read(1024)
         if not rest.strip():
             return False
-        import orjson
-
         try:
             return _resource_spans(orjson.loads(first)) is not None
         except orjson.JSONDecodeError:
             return False
+
+
+def _index_lines(raw: RawInput) -> tuple[dict[str, list[tuple[int, int, int]]], list[TraceFormatError]]:
+    """Lines by trace id (hex), each as ``(line_number, byte_offset, length)``, in order of first appearance.
+
+    The file is read in large chunks and trace ids are found with ``bytes.find`` inside each line's
+    bounds (no per-line copies, no JSON parsing), except on lines where none is found: those are
+    parsed to tell a broken line (an error) from a request whose spans carry no trace id (indexed
+    under ``""``).
+    """
+    assert raw.path is not None
+    index: dict[str, list[tuple[int, int, int]]] = {}
+    errors: list[TraceFormatError] = []
+    number = 0
+    base = 0  # file offset of chunk[0]
+    with raw.path.open("rb") as fh:
+        chunk = b""
+        while True:
+            more = fh.read(_CHUNK)
+            chunk += more
+            pos = 0
+            while True:
+                end = chunk.find(b"\n", pos)
+                if end == -1:
+                    if more:
+                        break  # the line continues in the next chunk
+                    end = len(chunk)
+                    if pos >= end:
+                        break
+                found = dict.fromkeys(_trace_ids(chunk, pos, end))  # distinct, in order of appearance
+                ids = [hex_id(value.decode("utf-8", "replace")) or "" for value in found]
+                if not found and chunk[pos:end].strip():
+                    ids = _ids_of_unindexed_line(raw, chunk[pos:end], number, errors)
+                length = min(end + 1, len(chunk)) - pos
+                for trace_id in dict.fromkeys(ids):
+                    index.setdefault(trace_id, []).append((number, base + pos, length))
+                number += 1
+                pos = end + 1
+            if not more:
+                break
+            base += pos
+            chunk = chunk[pos:]
+    return index, errors
+
+
+_CHUNK = 8 * 2**20
+"""Bytes read at a time by the indexing pass."""
+
+
+def _trace_ids(data: bytes, start: int, end: int) -> list[bytes]:
+    """The raw trace ids in ``data[start:end]``: ``bytes.find`` jumps to each key (no copy, no regex scan of every quote)."""
+    found: list[bytes] = []
+    for key in (b'"traceId"', b'"trace_id"'):
+        at = data.find(key, start, end)
+        while at != -1:
+            match = _TRACE_ID.match(data, at, end)
+            if match:
+                found.append(match.group(1))
+            at = data.find(key, at + len(key), end)
+    return found
+
+
+def _ids_of_unindexed_line(raw: RawInput, line: bytes, number: int, errors: list[TraceFormatError]) -> list[str]:
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        errors.append(raw.fail(f"line {number + 1} is not valid JSON ({exc})", record=number))
+        return []
+    if _resource_spans(record) is None:
+        errors.append(raw.fail(f"line {number + 1} is not an OTLP export request (no resourceSpans)", record=number))
+        return []
+    probe = _Collector()
+    probe.add_request(record, f"line {number + 1}")
+    return list(probe.spans)
 
 
 register(OTLPJson())

@@ -45,6 +45,9 @@ from mast.evaluation.report import (
 )
 from mast.taxonomy import Taxonomy, load_taxonomy
 
+WIDE_CI = 0.2
+"""A pooled kappa CI wider than this is called wide in the report's warnings."""
+
 Kind = Literal["pred-vs-gold", "judge-vs-judge"]
 
 
@@ -125,7 +128,11 @@ def evaluate(
 
     warnings = []
     if kind == "pred-vs-gold" and pooled.n < 100:
-        warnings.append(f"only {pooled.n} cells compared: intervals are wide; read kappa with its CI")
+        kappa_ci = pooled.ci.get("kappa")
+        if kappa_ci is None:
+            warnings.append(f"only {pooled.n} cells compared and no CI computed: read kappa with care")
+        elif kappa_ci.high - kappa_ci.low > WIDE_CI:
+            warnings.append(f"only {pooled.n} cells compared: intervals are wide; read kappa with its CI")
     return EvaluationReport(
         kind=kind,
         pred_source=str(pred_table.attrs.get("source", "")),

@@ -43,6 +43,7 @@ from mast.evaluation.report import (
     Interval,
     ModeAgreement,
 )
+from mast.evaluation.sourcekeys import SOURCE_MAP_ATTR, resolve_source_keys
 from mast.taxonomy import Taxonomy, load_taxonomy
 
 WIDE_CI = 0.2
@@ -89,6 +90,8 @@ def evaluate(
     gold_role: Literal["pred", "gold"] = "pred" if kind == "judge-vs-judge" else "gold"
     pred_table = read_labels(pred, format=pred_format, role="pred", taxonomy=tax)
     gold_table = read_labels(gold, format=gold_format, role=gold_role, taxonomy=tax)
+    # Gold keyed by source path (+ record) takes the trace ids of the predictions from those files.
+    gold_table = resolve_source_keys(gold_table, pred_table.attrs.get(SOURCE_MAP_ATTR, {}))
 
     iaa: dict[str, AnnotatorAgreement] = {}
     for side, table in (("gold", gold_table), ("pred", pred_table)):

@@ -311,9 +311,11 @@ def labels_from_diagnoses(
 ) -> pd.DataFrame:
     """Label table of the assessed verdicts of judged diagnoses (annotator = the judge's model)."""
     from mast.evaluation.judges import require_one_judge
+    from mast.evaluation.sourcekeys import SOURCE_MAP_ATTR, source_map
 
+    items = require_one_judge(list(diagnoses), source)
     rows: list[dict[str, Any]] = []
-    for diagnosis in require_one_judge(list(diagnoses), source):
+    for diagnosis in items:
         if diagnosis.status != "judged":
             continue
         annotator = diagnosis.judge.model or diagnosis.judge.kind
@@ -333,6 +335,7 @@ def labels_from_diagnoses(
     table = label_table(rows, taxonomy=taxonomy, source=source)
     # One judge per results file: its name is kept in attrs, not as a second "annotator" to vote with.
     table["annotator"] = None
+    table.attrs[SOURCE_MAP_ATTR] = source_map(items)  # for gold keyed by path (+ record)
     return table
 
 
@@ -373,7 +376,9 @@ def read_labels(
     if kind == "diagnoses":
         return labels_from_diagnoses(read_diagnoses(path), taxonomy=tax, source=name)
     if kind in ("long", "wide"):
-        frame = _read_tabular(path)
+        from mast.evaluation.sourcekeys import add_source_keys
+
+        frame = add_source_keys(_read_tabular(path))
         frame.attrs["source"] = name
         if kind == "long" and not {"trace_id", "code", "present"} <= set(frame.columns):
             raise EvaluationError(f"{path}: long labels need columns trace_id, code, present")

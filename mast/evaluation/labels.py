@@ -53,7 +53,7 @@ from pydantic import ValidationError
 
 from mast.diagnosis import Diagnosis, ModeVerdict
 from mast.errors import EvaluationError
-from mast.evaluation.frames import to_dataframe  # noqa: F401 - its home was here; kept importable
+from mast.evaluation.frames import to_dataframe as to_dataframe  # its home was here; kept importable
 from mast.taxonomy import Taxonomy, load_taxonomy, normalize_code
 
 LABEL_COLUMNS = ("trace_id", "code", "present", "annotator", "confidence", "evidence")

@@ -67,7 +67,9 @@ def _card_network(digits: str) -> bool:
     )
 
 
-_CARD = re.compile(r"[2-6]\d{3}(?:[ \-]?\d{2,4}){2,4}\d{0,3}")
+# A run of digits with single spaces or hyphens, taken whole (possessive: no backtracking over the
+# many digit runs of a log); the check counts the digits.
+_CARD = re.compile(r"[2-6]\d{3}(?:[ \-]?\d)++")
 
 
 def _card(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
@@ -107,7 +109,7 @@ def iban_ok(iban: str) -> bool:
     return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
 
 
-_IBAN = re.compile(r"[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?")
+_IBAN = re.compile(r"[A-Z]{2}\d{2}(?: ?[A-Z0-9])++")
 
 
 def _iban(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
@@ -126,16 +128,20 @@ def _iban(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     return None
 
 
-_SSN = re.compile(r"(?P<area>\d{3})-(?P<group>\d{2})-(?P<serial>\d{4})")
+# Searched from the first hyphen (a literal re finds fast); the area is read behind it in Python
+# (a look-behind at the front would make re try every position).
+_SSN = re.compile(r"-(?P<group>\d{2})-(?P<serial>\d{4})")
 
 
 def _ssn(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
-    start, end = match.span()
+    start, end = match.start() - 3, match.end()
     before = text[start - 1] if start else ""
     after = text[end] if end < len(text) else ""
     if before and (before.isalnum() or before in "-._/:+") or after and (after.isalnum() or after in "-_/:"):
         return None
-    area = match.group("area")
+    area = text[max(start, 0) : start + 3]
+    if start < 0 or not area.isdigit() or not area.isascii():
+        return None
     if area in ("000", "666") or area.startswith("9") or match.group("group") == "00" or match.group("serial") == "0000":
         return None
     return "ssn", start, end
@@ -150,9 +156,11 @@ def credential_rules(path: Path = RULES_FILE) -> list[dict[str, Any]]:
     return rules
 
 
-def _token_check(kind: str) -> Any:
+def _token_check(kind: str, lead: re.Pattern[str] | None = None, lead_len: int = 0) -> Any:
     def check(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
-        start, end = match.span()
+        start, end = match.start() - lead_len, match.end()
+        if start < 0 or (lead is not None and not lead.fullmatch(text, start, match.start())):
+            return None
         if start and text[start - 1] in _KEY_CHARS:
             return None
         if end < len(text) and text[end] in _KEY_CHARS:
@@ -173,8 +181,10 @@ def more_rules() -> tuple[Any, ...]:
         _Rule("ssn", _SSN, check=_ssn, min_digits=9),
     ]
     for entry in credential_rules():
-        rules.append(
-            _Rule(entry["kind"], re.compile(entry["regex"]), check=_token_check(entry["kind"]),
-                  needles=tuple(entry["keywords"]))
-        )
+        # A credential that starts with a character class is searched from its literal; the
+        # fixed-width lead before it is checked in Python (re scans for a literal at C speed, while a
+        # look-behind at the front would make it try every position).
+        lead = re.compile(entry["lead"]) if entry.get("lead") else None
+        check = _token_check(entry["kind"], lead, int(entry.get("lead_len", 0)))
+        rules.append(_Rule(entry["kind"], re.compile(entry["regex"]), check=check, needles=tuple(entry["keywords"])))
     return tuple(rules)

@@ -138,7 +138,7 @@ def command(
     jsonl = results_path(output)
     gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
     walk = {"include": include, "exclude": exclude, "outputs": (output, jsonl)}
-    pick = {"limit": limit, "sample": sample, "seed": sample_seed, "trace_ids": trace_ids}
+    pick: dict[str, Any] = {"limit": limit, "sample": sample, "seed": sample_seed, "trace_ids": trace_ids}
     judge = configured_judge(judge_config)
     if judge.notice:
         stderr.print(f"mast: {judge.notice}", markup=False, highlight=False)

@@ -118,9 +118,9 @@ def setup_failure(exc: BaseException) -> SetupReason | None:
     model string litellm has no provider for) and ``connection_refused`` (nothing listens at the
     endpoint).
     """
-    known = getattr(exc, _REASON_ATTR, False)
-    if known is not False:
-        return known  # type: ignore[no-any-return]
+    if hasattr(exc, _REASON_ATTR):
+        known: SetupReason | None = getattr(exc, _REASON_ATTR)
+        return known
     reason = _setup_reason(exc)
     try:
         # Remembered on the exception: re-raising it later (tenacity's reraise) replaces its

@@ -156,6 +156,57 @@ class Diagnosis(_Model):
                 return m
         raise KeyError(code)
 
+    # -- for people reading results in a REPL or a notebook --
+
+    def _first_failure_text(self) -> str | None:
+        first = self.first_failure
+        if first is None:
+            return None
+        step = f"S{first.step}" if first.step is not None else "step ?"
+        return f"{step} by {first.agent or '?'}" + (f" ({first.code})" if first.code else "")
+
+    def __str__(self) -> str:
+        """``run.json#2: judged, modes 1.3, 3.2; first failure S4 by Coder (1.3)``."""
+        where = self.source.path or self.trace_id
+        if self.source.path is not None and self.source.record is not None:
+            where += f"#{self.source.record}"
+        if self.status != "judged":
+            reason = f": {self.error.message}" if self.error is not None else ""
+            return f"{where}: {self.status}{reason}"
+        codes = self.present_codes
+        text = f"{where}: judged, " + (f"modes {', '.join(codes)}" if codes else "no failure mode found")
+        first = self._first_failure_text()
+        return text + (f"; first failure {first}" if first else "")
+
+    def __repr__(self) -> str:
+        """Short: id, status, present codes and first failure (``model_dump()`` has everything)."""
+        first = self._first_failure_text()
+        parts = [f"trace_id={self.trace_id!r}", f"status={self.status!r}", f"present={self.present_codes!r}"]
+        if first:
+            parts.append(f"first_failure={first!r}")
+        if self.error is not None:
+            parts.append(f"error={self.error.message!r}")
+        return f"Diagnosis({', '.join(parts)})"
+
+    def _repr_html_(self) -> str:
+        """A small table for notebooks: the modes found with confidence and explanation."""
+        from html import escape
+
+        rows = "".join(
+            f"<tr><td>{escape(v.code)}</td><td>{escape(v.name)}</td>"
+            f"<td>{'' if v.confidence is None else f'{v.confidence:.2f}'}</td><td>{escape(v.explanation)}</td></tr>"
+            for v in self.failure_modes
+            if v.present
+        )
+        table = (
+            "<table><thead><tr><th>mode</th><th>name</th><th>conf</th><th>explanation</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>"
+            if rows
+            else ""
+        )
+        summary = f"<p>{escape(self.summary)}</p>" if self.summary else ""
+        return f"<div><b>{escape(str(self))}</b>{table}{summary}</div>"
+
 
 def empty_verdicts(taxonomy: Taxonomy) -> list[ModeVerdict]:
     """One not-assessed verdict per mode, in taxonomy order."""

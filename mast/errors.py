@@ -9,6 +9,8 @@ messages (exit 2 for bad input or usage, 1 for other failures)::
     ├── TaxonomyError         a taxonomy file of the wrong shape (exit 2)
     ├── JudgeError            the judge could not produce a valid diagnosis
     │   ├── JudgeAPIError     the provider failed (transport, HTTP status, timeout)
+    │   │   └── JudgeSetupError  no/rejected key, no permission, unknown model, endpoint refused:
+    │   │                        every call would fail the same way (never retried; stops a batch)
     │   └── JudgeOutputError  the model answered, but never with valid output
     ├── BudgetExceeded        a batch stopped starting traces at its spending cap
     └── EvaluationError       labels that cannot be read or compared (exit 2)
@@ -85,6 +87,21 @@ class JudgeAPIError(JudgeError):
     ) -> None:
         super().__init__(message, n_attempts=n_attempts, last_completion=last_completion)
         self.status_code = status_code
+
+
+class JudgeSetupError(JudgeAPIError):
+    """The judge cannot work as configured: every call would fail the same way.
+
+    A missing or rejected API key, a permission refused, a model the provider does not know, or an
+    endpoint that refuses connections. Never retried; a batch stops after a few in a row.
+    """
+
+    def __init__(
+        self, message: str, *, reason: str, status_code: int | None = None, n_attempts: int = 0
+    ) -> None:
+        super().__init__(message, status_code=status_code, n_attempts=n_attempts)
+        self.reason = reason
+        """``auth``, ``permission``, ``unknown_model`` or ``connection_refused``."""
 
 
 class JudgeOutputError(JudgeError):

@@ -402,7 +402,15 @@ def _default_rules() -> tuple[_Rule, ...]:
         _Rule("secret", _ASSIGNMENT, check=_assignment, lower=True, needles=("pass", "pwd", "secret", "token", "credential", "key")),
         _Rule("email", _EMAIL_DOMAIN, check=_email, needles=("@",)),
         _Rule("phone", _PHONE, check=_phone, min_digits=10),
+        *_more_rules(),
     )
+
+
+def _more_rules() -> tuple[_Rule, ...]:
+    # Card numbers, IBANs, SSNs and the credential shapes kept as data (mast/data/credential_rules.yaml).
+    from mast.redact_more import more_rules
+
+    return more_rules()
 
 
 _IPV4_RULE = _Rule("ipv4", _IPV4, check=_ipv4, min_digits=4)

@@ -116,9 +116,21 @@ def _parse(path: Path) -> Taxonomy:
         text = path.read_text(encoding="utf-8")
         data = orjson.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
         return Taxonomy.model_validate(data)
-    except (OSError, yaml.YAMLError, orjson.JSONDecodeError, ValidationError, UnicodeDecodeError) as exc:
+    except ValidationError as exc:
+        raise TaxonomyError(f"taxonomy {path}: {_first_problem(exc)}") from exc
+    except (OSError, yaml.YAMLError, orjson.JSONDecodeError, UnicodeDecodeError) as exc:
         reason = " ".join(str(exc).split())
         raise TaxonomyError(f"cannot read taxonomy {path}: {reason}") from exc
+
+
+def _first_problem(exc: ValidationError) -> str:
+    """``modes.3.code: not a failure-mode code: 'x'`` (+ how many more), without pydantic's URLs."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    field = ".".join(str(part) for part in first.get("loc", ())) or "top level"
+    message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    return f"{field}: {message}{more}"
 
 
 def load_taxonomy(name_or_path: str | Path | None = None) -> Taxonomy:

@@ -31,7 +31,6 @@ input, whatever the machine or the order of the files.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -155,16 +154,10 @@ async def aclassify_many(
 
 
 def classify_many(traces_or_paths: TracesOrPaths, **kwargs: Any) -> list[Diagnosis]:
-    """Blocking :func:`aclassify_many`, for scripts (inside a running event loop, ``await`` that instead).
+    """Blocking :func:`aclassify_many`; inside a running event loop (a notebook) it runs in a worker thread."""
+    from mast._sync import run_sync
 
-    Raises:
-        UsageError: called from a running event loop (a notebook cell): use ``await mast.aclassify_many(...)``.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(aclassify_many(traces_or_paths, **kwargs))
-    raise UsageError("classify_many() cannot run inside an event loop (a notebook?): use `await mast.aclassify_many(...)`")
+    return run_sync(aclassify_many(traces_or_paths, **kwargs))
 
 
 def _as_inputs(value: TracesOrPaths) -> Iterable[Any]:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from mast.batch.breaker import CircuitBreaker
 from mast.batch.inputs import ContentKey, Reloader, ResumeKey, WorkItem
 from mast.batch.limits import Budget, RateLimiter
 from mast.batch.store import ResultsFile
@@ -258,6 +259,8 @@ class BatchRunner:
         self._interrupts = 0
         self._done: dict[ResumeKey, Diagnosis] = {}
         self._done_content: dict[ContentKey, Diagnosis] = {}
+        self.breaker = CircuitBreaker()
+        """Stops the run after a few identical setup errors (no key, unknown model, refused endpoint)."""
 
     # -- control -----------------------------------------------------------------------------------
 
@@ -438,6 +441,9 @@ class BatchRunner:
                 planned = estimate.input_tokens + estimate.output_tokens if estimate else 0
                 used = diagnosis.usage.input_tokens + diagnosis.usage.output_tokens
                 self.limiter.settle(requests=max(0, diagnosis.usage.llm_calls - 1), tokens=used - planned)
+        tripped = self.breaker.record(diagnosis)
+        if tripped is not None:
+            self.stop("failed", tripped)
         self._finish(item, diagnosis, "judged")
 
     def _finish(self, item: WorkItem, diagnosis: Diagnosis, outcome: Outcome, *, write: bool = True) -> None:

@@ -167,7 +167,7 @@ class ResultsFile:
                     return
                 reason = "not JSON" if _is_json_error(exc) else "not a Diagnosis"
                 raise UsageError(
-                    f"{path}:{number}: line is {reason}; fix or remove it, or start over with --overwrite"
+                    f"{path}:{number}: line is {reason}; fix or remove it (mast label --overwrite starts over)"
                 ) from exc
             yield number, raw, diagnosis
 

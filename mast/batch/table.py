@@ -11,6 +11,7 @@ import importlib.util
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
 
 from mast.batch.store import ResultsFile
 from mast.diagnosis import Diagnosis
@@ -31,9 +32,15 @@ def read_results(path: str | os.PathLike[str]) -> list[Diagnosis]:
     return [diagnosis for _, diagnosis in ResultsFile.read(path)]
 
 
-def write_table(diagnoses: Iterable[Diagnosis] | str | os.PathLike[str], path: str | os.PathLike[str]) -> Path:
+def write_table(
+    diagnoses: Iterable[Diagnosis] | str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    *,
+    form: Literal["wide", "long"] = "wide",
+) -> Path:
     """Write results (or a results file) as CSV or Parquet, by the file ending; returns the path.
 
+    ``wide``: one row per trace; ``long``: one row per trace and mode (see :func:`mast.to_dataframe`).
     The file is written beside the target and renamed over it, so a reader never sees half a table.
 
     Raises:
@@ -47,7 +54,7 @@ def write_table(diagnoses: Iterable[Diagnosis] | str | os.PathLike[str], path: s
         raise UsageError(f"{target}: cannot tell the table format; use a name ending in .csv or .parquet")
     if isinstance(diagnoses, str | os.PathLike):
         diagnoses = read_results(diagnoses)
-    frame = to_dataframe(diagnoses)
+    frame = to_dataframe(diagnoses, form=form)
     if suffix == ".parquet" and importlib.util.find_spec("pyarrow") is None:
         raise UsageError("writing Parquet needs pyarrow: pip install 'mast-judge[parquet]'")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,15 @@ def _env(name: str) -> str:
     return f"[env: {_ENV[name]}]"
 
 
+def _read_patterns(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[tuple[str, str], ...] | None:
+    """``--redact-patterns FILE`` -> the ``(name, regex)`` pairs it holds (a one-line error when unreadable)."""
+    if value is None:
+        return None
+    from mast.redact import load_patterns
+
+    return tuple(load_patterns(value).items())
+
+
 _OPTIONS: list[tuple[str, Callable[[F], F]]] = [
     ("model", click.option("--model", "-m", default=None, metavar="MODEL",
                            help=f"litellm model string (openai/gpt-4.1-mini, anthropic/..., local, local/PATH.gguf). {_env('model')}")),
@@ -59,6 +68,15 @@ _OPTIONS: list[tuple[str, Callable[[F], F]]] = [
                             help=f"Replace secrets and personal data before the trace leaves the process (default on). {_env('redact')}")),
     ("redact_ips", click.option("--redact-ips/--keep-ips", default=None, help=f"Also redact IPv4 addresses. {_env('redact_ips')}")),
     ("cache", click.option("--cache/--no-cache", default=None, help=f"Reuse identical earlier answers (default on). {_env('cache')}")),
+    ("cache_dir", click.option("--cache-dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
+                               help=f"Folder of the answer cache (default: a per-user cache folder). {_env('cache_dir')}")),
+    ("redact_patterns", click.option("--redact-patterns", default=None, metavar="FILE", callback=_read_patterns,
+                                     help="File of extra `name: regex` patterns to redact (on top of "
+                                          "MAST_REDACT_PATTERNS). [env: MAST_REDACT_PATTERNS]")),
+    ("price_input", click.option("--price-input", default=None, type=click.FloatRange(min=0), metavar="USD",
+                                 help=f"Dollars per million input tokens (for a model litellm has no price for). {_env('price_input')}")),
+    ("price_output", click.option("--price-output", default=None, type=click.FloatRange(min=0), metavar="USD",
+                                  help=f"Dollars per million output tokens. {_env('price_output')}")),
 ]
 
 JUDGE_OPTION_NAMES = tuple(name for name, _ in _OPTIONS)

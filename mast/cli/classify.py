@@ -10,20 +10,31 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from mast.batch.walk import no_traces_error, select_files
 from mast.cli._judge_options import judge_options
-from mast.cli._shared import stderr, stdout, write_line
+from mast.cli._run_control import fail_on_option, file_options, gate_exit, modes_found, parse_fail_on
+from mast.cli._shared import plural, stderr, stdout, write_line
 from mast.diagnosis import Diagnosis
 from mast.errors import TraceFormatError
 from mast.judge.classify import Judge, judge_notice
 from mast.judge.config import JudgeConfig
-from mast.normalize import iter_paths, iter_traces
+from mast.normalize import iter_traces
+from mast.taxonomy import load_taxonomy
 from mast.trace import Trace
 
 QUOTE_CHARS = 90
 
 
-def _traces(paths: tuple[str, ...], format_: str, failures: list[str]) -> Iterator[Trace]:
-    for path in iter_paths(paths):
+def _traces(
+    paths: tuple[str, ...], format_: str, failures: list[str], include: tuple[str, ...], exclude: tuple[str, ...]
+) -> Iterator[Trace]:
+    selection = select_files(paths, include=include, exclude=exclude)
+    summary = selection.skipped_summary()
+    if summary:
+        stderr.print(f"mast: {summary}", markup=False, highlight=False)
+    if not selection.files:
+        raise no_traces_error(paths, selection)
+    for path in selection.files:
         try:
             for item in iter_traces(path, format=format_):
                 if isinstance(item, TraceFormatError):
@@ -48,10 +59,9 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
     if diagnosis.source.record is not None:
         where += f"#{diagnosis.source.record}"
     about = ", ".join(part for part in (judge.kind, judge.model, judge.strategy) if part)
-    console.print(Text(f"{where}  [{diagnosis.status}]  judge: {about}", style="bold"))
+    console.print(Text(f"{where}  [{diagnosis.status}]  id {diagnosis.trace_id}  judge: {about}", style="bold"))
     if diagnosis.error is not None:
-        console.print(Text(f"  {diagnosis.error.type}: {diagnosis.error.message}", style="red"))
-        return
+        return  # the reason goes to stderr once, as one line (see _run)
     present = [v for v in diagnosis.failure_modes if v.present]
     if present:
         table = Table(show_edge=False, pad_edge=False, expand=False)
@@ -90,7 +100,7 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
         cost = "no LLM cost" if usage.llm_calls == 0 else "cost unknown"
     cached = ", cached" if usage.cached else ""
     console.print(Text(
-        f"  {usage.llm_calls} calls, {usage.input_tokens}+{usage.output_tokens} tokens, {cost}, {usage.latency_s:.1f}s{cached}",
+        f"  {plural(usage.llm_calls, 'call')}, {usage.input_tokens}+{usage.output_tokens} tokens, {cost}, {usage.latency_s:.1f}s{cached}",
         style="dim",
     ))
     for warning in diagnosis.warnings[:5]:
@@ -105,12 +115,18 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
               help="Source format (see `mast formats`).")
 @click.option("--json", "as_json", is_flag=True, help="Print each Diagnosis as one JSON line.")
 @judge_options
-def command(paths: tuple[str, ...], format_: str, as_json: bool, judge_config: JudgeConfig) -> None:
+@file_options
+@fail_on_option
+def command(
+    paths: tuple[str, ...], format_: str, as_json: bool, judge_config: JudgeConfig,
+    include: tuple[str, ...] = (), exclude: tuple[str, ...] = (), fail_on: str | None = None,
+) -> None:
     """Label the trace(s) in PATHS with the MAST failure modes.
 
     Shows the modes judged present with confidence and evidence (✓ quote verified in the cited
     step), the first failure and a summary; --json prints the Diagnosis. Without a model the
-    offline detectors judge. Exit 1 when a trace could not be judged, 2 when a file could not be read.
+    offline detectors judge. Exit 1 when a trace could not be judged, 2 when a file could not be read
+    (or no trace was found), 3 when --fail-on found a listed mode.
 
     \b
     mast classify run.json --model openai/gpt-4.1-mini
@@ -120,19 +136,27 @@ def command(paths: tuple[str, ...], format_: str, as_json: bool, judge_config: J
     notice = judge_notice(judge_config)
     if notice:
         stderr.print(f"mast: {notice}", markup=False, highlight=False)
+    gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
     unreadable: list[str] = []
-    failed = asyncio.run(_run(paths, format_, as_json, judge_config, unreadable))
+    found: list[Diagnosis] = []
+    traces = _traces(paths, format_, unreadable, include, exclude)
+    failed = asyncio.run(_run(traces, as_json, judge_config, found))
     if unreadable:
         raise SystemExit(2)
-    if failed:
-        raise SystemExit(1)
+    hits = modes_found(found, gate)
+    if hits:
+        stderr.print(f"mast: --fail-on: found {', '.join(hits)}", markup=False, highlight=False)
+    code = gate_exit(1 if failed else 0, hits)
+    if code:
+        raise SystemExit(code)
 
 
-async def _run(paths: tuple[str, ...], format_: str, as_json: bool, config: JudgeConfig, unreadable: list[str]) -> int:
+async def _run(traces: Iterator[Trace], as_json: bool, config: JudgeConfig, found: list[Diagnosis]) -> int:
     failed = 0
     async with Judge(config) as judge:
-        for trace in _traces(paths, format_, unreadable):
+        for trace in traces:
             diagnosis = await judge.classify(trace, raise_on_error=False)
+            found.append(diagnosis)
             if diagnosis.status != "judged":
                 failed += 1
             if as_json:

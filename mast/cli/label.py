@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.progress import (
@@ -32,8 +33,18 @@ from mast.batch import (
 from mast.batch.inputs import Reloader, ResumeKey, parse_shard
 from mast.batch.runner import file_error_line, result_error_line, reusable_results
 from mast.batch.table import TABLE_SUFFIXES, write_table
+from mast.batch.walk import no_traces_error, select_files
 from mast.cli._judge_options import judge_options
-from mast.cli._shared import stderr, write_line
+from mast.cli._run_control import (
+    fail_on_option,
+    file_options,
+    gate_exit,
+    modes_found,
+    parse_fail_on,
+    pick_items,
+    selection_options,
+)
+from mast.cli._shared import plural, stderr, write_line
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
 from mast.judge.config import JudgeConfig
@@ -69,6 +80,9 @@ NOT_ASSESSED = "—"
 @click.option("--progress/--no-progress", "show_progress", default=None,
               help="Progress bar on stderr [default: when stderr is a terminal].")
 @click.option("--json", "as_json", is_flag=True, help="Print the final report as JSON on stdout.")
+@file_options
+@selection_options
+@fail_on_option
 def command(
     paths: tuple[str, ...],
     output: Path,
@@ -84,6 +98,13 @@ def command(
     show_progress: bool | None,
     as_json: bool,
     judge_config: JudgeConfig,
+    include: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+    limit: int | None = None,
+    sample: int | None = None,
+    sample_seed: int = 0,
+    trace_ids: tuple[str, ...] = (),
+    fail_on: str | None = None,
 ) -> None:
     """Label every trace under PATHS with the MAST failure modes, into a resumable results file.
 
@@ -115,13 +136,16 @@ def command(
     if output.suffix.lower() not in (".jsonl", ".ndjson", *TABLE_SUFFIXES):
         raise UsageError(f"-o {output}: use a name ending in .jsonl (or .csv / .parquet for a table as well)")
     jsonl = results_path(output)
+    gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
+    walk = {"include": include, "exclude": exclude, "outputs": (output, jsonl)}
+    pick: dict[str, Any] = {"limit": limit, "sample": sample, "seed": sample_seed, "trace_ids": trace_ids}
     judge = configured_judge(judge_config)
     if judge.notice:
         stderr.print(f"mast: {judge.notice}", markup=False, highlight=False)
     progress_on = stderr.is_terminal if show_progress is None else show_progress
 
     if dry_run:
-        items = _read_inputs(paths, format_, recursive, shard_pair, progress_on)
+        items = pick_items(_read_inputs(paths, format_, recursive, shard_pair, progress_on, walk), **pick)
         _dry_run(items, judge, jsonl, overwrite, as_json)
         sys.exit(2 if any(i.whole_file for i in items) else 0)
 
@@ -130,7 +154,7 @@ def command(
     with ResultsFile(jsonl, overwrite=overwrite) as results:
         if results.repaired:
             stderr.print(f"mast: {jsonl}: {results.repaired}", markup=False, highlight=False)
-        items = _read_inputs(paths, format_, recursive, shard_pair, progress_on)
+        items = pick_items(_read_inputs(paths, format_, recursive, shard_pair, progress_on, walk), **pick)
         runner.results_file = results
         bar = _ProgressBar(runner, total=sum(1 for i in items if not i.whole_file), enabled=progress_on)
         runner.on_result = bar.on_result
@@ -142,18 +166,32 @@ def command(
     _print_summary(report, judge_config, jsonl, output)
     if as_json:
         write_line(report.model_dump_json())
-    sys.exit(_exit_code(report))
+    sys.exit(gate_exit(_exit_code(report), _gated(runner.results, gate)))
+
+
+def _gated(results: Sequence[Diagnosis | None], codes: Sequence[str]) -> list[str]:
+    found = modes_found(results, codes)
+    if found:
+        stderr.print(f"mast: --fail-on: found {', '.join(found)}", markup=False, highlight=False)
+    return found
 
 
 def _read_inputs(
-    paths: Sequence[str], format_: str, recursive: bool, shard: tuple[int, int] | None, spinner: bool
+    paths: Sequence[str], format_: str, recursive: bool, shard: tuple[int, int] | None, spinner: bool,
+    walk: dict[str, Any],
 ) -> list[WorkItem]:
-    """Every trace to consider; unreadable files are reported here, one line each."""
+    """Every trace to consider; skipped and unreadable files are reported here; none at all is an error."""
+    selection = select_files(paths, recursive=recursive, **walk)
     with stderr.status("reading traces...", spinner="dots") if spinner else nullcontext():
-        items = list(scan(paths, format=format_, recursive=recursive, shard=shard))
+        items = list(scan(selection.files, format=format_, recursive=recursive, shard=shard))
+    summary = selection.skipped_summary()
+    if summary:
+        stderr.print(f"mast: {summary}", markup=False, highlight=False)
     for item in items:
         if item.whole_file:
             stderr.print(f"mast: skipped {file_error_line(item)}", markup=False, highlight=False)
+    if not items and shard is None:  # a shard of a small input may rightly be empty
+        raise no_traces_error(paths, selection)
     return items
 
 
@@ -187,6 +225,7 @@ class _ProgressBar:
             transient=False,
         )
         self.errors_shown = 0
+        self.reasons_shown: set[str] = set()
         self.task = self.progress.add_task("label", total=total, errors=0, tokens="0", cost=0.0)
 
     def __enter__(self) -> _ProgressBar:
@@ -209,6 +248,10 @@ class _ProgressBar:
             cost=report.cost_usd,
         )
         if diagnosis.status == "error" and outcome != "resumed":
+            reason = diagnosis.error.message if diagnosis.error is not None else ""
+            if reason in self.reasons_shown and diagnosis.error is not None and diagnosis.error.type == "JudgeSetupError":
+                return  # the same setup error (no key, unknown model) for every trace: said once
+            self.reasons_shown.add(reason)
             self.errors_shown += 1
             if self.errors_shown <= MAX_ERROR_LINES:
                 line = result_error_line(diagnosis)
@@ -339,7 +382,9 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
         )
     failed = report.failed
     if failed:
-        parts = [f"{report.statuses.get(s, 0)} {s}" for s in ("error", "unjudgeable") if report.statuses.get(s)]
-        stderr.print(f"mast: {' and '.join(parts)} of {report.total} traces (see {jsonl})", markup=False, highlight=False)
+        parts = [plural(report.statuses.get("error", 0), "error")] if report.statuses.get("error") else []
+        if report.statuses.get("unjudgeable"):
+            parts.append(f"{report.statuses['unjudgeable']} unjudgeable")
+        stderr.print(f"mast: {' and '.join(parts)} of {plural(report.total, 'trace')} (see {jsonl})", markup=False, highlight=False)
     if output != jsonl:
         stderr.print(f"mast: table written to {output}", markup=False, highlight=False)

@@ -4,45 +4,76 @@ from __future__ import annotations
 
 import click
 
-from mast.cli._shared import stderr, stdout, write_line
+from mast.batch.walk import no_traces_error, select_files
+from mast.cli._run_control import file_options
+from mast.cli._shared import plural, stderr, stdout, write_line
 from mast.errors import TraceFormatError
-from mast.normalize import formats, iter_paths, iter_traces
+from mast.normalize import formats, iter_traces
+from mast.trace import Trace
+
+
+def _summary(item: Trace) -> str:
+    src = item.source
+    where = f"{src.path}" + (f"#{src.record}" if src.record is not None else "")
+    conf = f" ({src.confidence:.2f})" if src.confidence is not None else ""
+    return (
+        f"{where}: id {item.trace_id} | {src.format}{conf} {item.framework or '-'} | "
+        f"{plural(len(item.steps), 'step')}, {plural(len(item.agents), 'agent')}, task: {(item.task or '-')[:60]!r}"
+    )
+
+
+def _transcript(item: Trace) -> str:
+    """The numbered transcript exactly as the judge reads it (redacted, capped)."""
+    from mast.judge.material import prepare
+
+    material = prepare(item)
+    return f"# {item.trace_id} ({material.n_steps} steps{material.step_range})\n{material.transcript}\n"
 
 
 @click.command("normalize")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--format", "format_", default="auto", show_default=True, envvar="MAST_FORMAT", help="Source format (see `mast formats`).")
 @click.option("--json", "as_json", is_flag=True, help="Print the normalised traces as JSON lines.")
-def command(paths: tuple[str, ...], format_: str, as_json: bool) -> None:
+@click.option("--transcript", is_flag=True,
+              help="Print the numbered transcript the judge reads ([S<n>] per step, secrets redacted).")
+@file_options
+def command(
+    paths: tuple[str, ...], format_: str, as_json: bool, transcript: bool,
+    include: tuple[str, ...] = (), exclude: tuple[str, ...] = (),
+) -> None:
     """Read trace files of any supported format and print them normalised.
 
-    Folders are walked. Prints one summary line per trace, or with --json one JSON line per trace.
-    A file that cannot be read gives a one-line error; the others still print (exit 2 if any failed).
+    Folders are walked. Prints one summary line per trace with its id (the key gold labels and
+    --trace-id use), or with --json one JSON line per trace, or with --transcript the numbered
+    transcript the judge reads (the step numbers a diagnosis cites). A file that cannot be read
+    gives a one-line error; the others still print (exit 2 if any failed, or if no trace was found).
     """
-    failed = 0
-    files = list(iter_paths(paths))
-    for path in files:
+    failed = found = 0
+    selection = select_files(paths, include=include, exclude=exclude)
+    summary = selection.skipped_summary()
+    if summary:
+        stderr.print(f"mast: {summary}", markup=False, highlight=False)
+    for path in selection.files:
         try:
             for item in iter_traces(path, format=format_):
                 if isinstance(item, TraceFormatError):
                     failed += 1
                     stderr.print(f"mast: {item}", markup=False, highlight=False)
-                elif as_json:
+                    continue
+                found += 1
+                if as_json:
                     write_line(item.to_json())
+                elif transcript:
+                    write_line(_transcript(item))
                 else:
-                    src = item.source
-                    where = f"{src.path}" + (f"#{src.record}" if src.record is not None else "")
-                    conf = f" ({src.confidence:.2f})" if src.confidence is not None else ""
-                    stdout.print(
-                        f"{where}: {src.format}{conf} {item.framework or '-'} | {len(item.steps)} steps, "
-                        f"{len(item.agents)} agents, task: {(item.task or '-')[:60]!r}",
-                        markup=False, highlight=False,
-                    )
+                    stdout.print(_summary(item), markup=False, highlight=False)
                     for warning in item.warnings:
                         stderr.print(f"  warning: {warning}", markup=False, highlight=False)
         except TraceFormatError as exc:
             failed += 1
             stderr.print(f"mast: {exc}", markup=False, highlight=False)
+    if not found and not failed:
+        raise no_traces_error(paths, selection)
     if failed:
         raise SystemExit(2)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from mast.cli._shared import stdout
+from mast.errors import UsageError
 
 
 @click.command("report")
@@ -22,6 +23,9 @@ def command(results: str, gold: str | None, output: str, title: str | None, n_bo
     mast report results.jsonl --gold gold.csv -o report.html
     """  # noqa: D301 (click's \b keeps the example lines as they are)
     from mast.evaluation.html import write_report
+
+    if not output.lower().endswith((".html", ".htm")):
+        raise UsageError(f"-o {output}: mast report writes one HTML file; use a name ending in .html")
 
     path = write_report(results, output, gold=gold, title=title, n_boot=n_boot, seed=seed)
     stdout.print(f"wrote {path}", markup=False, highlight=False)

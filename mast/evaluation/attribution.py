@@ -30,6 +30,7 @@ import pandas as pd
 
 from mast.diagnosis import Diagnosis
 from mast.errors import EvaluationError
+from mast.evaluation.judges import require_one_judge
 from mast.evaluation.labels import read_diagnoses
 from mast.evaluation.metrics import bootstrap_weights, percentile_interval
 from mast.evaluation.report import AttributionReport, AttributionRow, BootstrapInfo, Interval
@@ -163,6 +164,7 @@ def evaluate_attribution(
         raise EvaluationError("k must be 0 or more")
     pred_source = str(diagnoses) if isinstance(diagnoses, str | os.PathLike) else "diagnoses"
     items = read_diagnoses(diagnoses) if isinstance(diagnoses, str | os.PathLike) else list(diagnoses)
+    items = require_one_judge(items, pred_source)
     gold_table = read_attribution_gold(gold)
     by_id = {row["trace_id"]: row for row in gold_table.to_dict("records")}
     by_path = {str(row["path"]): row for row in by_id.values() if row.get("path")}
@@ -180,6 +182,12 @@ def evaluate_attribution(
             raise EvaluationError(f"two judged diagnoses for gold trace {row['trace_id']}")
         matched[row["trace_id"]] = diagnosis
 
+    if not matched:
+        judged = sum(1 for d in items if d.status == "judged")
+        raise EvaluationError(
+            f"no overlap: none of the {judged} judged predictions in {pred_source} matches one of the "
+            f"{len(by_id)} gold traces by trace id or source path"
+        )
     rows: list[AttributionRow] = []
     for trace_id, gold_row in by_id.items():
         found = matched.get(trace_id)

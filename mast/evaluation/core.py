@@ -43,7 +43,11 @@ from mast.evaluation.report import (
     Interval,
     ModeAgreement,
 )
+from mast.evaluation.sourcekeys import SOURCE_MAP_ATTR, resolve_source_keys
 from mast.taxonomy import Taxonomy, load_taxonomy
+
+WIDE_CI = 0.2
+"""A pooled kappa CI wider than this is called wide in the report's warnings."""
 
 Kind = Literal["pred-vs-gold", "judge-vs-judge"]
 
@@ -86,6 +90,8 @@ def evaluate(
     gold_role: Literal["pred", "gold"] = "pred" if kind == "judge-vs-judge" else "gold"
     pred_table = read_labels(pred, format=pred_format, role="pred", taxonomy=tax)
     gold_table = read_labels(gold, format=gold_format, role=gold_role, taxonomy=tax)
+    # Gold keyed by source path (+ record) takes the trace ids of the predictions from those files.
+    gold_table = resolve_source_keys(gold_table, pred_table.attrs.get(SOURCE_MAP_ATTR, {}))
 
     iaa: dict[str, AnnotatorAgreement] = {}
     for side, table in (("gold", gold_table), ("pred", pred_table)):
@@ -125,7 +131,11 @@ def evaluate(
 
     warnings = []
     if kind == "pred-vs-gold" and pooled.n < 100:
-        warnings.append(f"only {pooled.n} cells compared: intervals are wide; read kappa with its CI")
+        kappa_ci = pooled.ci.get("kappa")
+        if kappa_ci is None:
+            warnings.append(f"only {pooled.n} cells compared and no CI computed: read kappa with care")
+        elif kappa_ci.high - kappa_ci.low > WIDE_CI:
+            warnings.append(f"only {pooled.n} cells compared: intervals are wide; read kappa with its CI")
     return EvaluationReport(
         kind=kind,
         pred_source=str(pred_table.attrs.get("source", "")),

@@ -24,6 +24,7 @@ import pandas as pd
 from mast.__about__ import __version__
 from mast.diagnosis import Diagnosis
 from mast.errors import EvaluationError
+from mast.evaluation.judges import require_one_judge
 from mast.evaluation.labels import LabelSource, read_diagnoses, read_labels, to_dataframe
 from mast.evaluation.report import EvaluationReport, fmt, fmt_ci, shorten
 from mast.evaluation.viewer import STYLE as VIEW_STYLE
@@ -56,6 +57,7 @@ def render_report(
     tax = taxonomy or load_taxonomy()
     source = str(results) if isinstance(results, str | os.PathLike) else "diagnoses"
     diagnoses = read_diagnoses(results) if isinstance(results, str | os.PathLike) else list(results)
+    diagnoses = require_one_judge(diagnoses, str(results) if isinstance(results, str | os.PathLike) else "diagnoses")
     if not diagnoses:
         raise EvaluationError(f"{source}: no results to report on")
     frame = to_dataframe(diagnoses, taxonomy=tax)
@@ -146,7 +148,7 @@ def _table(frame: pd.DataFrame, *, text_columns: frozenset[str] | set[str] = fro
 
 def _summary(frame: pd.DataFrame, source: str, taxonomy: Taxonomy) -> str:
     statuses = frame["status"].value_counts().to_dict()
-    judges = sorted({str(m or k) for m, k in zip(frame["judge_model"], frame["judge_kind"], strict=True)})
+    judges = sorted({m if isinstance(m, str) and m else str(k) for m, k in zip(frame["judge_model"], frame["judge_kind"], strict=True)})
     judged = frame[frame["status"] == "judged"]
     codes = [c for c in taxonomy.codes if c in frame.columns]
     with_failure = int(judged[codes].fillna(False).astype(bool).any(axis=1).sum()) if not judged.empty else 0

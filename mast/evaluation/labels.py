@@ -53,6 +53,7 @@ from pydantic import ValidationError
 
 from mast.diagnosis import Diagnosis, ModeVerdict
 from mast.errors import EvaluationError
+from mast.evaluation.frames import to_dataframe as to_dataframe  # its home was here; kept importable
 from mast.taxonomy import Taxonomy, load_taxonomy, normalize_code
 
 LABEL_COLUMNS = ("trace_id", "code", "present", "annotator", "confidence", "evidence")
@@ -309,8 +310,12 @@ def labels_from_diagnoses(
     diagnoses: Iterable[Diagnosis], *, taxonomy: Taxonomy | None = None, source: str = "diagnoses"
 ) -> pd.DataFrame:
     """Label table of the assessed verdicts of judged diagnoses (annotator = the judge's model)."""
+    from mast.evaluation.judges import require_one_judge
+    from mast.evaluation.sourcekeys import SOURCE_MAP_ATTR, source_map
+
+    items = require_one_judge(list(diagnoses), source)
     rows: list[dict[str, Any]] = []
-    for diagnosis in diagnoses:
+    for diagnosis in items:
         if diagnosis.status != "judged":
             continue
         annotator = diagnosis.judge.model or diagnosis.judge.kind
@@ -330,56 +335,8 @@ def labels_from_diagnoses(
     table = label_table(rows, taxonomy=taxonomy, source=source)
     # One judge per results file: its name is kept in attrs, not as a second "annotator" to vote with.
     table["annotator"] = None
+    table.attrs[SOURCE_MAP_ATTR] = source_map(items)  # for gold keyed by path (+ record)
     return table
-
-
-def to_dataframe(diagnoses: Iterable[Diagnosis], *, taxonomy: Taxonomy | None = None) -> pd.DataFrame:
-    """One row per diagnosis: a nullable boolean column per mode code plus status, usage and first failure.
-
-    Mode columns hold True/False, or <NA> where the mode was not assessed. This is the one
-    implementation of "diagnoses as a DataFrame"; :mod:`mast.analysis` and the report read it.
-
-    Example:
-        >>> to_dataframe([]).columns[:3].tolist()
-        ['trace_id', 'status', '1.1']
-    """
-    tax = taxonomy or load_taxonomy()
-    records: list[dict[str, Any]] = []
-    for d in diagnoses:
-        row: dict[str, Any] = {"trace_id": d.trace_id, "status": d.status}
-        verdicts = {v.code: v.present for v in d.failure_modes}
-        for code in tax.codes:
-            row[code] = verdicts.get(code)
-        first = d.first_failure
-        row.update(
-            {
-                "n_modes": sum(1 for code in tax.codes if verdicts.get(code)),
-                "task_completed": d.task_completed,
-                "first_failure_step": first.step if first else None,
-                "first_failure_agent": first.agent if first else None,
-                "first_failure_code": first.code if first else None,
-                "source_path": d.source.path,
-                "source_format": d.source.format,
-                "judge_kind": d.judge.kind,
-                "judge_model": d.judge.model,
-                "input_tokens": d.usage.input_tokens,
-                "output_tokens": d.usage.output_tokens,
-                "cost_usd": d.usage.cost_usd,
-                "latency_s": d.usage.latency_s,
-                "llm_calls": d.usage.llm_calls,
-                "cached": d.usage.cached,
-                "error": d.error.message if d.error else None,
-            }
-        )
-        records.append(row)
-    columns = ["trace_id", "status", *tax.codes, "n_modes", "task_completed", "first_failure_step",
-               "first_failure_agent", "first_failure_code", "source_path", "source_format", "judge_kind",
-               "judge_model", "input_tokens", "output_tokens", "cost_usd", "latency_s", "llm_calls",
-               "cached", "error"]
-    frame = pd.DataFrame.from_records(records, columns=columns)
-    frame = frame.astype({code: "boolean" for code in tax.codes})
-    frame = frame.astype({"first_failure_step": "Int64", "task_completed": "boolean"})
-    return frame
 
 
 # --- reading files --------------------------------------------------------------------------------
@@ -419,12 +376,18 @@ def read_labels(
     if kind == "diagnoses":
         return labels_from_diagnoses(read_diagnoses(path), taxonomy=tax, source=name)
     if kind in ("long", "wide"):
-        frame = _read_tabular(path)
+        from mast.evaluation.sourcekeys import add_source_keys
+
+        frame = add_source_keys(_read_tabular(path))
         frame.attrs["source"] = name
         if kind == "long" and not {"trace_id", "code", "present"} <= set(frame.columns):
             raise EvaluationError(f"{path}: long labels need columns trace_id, code, present")
         if kind == "wide" and "trace_id" not in frame.columns:
-            raise EvaluationError(f"{path}: wide labels need a trace_id column")
+            found = ", ".join(map(str, frame.columns[:8])) or "none"
+            raise EvaluationError(
+                f"{path}: labels need a trace_id column, then either code and present (long: one row per mode) "
+                f"or one column per mode code (wide); found columns: {found}"
+            )
         return check_label_table(frame, taxonomy=tax)
 
     from mast.evaluation import mad

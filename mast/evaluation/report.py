@@ -203,7 +203,8 @@ class EvaluationReport(_Model):
         head.append(f"{self.pred_source or 'predictions'} vs {ref} {self.gold_source}\n", style="bold")
         head.append(
             f"{self.n_traces} traces, {self.n_cells} cells compared; taxonomy {self.taxonomy_version}; "
-            f"{self.bootstrap.level:.0%} CIs from {self.bootstrap.n_boot} trace resamples (seed {self.bootstrap.seed})\n"
+            + (f"{self.bootstrap.level:.0%} CIs from {self.bootstrap.n_boot} trace resamples (seed {self.bootstrap.seed})\n"
+               if self.bootstrap.n_boot else "no confidence intervals (--n-boot 0)\n")
         )
         ex = self.exclusions
         head.append(
@@ -212,7 +213,8 @@ class EvaluationReport(_Model):
             f"{ex.pred_only_traces} predicted traces without {ref}); ties: {ex.gold_ties + ex.pred_ties} ({self.tie_rule})\n"
         )
         table = Table(title="Agreement per mode", show_lines=False)
-        for column in ("mode", "n", "TP", "FP", "FN", "TN", "acc", "prec", "rec", "F1", "kappa [CI]", "gold%", "pred%"):
+        rates = ("B%", "A%") if self.kind == "judge-vs-judge" else ("gold%", "pred%")
+        for column in ("mode", "n", "TP", "FP", "FN", "TN", "acc", "prec", "rec", "F1", "kappa [CI]", *rates):
             table.add_column(column, justify="left" if column == "mode" else "right")
         for entry in [*self.per_mode, self.pooled]:
             label = "pooled" if entry.code == "pooled" else f"{entry.code} {entry.name}"
@@ -252,6 +254,20 @@ class EvaluationReport(_Model):
     def to_text(self, *, width: int = 140) -> str:
         """The readable table as plain text."""
         return render_text(self.table(), width=width)
+
+    def __str__(self) -> str:
+        """``print(report)`` shows the agreement table (``model_dump()`` has the numbers)."""
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        kappa = fmt(self.pooled.kappa)
+        return f"EvaluationReport(kind={self.kind!r}, n_traces={self.n_traces}, n_cells={self.n_cells}, pooled_kappa={kappa})"
+
+    def _repr_html_(self) -> str:
+        """The table in a notebook (preformatted, as in the terminal)."""
+        from html import escape
+
+        return f"<pre>{escape(self.to_text())}</pre>"
 
 
 class AttributionRow(_Model):

@@ -18,36 +18,28 @@ Example:
 from __future__ import annotations
 
 import copy
-import email.utils
 import logging
 import os
 import random
-import time
 import warnings
-from typing import Any, Literal
+from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from mast.errors import JudgeAPIError, one_line
+from mast.errors import JudgeAPIError
+from mast.judge.backend_errors import classify_error, retry_after_seconds, setup_failure, translate_error
 from mast.judge.config import JudgeConfig, StructuredOutput
 from mast.judge.protocol import Backend, Completion, Mode, UsageMeter
 from mast.judge.schema import OutputSpec
 
-__all__ = ["Backend", "Completion", "LiteLLMBackend", "Mode", "UsageMeter", "classify_error", "translate_error"]
+__all__ = [
+    "Backend", "Completion", "LiteLLMBackend", "Mode", "UsageMeter", "classify_error", "setup_failure", "translate_error",
+]
 
 # litellm downloads its price map at import unless told to use the copy it ships.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402
-from litellm.exceptions import (  # noqa: E402
-    APIConnectionError,
-    BadGatewayError,
-    ContextWindowExceededError,
-    InternalServerError,
-    RateLimitError,
-    ServiceUnavailableError,
-    Timeout,
-)
 
 # mast sends no telemetry and prints no litellm banners; callbacks the user set stay untouched.
 # litellm builds pydantic adapters for ReadOnly TypedDicts lazily, mid-call; pydantic's note about
@@ -87,6 +79,8 @@ class LiteLLMBackend:
         extra: dict[str, Any] | None = None,
         context_window: int | None = None,
         free: bool = False,
+        price_input: float | None = None,
+        price_output: float | None = None,
     ) -> None:
         self.model = model
         self.api_base = api_base
@@ -101,6 +95,8 @@ class LiteLLMBackend:
         self._info_known = False
         self.free = free
         """True for a local model: every call costs 0."""
+        self.prices = (price_input, price_output) if price_input is not None and price_output is not None else None
+        """Dollars per million (input, output) tokens given by the user; they win over litellm's table."""
         # A self-hosted OpenAI-compatible server (llama.cpp, vLLM) turns json_schema into a grammar.
         self.constrained = free or (api_base is not None and model.startswith(_SELF_HOSTED_PREFIXES))
 
@@ -117,6 +113,8 @@ class LiteLLMBackend:
             "max_retries": config.max_retries,
             "extra": config.extra,
             "context_window": config.context_window,
+            "price_input": config.price_input,
+            "price_output": config.price_output,
         }
         values.update(overrides)
         model = values.pop("model")
@@ -183,6 +181,9 @@ class LiteLLMBackend:
     def _cost(self, response: Any) -> float | None:
         if self.free:
             return 0.0
+        if self.prices is not None:
+            usage = getattr(response, "usage", None)
+            return self._priced(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
         if self._model_info() is None:
             return None
         # litellm prices every response it returns (``_hidden_params["response_cost"]``, from the
@@ -199,10 +200,13 @@ class LiteLLMBackend:
     def estimate_cost(self, input_tokens: int, output_tokens: int) -> float | None:
         """Dollars a call of this many tokens would cost: 0 for a local model, ``None`` when the price is unknown.
 
-        Used before anything is sent (dry runs, ``--budget-usd``), from litellm's price table.
+        Used before anything is sent (dry runs, ``--budget-usd``), from the prices given
+        (``--price-input``/``--price-output``), else litellm's price table.
         """
         if self.free:
             return 0.0
+        if self.prices is not None:
+            return self._priced(input_tokens, output_tokens)
         if self._model_info() is None:
             return None
         try:
@@ -212,6 +216,10 @@ class LiteLLMBackend:
         except Exception:  # price not in litellm's table
             return None
         return float(prompt) + float(completion)
+
+    def _priced(self, input_tokens: int, output_tokens: int) -> float:
+        assert self.prices is not None
+        return (input_tokens * self.prices[0] + output_tokens * self.prices[1]) / 1_000_000
 
     # -- the call --
 
@@ -280,7 +288,9 @@ class LiteLLMBackend:
                     attempts += 1
                     response = await litellm.acompletion(**kwargs)
         except Exception as exc:
-            raise translate_error(exc, model=self.model, attempts=attempts) from exc
+            raise translate_error(
+                exc, model=self.model, attempts=attempts, api_base=self.api_base, api_key_given=bool(self.api_key)
+            ) from exc
         return self._completion(response, attempts)
 
     def _completion(self, response: Any, attempts: int) -> Completion:
@@ -332,62 +342,6 @@ def _strip_keywords(schema: dict[str, Any], keywords: tuple[str, ...]) -> dict[s
     return result
 
 
-# --- error classification and translation ----------------------------------------------------------
-
-ErrorClass = Literal["rate_limit", "transient", "fatal"]
-
-
-def _status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def classify_error(exc: BaseException) -> ErrorClass:
-    """``rate_limit`` (429), ``transient`` (5xx, timeouts, connection errors) or ``fatal`` (the rest)."""
-    status = _status(exc)
-    if isinstance(exc, RateLimitError) or status == 429:
-        return "rate_limit"
-    if isinstance(exc, ContextWindowExceededError):
-        return "fatal"
-    if isinstance(exc, Timeout | APIConnectionError | InternalServerError):
-        return "transient"
-    if isinstance(exc, ServiceUnavailableError | BadGatewayError):
-        return "transient"
-    if status is not None and status >= 500:
-        return "transient"
-    if status is None and isinstance(exc, TimeoutError | ConnectionError):
-        return "transient"
-    return "fatal"
-
-
-def retry_after_seconds(exc: BaseException) -> float | None:
-    """The wait a 429/503 asked for (``retry-after-ms`` or ``Retry-After``, seconds or HTTP date)."""
-    headers: Any = getattr(exc, "litellm_response_headers", None)
-    if headers is None:
-        response = getattr(exc, "response", None)
-        headers = getattr(response, "headers", None)
-    if not headers:
-        return None
-    try:
-        millis = headers.get("retry-after-ms")
-        if millis is not None:
-            return max(0.0, float(millis) / 1000.0)
-        value = headers.get("retry-after")
-    except Exception:  # headers of an unexpected type
-        return None
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except (TypeError, ValueError):
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(str(value))
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
 def _wait(state: RetryCallState) -> float:
     exc = state.outcome.exception() if state.outcome else None
     if exc is not None and classify_error(exc) == "rate_limit":
@@ -396,26 +350,3 @@ def _wait(state: RetryCallState) -> float:
             return min(asked, RETRY_AFTER_MAX)
     ceiling = min(RETRY_MAX_WAIT, RETRY_INITIAL_WAIT * 2 ** (state.attempt_number - 1))
     return random.uniform(0, ceiling)
-
-
-def translate_error(exc: BaseException, *, model: str, attempts: int) -> JudgeAPIError:
-    """One :class:`JudgeAPIError` for anything litellm (or the transport under it) raised."""
-    if isinstance(exc, JudgeAPIError):
-        return exc
-    status = _status(exc)
-    kind = classify_error(exc)
-    label = {
-        "rate_limit": "rate limited",
-        "transient": "temporary failure",
-        "fatal": "request failed",
-    }[kind]
-    if isinstance(exc, Timeout):
-        label = "timed out"
-    where = f"HTTP {status}" if status else type(exc).__name__
-    message = one_line(exc)
-    if len(message) > 300:
-        message = message[:300] + "..."
-    tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
-    return JudgeAPIError(
-        f"{model}: {label} ({where}){tries}: {message}", status_code=status, n_attempts=attempts
-    )

@@ -338,17 +338,12 @@ def classify(
     raise_on_error: bool = True,
     **options: Any,
 ) -> Diagnosis:
-    """Synchronous :func:`aclassify` (not usable inside a running event loop: there, ``await mast.aclassify``).
+    """Synchronous :func:`aclassify`; inside a running event loop (a notebook) it runs in a worker thread.
 
     Raises:
-        UsageError: called from a running event loop, or bad options.
+        UsageError: bad options.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(aclassify(trace_or_path, config=config, raise_on_error=raise_on_error, **options))
-    raise UsageError(
-        "mast.classify() cannot run inside a running event loop (a notebook or async code): "
-        "use `await mast.aclassify(...)` instead"
-    )
+    from mast._sync import run_sync
+
+    return run_sync(aclassify(trace_or_path, config=config, raise_on_error=raise_on_error, **options))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from mast.errors import UsageError
 
@@ -43,6 +43,8 @@ _ENV: dict[str, str] = {
     "taxonomy": "MAST_TAXONOMY",
     "redact": "MAST_REDACT",
     "redact_ips": "MAST_REDACT_IPS",
+    "price_input": "MAST_PRICE_INPUT",
+    "price_output": "MAST_PRICE_OUTPUT",
 }
 
 
@@ -91,6 +93,11 @@ class JudgeConfig(BaseModel):
     redact_patterns: tuple[tuple[str, str], ...] = ()
     """More things to redact, as ``(kind name, regex)`` pairs (a mapping works too), on top of the
     built-in rules and the ``name: regex`` file named by ``MAST_REDACT_PATTERNS``."""
+    price_input: float | None = Field(default=None, ge=0)
+    """Dollars per million input tokens, for a model litellm has no price for (a custom endpoint)
+    or to override its price; used by dry runs, ``--budget-usd`` and the reported cost."""
+    price_output: float | None = Field(default=None, ge=0)
+    """Dollars per million output tokens (give both prices, or neither)."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword arguments passed to ``litellm.acompletion`` (not part of the answer key)."""
 
@@ -105,6 +112,12 @@ class JudgeConfig(BaseModel):
                 except re.error as exc:
                     raise ValueError(f"redaction pattern {pair[0]!r} does not compile: {exc}") from None
         return pairs
+
+    @model_validator(mode="after")
+    def _both_prices(self) -> JudgeConfig:
+        if (self.price_input is None) != (self.price_output is None):
+            raise ValueError("give both --price-input and --price-output (dollars per million tokens), or neither")
+        return self
 
     @classmethod
     def from_options(cls, **options: Any) -> JudgeConfig:

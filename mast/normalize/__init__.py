@@ -119,7 +119,7 @@ def detect_format(source: str | os.PathLike[str] | Any) -> tuple[TraceFormat, fl
             raise raw.fail("holds a JSON string, not an object: the trace is JSON encoded twice; decode it once")
         shape = _describe(data)
         tried = ", ".join(f.name for f in formats())
-        raise raw.fail(f"no known trace format matches {shape} (tried: {tried}); pass format= to force one")
+        raise raw.fail(f"no known trace format matches {shape} (tried: {tried}); pass --format NAME (format= in Python) to force one")
     return best, score
 
 

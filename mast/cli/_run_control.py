@@ -1,0 +1,141 @@
+"""Options that choose which traces a command judges and how its exit status gates CI.
+
+``--limit N``, ``--sample N --sample-seed S`` and ``--trace-id ID`` pick traces; ``--fail-on CODES``
+(``1.3,3.*``) makes ``mast classify`` / ``mast label`` exit 3 when a listed mode is found, so an
+agent's test suite can gate on failure modes. ``--include`` / ``--exclude`` change which files a
+folder walk reads (see :mod:`mast.batch.walk`). Kept out of the commands so each adds one line.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import random
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+from mast.batch.inputs import WorkItem
+from mast.diagnosis import Diagnosis
+from mast.errors import UsageError
+from mast.taxonomy import Taxonomy
+
+EXIT_FAIL_ON = 3
+"""Exit status when ``--fail-on`` finds a listed mode (and nothing else went wrong)."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def file_options(func: F) -> F:
+    """``--include`` / ``--exclude`` globs for folder walks."""
+    func = click.option("--exclude", multiple=True, metavar="GLOB",
+                        help="Skip files whose name or path matches GLOB (repeatable).")(func)
+    func = click.option("--include", multiple=True, metavar="GLOB",
+                        help="Also read files matching GLOB from folders, e.g. '*.md' or '*' (repeatable).")(func)
+    return func
+
+
+def selection_options(func: F) -> F:
+    """``--limit``, ``--sample``/``--sample-seed`` and ``--trace-id``."""
+    func = click.option("--trace-id", "trace_ids", multiple=True, metavar="ID",
+                        help="Judge only this trace: its id, or PATH / PATH#RECORD as shown by `mast normalize` "
+                             "(repeatable).")(func)
+    # Not --seed: that is the judge's sampling seed, which changes the answers.
+    func = click.option("--sample-seed", "sample_seed", type=int, default=0, show_default=True,
+                        help="Seed of --sample.")(func)
+    func = click.option("--sample", type=click.IntRange(min=1), metavar="N",
+                        help="Judge a random subset of N traces (same --sample-seed, same subset).")(func)
+    func = click.option("--limit", type=click.IntRange(min=1), metavar="N",
+                        help="Judge only the first N traces.")(func)
+    return func
+
+
+def fail_on_option(func: F) -> F:
+    """``--fail-on CODES``."""
+    return click.option(
+        "--fail-on", "fail_on", metavar="CODES", envvar="MAST_FAIL_ON",
+        help="Exit 3 when any of these modes is found, e.g. '1.3,3.*' (comma-separated codes or globs).",
+    )(func)
+
+
+def _where(item: WorkItem) -> set[str]:
+    path = item.source.path
+    if path is None:
+        return {item.trace_id}
+    names = {item.trace_id, path}
+    if item.source.record is not None:
+        names.add(f"{path}#{item.source.record}")
+    return names
+
+
+def pick_items(
+    items: Sequence[WorkItem],
+    *,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    trace_ids: Sequence[str] = (),
+) -> list[WorkItem]:
+    """The items to judge: by id or source, then a seeded random subset, then the first ``limit``.
+
+    Unreadable whole files stay (they are reported, never judged). Items keep input order and are
+    renumbered so a batch can index its results by position.
+
+    Raises:
+        UsageError: a ``--trace-id`` that matches no trace.
+    """
+    files = [i for i in items if i.whole_file]
+    chosen = [i for i in items if not i.whole_file]
+    if trace_ids:
+        wanted = set(trace_ids)
+        chosen = [i for i in chosen if _where(i) & wanted]
+        found = set().union(*(_where(i) for i in chosen)) if chosen else set()
+        missing = [t for t in trace_ids if t not in found]
+        if missing:
+            raise UsageError(f"--trace-id {missing[0]!r}: no such trace (`mast normalize PATH` lists ids)")
+    if sample is not None and sample < len(chosen):
+        keep = set(random.Random(seed).sample(range(len(chosen)), sample))
+        chosen = [item for n, item in enumerate(chosen) if n in keep]
+    if limit is not None:
+        chosen = chosen[:limit]
+    result = [*files, *chosen]
+    for index, item in enumerate(result):
+        item.index = index
+    return result
+
+
+def parse_fail_on(text: str | None, taxonomy: Taxonomy) -> list[str]:
+    """``"1.3,3.*"`` -> the taxonomy codes it names.
+
+    Raises:
+        UsageError: a code or glob that names no mode of the taxonomy.
+    """
+    if not text:
+        return []
+    codes = [mode.code for mode in taxonomy.modes]
+    chosen: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        matched = fnmatch.filter(codes, part)
+        if not matched:
+            raise UsageError(f"--fail-on {part!r}: no such mode (codes are {codes[0]} .. {codes[-1]}, globs like 3.*)")
+        chosen.extend(c for c in matched if c not in chosen)
+    return chosen
+
+
+def modes_found(diagnoses: Iterable[Diagnosis | None], codes: Sequence[str]) -> list[str]:
+    """The listed codes judged present in any of ``diagnoses``, in taxonomy order."""
+    wanted = set(codes)
+    found: set[str] = set()
+    for diagnosis in diagnoses:
+        if diagnosis is not None and diagnosis.status == "judged":
+            found.update(code for code in diagnosis.present_codes if code in wanted)
+    return [code for code in codes if code in found]
+
+
+def gate_exit(exit_code: int, found: Sequence[str]) -> int:
+    """A failing status wins; otherwise 3 when ``--fail-on`` found a listed mode."""
+    if exit_code == 0 and found:
+        return EXIT_FAIL_ON
+    return exit_code

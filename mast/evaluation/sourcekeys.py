@@ -1,0 +1,90 @@
+"""Gold labels keyed by where a trace came from (``path`` and ``record``) instead of its trace id.
+
+A trace id of a chat list or a text file is a content hash, which a person cannot know before
+running mast. A gold file may instead name the file (``path``, as ``mast normalize`` shows it) and,
+for files holding many traces, the ``record`` number. Such rows get a key ``path:<path>[#<record>]``;
+:func:`resolve_source_keys` turns them into the trace ids of the predictions read from the same
+files (matched as written, then as absolute paths, then by file name when that is unique).
+
+Example:
+    >>> source_key("runs/a.jsonl", 2)
+    'path:runs/a.jsonl#2'
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mast.diagnosis import Diagnosis
+
+__all__ = ["PATH_PREFIX", "add_source_keys", "resolve_source_keys", "source_key", "source_map"]
+
+PATH_PREFIX = "path:"
+SOURCE_MAP_ATTR = "source_keys"
+
+
+def source_key(path: str, record: Any = None) -> str:
+    """``path:<path>`` or ``path:<path>#<record>``."""
+    missing = record is None or (isinstance(record, float) and pd.isna(record)) or record == ""
+    return f"{PATH_PREFIX}{path}" + ("" if missing else f"#{int(record)}")
+
+
+def add_source_keys(frame: pd.DataFrame) -> pd.DataFrame:
+    """A gold frame without ``trace_id`` but with ``path`` (or ``source_path``) gets path keys as ids."""
+    if "trace_id" in frame.columns:
+        return frame
+    column = "path" if "path" in frame.columns else "source_path" if "source_path" in frame.columns else None
+    if column is None:
+        return frame
+    records = frame["record"] if "record" in frame.columns else [None] * len(frame)
+    keyed = frame.copy()
+    keyed["trace_id"] = [source_key(str(p), r) for p, r in zip(frame[column], records, strict=True)]
+    return keyed.drop(columns=[c for c in (column, "record") if c in keyed.columns])
+
+
+def _variants(path: str, record: int | None) -> list[str]:
+    resolved = str(Path(path).resolve()) if path else path
+    return [source_key(path, record), source_key(resolved, record)]
+
+
+def source_map(diagnoses: Iterable[Diagnosis]) -> dict[str, str]:
+    """Path keys (as written, absolute, and by file name when unique) -> trace ids of ``diagnoses``."""
+    exact: dict[str, str] = {}
+    by_name: dict[str, set[str]] = {}
+    for d in diagnoses:
+        if d.source.path is None:
+            continue
+        for key in _variants(d.source.path, d.source.record):
+            exact.setdefault(key, d.trace_id)
+        by_name.setdefault(source_key(os.path.basename(d.source.path), d.source.record), set()).add(d.trace_id)
+    for key, ids in by_name.items():
+        if len(ids) == 1:
+            exact.setdefault(key, next(iter(ids)))
+    return exact
+
+
+def resolve_source_keys(gold: pd.DataFrame, keys: dict[str, str]) -> pd.DataFrame:
+    """Gold rows keyed ``path:...`` get the matching trace id (absolute paths tried too); others stay."""
+    ids = gold["trace_id"].astype(str)
+    if not ids.str.startswith(PATH_PREFIX).any() or not keys:
+        return gold
+
+    def resolve(value: str) -> str:
+        if not value.startswith(PATH_PREFIX):
+            return value
+        if value in keys:
+            return keys[value]
+        path, _, record = value[len(PATH_PREFIX):].partition("#")
+        for key in _variants(path, int(record) if record else None):
+            if key in keys:
+                return keys[key]
+        return value
+
+    resolved = gold.copy()
+    resolved["trace_id"] = [resolve(v) for v in ids]
+    return resolved

@@ -1,0 +1,190 @@
+"""More redaction rules: checksummed personal data and credential shapes kept as data.
+
+* ``card_number``: payment card numbers (13-19 digits, whole or in groups of digits separated by
+  single spaces or hyphens) that start with a card network's prefix and pass the Luhn check.
+* ``iban``: international bank account numbers with a known country length and a valid mod-97
+  check (ISO 13616), written whole or in groups of four.
+* ``ssn``: US social security numbers written ``AAA-GG-SSSS`` with a possible area, group and
+  serial (never 000, 666 or 9xx; 00; 0000).
+* credential shapes from ``mast/data/credential_rules.yaml`` (after gitleaks' rule set; the file
+  says where each comes from).
+
+A check on every candidate (checksum, network prefix, token boundaries) keeps lookalikes alone:
+timestamps, span ids, order numbers and version strings are not replaced. :mod:`mast.redact` adds
+these rules to its defaults.
+
+Example:
+    >>> luhn_ok("4111111111111111"), luhn_ok("4111111111111112")
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RULES_FILE", "credential_rules", "iban_ok", "luhn_ok", "more_rules"]
+
+RULES_FILE = Path(__file__).parent / "data" / "credential_rules.yaml"
+"""The credential shapes, as data."""
+
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def luhn_ok(digits: str) -> bool:
+    """The Luhn (mod 10) check every payment card number passes."""
+    total = 0
+    for position, char in enumerate(reversed(digits)):
+        value = int(char)
+        if position % 2:
+            value = value * 2 - 9 if value > 4 else value * 2
+        total += value
+    return total % 10 == 0
+
+
+# Card networks by leading digits and lengths (ISO/IEC 7812 issuer ranges as the networks publish them).
+_CARD_PREFIXES: tuple[tuple[tuple[int, int], int, frozenset[int]], ...] = (
+    ((4, 4), 1, frozenset({13, 16, 19})),  # Visa
+    ((51, 55), 2, frozenset({16})),  # Mastercard
+    ((2221, 2720), 4, frozenset({16})),  # Mastercard 2-series
+    ((34, 34), 2, frozenset({15})),  # American Express
+    ((37, 37), 2, frozenset({15})),
+    ((6011, 6011), 4, frozenset({16, 17, 18, 19})),  # Discover
+    ((644, 649), 3, frozenset({16, 17, 18, 19})),
+    ((65, 65), 2, frozenset({16, 17, 18, 19})),
+    ((3528, 3589), 4, frozenset({16, 17, 18, 19})),  # JCB
+    ((300, 305), 3, frozenset({14})),  # Diners Club
+    ((36, 36), 2, frozenset({14})),
+    ((62, 62), 2, frozenset({16, 17, 18, 19})),  # UnionPay
+)
+
+
+def _card_network(digits: str) -> bool:
+    return any(
+        low <= int(digits[:width]) <= high and len(digits) in lengths for (low, high), width, lengths in _CARD_PREFIXES
+    )
+
+
+# A run of digits with single spaces or hyphens, taken whole (possessive: no backtracking over the
+# many digit runs of a log); the check counts the digits.
+_CARD = re.compile(r"[2-6]\d{3}(?:[ \-]?\d)++")
+
+
+def _card(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, end = match.span()
+    before = text[start - 1] if start else ""
+    after = text[end] if end < len(text) else ""
+    if before and (before.isalnum() or before in "._-+/#") or after and (after.isalnum() or after in "_-"):
+        return None  # part of a longer number, id, version, path or time
+    raw = match.group(0)
+    separators = {c for c in raw if not c.isdigit()}
+    if len(separators) > 1:
+        return None
+    digits = raw.replace(" ", "").replace("-", "")
+    if not 13 <= len(digits) <= 19 or not _card_network(digits) or not luhn_ok(digits):
+        return None
+    return "card_number", start, end
+
+
+# IBAN lengths by country (ISO 13616 registry).
+_IBAN_LENGTHS = {
+    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BR": 29,
+    "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20, "EG": 29, "ES": 24,
+    "FI": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28, "HR": 21,
+    "HU": 28, "IE": 22, "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28,
+    "LI": 21, "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MR": 27, "MT": 31,
+    "MU": 30, "NL": 18, "NO": 15, "PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22,
+    "SA": 24, "SE": 24, "SI": 19, "SK": 24, "SM": 27, "TN": 24, "TR": 26, "UA": 29, "VG": 24, "XK": 20,
+}
+
+
+def iban_ok(iban: str) -> bool:
+    """Known country, its length, and the ISO 7064 mod-97 check equal to 1."""
+    compact = iban.replace(" ", "").upper()
+    if _IBAN_LENGTHS.get(compact[:2]) != len(compact) or not compact.isalnum():
+        return False
+    moved = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+
+
+_IBAN = re.compile(r"[A-Z]{2}\d{2}(?: ?[A-Z0-9])++")
+
+
+def _iban(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, end = match.span()
+    if start and (text[start - 1].isalnum() or text[start - 1] in "_-"):
+        return None
+    # The pattern may run into the next word ("DE89 3704 ... 00 and"); shorten to the longest valid IBAN.
+    value = match.group(0)
+    while value:
+        if iban_ok(value) and not (start + len(value) < len(text) and text[start + len(value)].isalnum()):
+            return "iban", start, start + len(value)
+        cut = value.rstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        value = (value[:-1] if cut == value else cut).rstrip(" ")
+        if len(value.replace(" ", "")) < 15:
+            break
+    return None
+
+
+# Searched from the first hyphen (a literal re finds fast); the area is read behind it in Python
+# (a look-behind at the front would make re try every position).
+_SSN = re.compile(r"-(?P<group>\d{2})-(?P<serial>\d{4})")
+
+
+def _ssn(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, end = match.start() - 3, match.end()
+    before = text[start - 1] if start else ""
+    after = text[end] if end < len(text) else ""
+    if before and (before.isalnum() or before in "-._/:+") or after and (after.isalnum() or after in "-_/:"):
+        return None
+    area = text[max(start, 0) : start + 3]
+    if start < 0 or not area.isdigit() or not area.isascii():
+        return None
+    if area in ("000", "666") or area.startswith("9") or match.group("group") == "00" or match.group("serial") == "0000":
+        return None
+    return "ssn", start, end
+
+
+def credential_rules(path: Path = RULES_FILE) -> list[dict[str, Any]]:
+    """The credential shapes of ``path`` (default: the shipped file), as dicts with id, kind, regex, keywords."""
+    import yaml
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    rules: list[dict[str, Any]] = list(data["rules"])
+    return rules
+
+
+def _token_check(kind: str, lead: re.Pattern[str] | None = None, lead_len: int = 0) -> Any:
+    def check(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+        start, end = match.start() - lead_len, match.end()
+        if start < 0 or (lead is not None and not lead.fullmatch(text, start, match.start())):
+            return None
+        if start and text[start - 1] in _KEY_CHARS:
+            return None
+        if end < len(text) and text[end] in _KEY_CHARS:
+            return None
+        return kind, start, end
+
+    return check
+
+
+@lru_cache(maxsize=1)
+def more_rules() -> tuple[Any, ...]:
+    """The rules of this module as :mod:`mast.redact` rules (built once)."""
+    from mast.redact import _Rule
+
+    rules: list[Any] = [
+        _Rule("card_number", _CARD, check=_card, min_digits=13),
+        _Rule("iban", _IBAN, check=_iban, min_digits=12),
+        _Rule("ssn", _SSN, check=_ssn, min_digits=9),
+    ]
+    for entry in credential_rules():
+        # A credential that starts with a character class is searched from its literal; the
+        # fixed-width lead before it is checked in Python (re scans for a literal at C speed, while a
+        # look-behind at the front would make it try every position).
+        lead = re.compile(entry["lead"]) if entry.get("lead") else None
+        check = _token_check(entry["kind"], lead, int(entry.get("lead_len", 0)))
+        rules.append(_Rule(entry["kind"], re.compile(entry["regex"]), check=check, needles=tuple(entry["keywords"])))
+    return tuple(rules)

@@ -14,8 +14,9 @@ from mast.cli._judge_options import judge_options
 from mast.cli._shared import stderr, stdout, write_line
 from mast.diagnosis import Diagnosis
 from mast.errors import TraceFormatError
-from mast.judge.classify import Judge, judge_notice
+from mast.judge.classify import judge_notice
 from mast.judge.config import JudgeConfig
+from mast.judge.jury import open_judge
 from mast.normalize import iter_paths, iter_traces
 from mast.trace import Trace
 
@@ -68,6 +69,8 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
             if not lines and verdict.explanation:
                 lines.append(_short(verdict.explanation))
             confidence = f"{verdict.confidence:.2f}" if verdict.confidence is not None else "-"
+            if verdict.votes is not None:
+                confidence += f" ({verdict.votes.present}/{verdict.votes.present + verdict.votes.absent} votes)"
             table.add_row(verdict.code, verdict.name, confidence, Text("\n".join(lines) or "-"))
         console.print(table)
     else:
@@ -83,6 +86,14 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
         console.print(Text(f"  first failure: {step} by {first.agent or '?'} ({first.code or '-'}): {_short(first.explanation, 160)}"))
     if diagnosis.summary:
         console.print(Text(f"  summary: {diagnosis.summary}"))
+    if diagnosis.jury is not None and diagnosis.jury.agreement is not None:
+        agreement = diagnosis.jury.agreement
+        kappa = f"{agreement.fleiss_kappa:.2f}" if agreement.fleiss_kappa is not None else "undefined"
+        raw = f"{agreement.raw:.2f}" if agreement.raw is not None else "-"
+        console.print(Text(
+            f"  jury: {len(diagnosis.jury.answered)} of {len(diagnosis.jury.jurors)} answered, {diagnosis.jury.reducer}; "
+            f"agreement {raw} (Fleiss kappa {kappa}) over {agreement.n_modes} modes"
+        ))
     usage = diagnosis.usage
     if usage.cost_usd is not None:
         cost = f"${usage.cost_usd:.4f}"
@@ -130,7 +141,7 @@ def command(paths: tuple[str, ...], format_: str, as_json: bool, judge_config: J
 
 async def _run(paths: tuple[str, ...], format_: str, as_json: bool, config: JudgeConfig, unreadable: list[str]) -> int:
     failed = 0
-    async with Judge(config) as judge:
+    async with open_judge(config) as judge:
         for trace in _traces(paths, format_, unreadable):
             diagnosis = await judge.classify(trace, raise_on_error=False)
             if diagnosis.status != "judged":

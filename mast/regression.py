@@ -186,17 +186,18 @@ def diff(
         rows.append(row)
     frame = pd.DataFrame.from_records(rows)
     if not frame.empty:
-        tested = frame["p_value"].notna()
+        has_p = frame["p_value"].notna()
         frame["p_holm"] = np.nan
-        if tested.any():
-            frame.loc[tested, "p_holm"] = multipletests(frame.loc[tested, "p_value"], method="holm")[1]
+        if has_p.any():
+            frame.loc[has_p, "p_holm"] = multipletests(frame.loc[has_p, "p_value"], method="holm")[1]
     alpha = 1 - level
+    tested = int(frame["p_value"].notna().sum()) if not frame.empty else 0
     frame.attrs = {
         "pairing": why,
         "key": pair_on,
         "level": level,
         "note": (
-            f"{len(wanted)} modes compared at once: at alpha {alpha:g} about {len(wanted) * alpha:.1f} of them would "
+            f"{tested} modes compared at once: at alpha {alpha:g} about {tested * alpha:.1f} of them would "
             "look significant by chance if nothing changed; read p_holm (Holm-adjusted) before acting on one mode."
         ),
         "changed": changed,

@@ -301,3 +301,22 @@ def test_evaluate_scores_each_juror_the_jury_and_their_agreement(tmp_path: Path)
     assert shown.exit_code == 0, shown.output
     assert "openai/accurate *" in shown.output and "does not beat its best member" in shown.output
     assert "inter-juror agreement (3 jurors" in shown.output
+
+
+def test_inter_annotator_agreement_when_one_annotator_skips_some_modes() -> None:
+    """A juror that assesses only some modes (the detectors) must not break Fleiss' kappa on the others."""
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
+    from mast.evaluation import inter_annotator, label_table
+
+    votes = {"a": [1, 0, 1, 0], "b": [1, 0, 0, 0]}
+    rows = [{"trace_id": f"t{i}", "code": "1.1", "present": v, "annotator": name}
+            for name, values in votes.items() for i, v in enumerate(values)]
+    rows.append({"trace_id": "t0", "code": "1.2", "present": True, "annotator": "c"})  # c never rates 1.1
+    agreement = inter_annotator(label_table(rows))
+    assert agreement is not None
+    mode = agreement.per_mode[0]
+    assert mode.code == "1.1" and mode.n_cells_fleiss == 4
+    table = np.array([[0, 2], [2, 0], [1, 1], [2, 0]])
+    assert mode.fleiss_kappa == pytest.approx(fleiss_kappa(table, method="fleiss"))
+    assert mode.unanimous_share == 0.75

@@ -88,7 +88,7 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
         console.print(Text(f"  summary: {diagnosis.summary}"))
     if diagnosis.jury is not None and diagnosis.jury.agreement is not None:
         agreement = diagnosis.jury.agreement
-        kappa = f"{agreement.fleiss_kappa:.2f}" if agreement.fleiss_kappa is not None else "undefined"
+        kappa = f"{round(agreement.fleiss_kappa, 2) + 0.0:.2f}" if agreement.fleiss_kappa is not None else "undefined"
         raw = f"{agreement.raw:.2f}" if agreement.raw is not None else "-"
         console.print(Text(
             f"  jury: {len(diagnosis.jury.answered)} of {len(diagnosis.jury.jurors)} answered, {diagnosis.jury.reducer}; "
@@ -128,7 +128,7 @@ def command(paths: tuple[str, ...], format_: str, as_json: bool, judge_config: J
     mast classify run.json --model local            # small offline model (smoke tests only)
     MAST_MODEL=anthropic/claude-sonnet-4-5 mast classify runs/ --json
     """  # noqa: D301 (click's \b keeps the example lines as they are)
-    notice = judge_notice(judge_config)
+    notice = judge_notice(judge_config) if not judge_config.jury else None
     if notice:
         stderr.print(f"mast: {notice}", markup=False, highlight=False)
     unreadable: list[str] = []

@@ -33,6 +33,7 @@ from mast.taxonomy import Taxonomy, load_taxonomy, normalize_code
 __all__ = [
     "category_shares",
     "cooccurrence",
+    "diff",
     "fatal_vs_benign",
     "first_failure_histogram",
     "mode_columns",
@@ -400,3 +401,20 @@ def first_failure_histogram(
     edges = np.linspace(0, 1, bins + 1)
     counts_arr, _ = np.histogram(position, bins=edges)
     return pd.DataFrame({"bin_start": edges[:-1], "bin_end": edges[1:], "count": counts_arr})
+
+
+# --- two runs ---------------------------------------------------------------------------------
+
+
+def diff(base: Any, new: Any, **options: Any) -> pd.DataFrame:
+    """Per mode, prevalence in two labelled runs and their difference with CIs (paired when possible).
+
+    See :func:`mast.regression.diff` for the options and the statistics; this is the same function.
+
+    Example:
+        >>> frame = mast.analysis.diff("v1.jsonl", "v2.jsonl")     # doctest: +SKIP
+        >>> frame[["code", "base_prevalence", "new_prevalence", "difference", "p_value"]]  # doctest: +SKIP
+    """
+    from mast.regression import diff as compare
+
+    return compare(base, new, **options)

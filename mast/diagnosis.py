@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from mast.taxonomy import Taxonomy
 
@@ -21,7 +21,32 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
-class Evidence(_Model):
+class _Additive(_Model):
+    """A model with optional fields added after ``mast-diagnosis/1`` (:data:`_ADDED`).
+
+    Those fields are left out of the output while they are ``None``, so a result without them is
+    written exactly as before and stays readable by readers that predate them.
+    """
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_additions(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in _ADDED.get(type(self).__name__, ()):
+                if data.get(name, 0) is None:
+                    del data[name]
+        return data
+
+
+_ADDED: Final[dict[str, tuple[str, ...]]] = {
+    "Evidence": ("cited_by",),
+    "ModeVerdict": ("votes",),
+    "Diagnosis": ("jury",),
+}
+"""Fields added to ``mast-diagnosis/1`` by juries and repeated judging, per model."""
+
+
+class Evidence(_Additive):
     """A quote from the trace supporting a verdict."""
 
     step: int | None = None
@@ -30,9 +55,26 @@ class Evidence(_Model):
     """Verbatim text from that step."""
     verified: bool = False
     """True when the quote was found in the cited step (whitespace-insensitive)."""
+    cited_by: list[str] | None = None
+    """Jury results: the jurors who cited this quote (``None`` for a single judge)."""
 
 
-class ModeVerdict(_Model):
+class ModeVotes(_Model):
+    """How the jurors (or samples) of a jury voted on one mode."""
+
+    present: int = 0
+    """Votes for present."""
+    absent: int = 0
+    """Votes for absent."""
+    not_assessed: int = 0
+    """Jurors that answered but gave no verdict on the mode, or failed."""
+    present_by: list[str] = Field(default_factory=list)
+    """Names of the jurors that voted present."""
+    tie: bool = False
+    """True when present and absent votes were equal (see the reducer's tie rule)."""
+
+
+class ModeVerdict(_Additive):
     """The judge's verdict on one failure mode."""
 
     code: str
@@ -49,6 +91,8 @@ class ModeVerdict(_Model):
     """Quotes supporting the verdict."""
     explanation: str = ""
     """Why the judge decided so."""
+    votes: ModeVotes | None = None
+    """Jury results: the votes behind the verdict (``None`` for a single judge)."""
 
 
 class FirstFailure(_Model):
@@ -113,7 +157,56 @@ class ErrorInfo(_Model):
     message: str
 
 
-class Diagnosis(_Model):
+class JuryAgreement(_Model):
+    """How far the jurors of one trace agree, over the modes every juror assessed."""
+
+    n_jurors: int
+    """Jurors whose verdicts were compared."""
+    n_modes: int
+    """Modes assessed by every one of them."""
+    raw: float | None = None
+    """Observed agreement: the share of agreeing juror pairs, averaged over those modes (1 = unanimous)."""
+    unanimous: float | None = None
+    """Share of those modes on which all jurors gave the same verdict."""
+    fleiss_kappa: float | None = None
+    """Fleiss' kappa over those modes; ``None`` when undefined (e.g. every vote the same)."""
+
+
+class JurorVerdict(_Model):
+    """One juror's (or one sample's) own result, kept whole."""
+
+    name: str
+    """The juror's name (its model, or the name given in the jury file; ``@k`` marks sample k)."""
+    model: str | None = None
+    """The juror's model (``None`` for the offline detectors)."""
+    sample: int | None = None
+    """Which sample of the juror this is, when it was asked more than once."""
+    diagnosis: Diagnosis
+    """The juror's full diagnosis (its status says whether it answered)."""
+
+
+class JuryRecord(_Model):
+    """How a jury (several models, or several samples of one) reached a diagnosis."""
+
+    jurors: list[str]
+    """Names of every juror asked, in order."""
+    reducer: str
+    """``majority``, ``any``, ``all`` or ``at_least:N`` (see :mod:`mast.judge.reduce`)."""
+    quorum: int
+    """Jurors that had to answer for the trace to count as judged."""
+    answered: list[str] = Field(default_factory=list)
+    """Jurors that gave a verdict."""
+    failed: list[str] = Field(default_factory=list)
+    """Jurors that ended in error or unjudgeable, each with its reason."""
+    agreement: JuryAgreement | None = None
+    """Agreement among the jurors that answered."""
+    first_failure_note: str = ""
+    """Why ``first_failure`` is what it is (e.g. no step named by a majority)."""
+    verdicts: list[JurorVerdict] = Field(default_factory=list)
+    """Every juror's own diagnosis."""
+
+
+class Diagnosis(_Additive):
     """Why one agent run failed, per the judge."""
 
     schema_version: Literal["mast-diagnosis/1"] = DIAGNOSIS_SCHEMA_VERSION
@@ -143,6 +236,8 @@ class Diagnosis(_Model):
     """Anything the user should know (caps, unverified quotes, redactions...)."""
     redactions: dict[str, int] = Field(default_factory=dict)
     """How many secrets of each kind were replaced before the trace left the process."""
+    jury: JuryRecord | None = None
+    """When several jurors or samples judged: who they were, how they voted, how far they agree."""
 
     @property
     def present_codes(self) -> list[str]:
@@ -206,6 +301,9 @@ class Diagnosis(_Model):
         )
         summary = f"<p>{escape(self.summary)}</p>" if self.summary else ""
         return f"<div><b>{escape(str(self))}</b>{table}{summary}</div>"
+
+
+JurorVerdict.model_rebuild()
 
 
 def empty_verdicts(taxonomy: Taxonomy) -> list[ModeVerdict]:

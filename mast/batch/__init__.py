@@ -211,7 +211,12 @@ def configured_judge(config: JudgeConfig, *, raise_on_error: bool = False) -> Ba
         UsageError: as :func:`mast.batch.judges.judge_for`.
     """
     from mast.batch.judges import judge_for
+    from mast.judge.jury import is_jury  # a jury (jury= or samples > 1) has its own adapter
 
+    if is_jury(config):
+        from mast.batch.jury import jury_for
+
+        return jury_for(config, raise_on_error=raise_on_error)
     built = judge_for(config, raise_on_error=raise_on_error)
     if config.kind == "detectors" or "redact_patterns" in built.info.params:
         return built

@@ -77,6 +77,15 @@ _OPTIONS: list[tuple[str, Callable[[F], F]]] = [
                                  help=f"Dollars per million input tokens (for a model litellm has no price for). {_env('price_input')}")),
     ("price_output", click.option("--price-output", default=None, type=click.FloatRange(min=0), metavar="USD",
                                   help=f"Dollars per million output tokens. {_env('price_output')}")),
+    # Juries and repeated judging (mast.judge.jury).
+    ("samples", click.option("--samples", default=None, type=click.IntRange(min=1), metavar="K",
+                             help=f"Judge each trace K times (needs --temperature > 0) and reduce the votes. {_env('samples')}")),
+    ("jury", click.option("--jury", default=None, metavar="MODEL,...|FILE",
+                          help=f"Several models judge each trace (`detectors` = offline detectors), or a YAML jury file. {_env('jury')}")),
+    ("reducer", click.option("--reducer", default=None, metavar="RULE",
+                             help=f"How votes become a verdict: majority (tie = absent), any, all, at_least:N. {_env('reducer')}")),
+    ("quorum", click.option("--quorum", default=None, type=click.IntRange(min=1), metavar="N",
+                            help=f"Jurors that must answer (default: more than half). {_env('quorum')}")),
 ]
 
 JUDGE_OPTION_NAMES = tuple(name for name, _ in _OPTIONS)

@@ -16,8 +16,9 @@ from mast.cli._run_control import fail_on_option, file_options, gate_exit, modes
 from mast.cli._shared import plural, stderr, stdout, write_line
 from mast.diagnosis import Diagnosis
 from mast.errors import TraceFormatError
-from mast.judge.classify import Judge, judge_notice
+from mast.judge.classify import judge_notice
 from mast.judge.config import JudgeConfig
+from mast.judge.jury import open_judge
 from mast.normalize import iter_traces
 from mast.taxonomy import load_taxonomy
 from mast.trace import Trace
@@ -78,6 +79,8 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
             if not lines and verdict.explanation:
                 lines.append(_short(verdict.explanation))
             confidence = f"{verdict.confidence:.2f}" if verdict.confidence is not None else "-"
+            if verdict.votes is not None:
+                confidence += f" ({verdict.votes.present}/{verdict.votes.present + verdict.votes.absent} votes)"
             table.add_row(verdict.code, verdict.name, confidence, Text("\n".join(lines) or "-"))
         console.print(table)
     else:
@@ -93,6 +96,14 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
         console.print(Text(f"  first failure: {step} by {first.agent or '?'} ({first.code or '-'}): {_short(first.explanation, 160)}"))
     if diagnosis.summary:
         console.print(Text(f"  summary: {diagnosis.summary}"))
+    if diagnosis.jury is not None and diagnosis.jury.agreement is not None:
+        agreement = diagnosis.jury.agreement
+        kappa = f"{round(agreement.fleiss_kappa, 2) + 0.0:.2f}" if agreement.fleiss_kappa is not None else "undefined"
+        raw = f"{agreement.raw:.2f}" if agreement.raw is not None else "-"
+        console.print(Text(
+            f"  jury: {len(diagnosis.jury.answered)} of {len(diagnosis.jury.jurors)} answered, {diagnosis.jury.reducer}; "
+            f"agreement {raw} (Fleiss kappa {kappa}) over {agreement.n_modes} modes"
+        ))
     usage = diagnosis.usage
     if usage.cost_usd is not None:
         cost = f"${usage.cost_usd:.4f}"
@@ -133,7 +144,7 @@ def command(
     mast classify run.json --model local            # small offline model (smoke tests only)
     MAST_MODEL=anthropic/claude-sonnet-4-5 mast classify runs/ --json
     """  # noqa: D301 (click's \b keeps the example lines as they are)
-    notice = judge_notice(judge_config)
+    notice = judge_notice(judge_config) if not judge_config.jury else None
     if notice:
         stderr.print(f"mast: {notice}", markup=False, highlight=False)
     gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
@@ -153,7 +164,7 @@ def command(
 
 async def _run(traces: Iterator[Trace], as_json: bool, config: JudgeConfig, found: list[Diagnosis]) -> int:
     failed = 0
-    async with Judge(config) as judge:
+    async with open_judge(config) as judge:
         for trace in traces:
             diagnosis = await judge.classify(trace, raise_on_error=False)
             found.append(diagnosis)

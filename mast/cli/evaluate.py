@@ -23,11 +23,13 @@ _FORMATS = click.Choice(["auto", "diagnoses", "long", "wide", "mad", "mastlint",
 @click.option("-k", "--k", "k", default=1, show_default=True, type=click.IntRange(min=0), help="Step tolerance for --attribution.")
 @click.option("--pred-format", type=_FORMATS, default="auto", show_default=True, help="Format of the --pred files.")
 @click.option("--gold-format", type=_FORMATS, default="auto", show_default=True, help="Format of the --gold file.")
+@click.option("--jurors", is_flag=True,
+              help="Jury results (--jury/--samples): score each juror, the reduced verdict and inter-juror agreement.")
 @click.option("--disagreements", "max_disagreements", default=20, show_default=True, type=click.IntRange(min=0),
               help="Disagreements listed in the table (--json lists all).")
 def command(
     preds: tuple[str, ...], gold: str | None, as_json: bool, attribution: bool, n_boot: int, seed: int, ties: str,
-    k: int, pred_format: str, gold_format: str, max_disagreements: int,
+    k: int, pred_format: str, gold_format: str, max_disagreements: int, jurors: bool = False,
 ) -> None:
     """Measure how far predictions agree with gold labels (or with a second judge).
 
@@ -35,6 +37,7 @@ def command(
     mast evaluate --pred results.jsonl --gold gold.csv
     mast evaluate --pred judge_a.jsonl --pred judge_b.jsonl          judge vs judge
     mast evaluate --pred results.jsonl --gold who_and_when/ --attribution
+    mast evaluate --pred jury.jsonl --gold gold.csv --jurors          each juror vs the jury
     """  # noqa: D301 (click's \b keeps the example lines as they are)
     from mast.evaluation import compare_judges, evaluate, evaluate_attribution
 
@@ -46,6 +49,9 @@ def command(
             write_line(attr.to_json())
         else:
             write_line(attr.to_text(width=max(stdout.width, 100)))
+        return
+    if jurors:
+        _jurors(preds, gold, as_json, n_boot=n_boot, seed=seed, ties=ties, gold_format=gold_format)
         return
     options = {"n_boot": n_boot, "seed": seed, "ties": ties, "pred_format": pred_format}
     if len(preds) == 2 and gold is None:
@@ -62,3 +68,13 @@ def command(
         from mast.evaluation.report import render_text  # scikit-learn loads only for this command
 
         write_line(render_text(table, width=max(stdout.width, 150)).rstrip())
+
+
+def _jurors(preds: tuple[str, ...], gold: str | None, as_json: bool, **options: object) -> None:
+    from mast.evaluation.jury import evaluate_jury
+    from mast.evaluation.report import render_text
+
+    if len(preds) != 1 or gold is None:
+        raise UsageError("--jurors needs one --pred (jury results) and --gold")
+    report = evaluate_jury(preds[0], gold, **options)  # type: ignore[arg-type]
+    write_line(report.to_json() if as_json else render_text(report.table(), width=max(stdout.width, 130)).rstrip())

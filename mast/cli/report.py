@@ -15,17 +15,19 @@ from mast.errors import UsageError
 @click.option("--title", help="Page title.")
 @click.option("--n-boot", default=1000, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples for the agreement CIs.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
-def command(results: str, gold: str | None, output: str, title: str | None, n_boot: int, seed: int) -> None:
+@click.option("--base", type=click.Path(exists=True, dir_okay=False), help="An earlier run: adds a section on what changed (mast diff).")
+def command(results: str, gold: str | None, output: str, title: str | None, n_boot: int, seed: int, base: str | None) -> None:
     """Write an HTML report: prevalence, co-occurrence, first failures, cost; agreement with --gold.
 
     \b
     mast report results.jsonl -o report.html
     mast report results.jsonl --gold gold.csv -o report.html
+    mast report v2.jsonl --base v1.jsonl -o report.html           adds what changed since v1
     """  # noqa: D301 (click's \b keeps the example lines as they are)
     from mast.evaluation.html import write_report
 
     if not output.lower().endswith((".html", ".htm")):
         raise UsageError(f"-o {output}: mast report writes one HTML file; use a name ending in .html")
 
-    path = write_report(results, output, gold=gold, title=title, n_boot=n_boot, seed=seed)
+    path = write_report(results, output, gold=gold, title=title, n_boot=n_boot, seed=seed, base=base)
     stdout.print(f"wrote {path}", markup=False, highlight=False)

@@ -128,8 +128,9 @@ def _agreement(code: str, ratings: np.ndarray) -> ModeIAA:
 def _fleiss(ratings: np.ndarray) -> float | None:
     if ratings.shape[0] == 0:
         return None
-    present = ratings.sum(axis=1)
-    table = np.column_stack([ratings.shape[1] - present, present])
+    # Cells rated by the same number of annotators, not necessarily by all of them: count per row.
+    present = np.nansum(ratings, axis=1)
+    table = np.column_stack([(~np.isnan(ratings)).sum(axis=1) - present, present])
     share = table.sum(axis=0) / table.sum()
     if math.isclose(float(np.sum(share**2)), 1.0):
         return None  # every rating in one category: chance agreement 1, kappa undefined
@@ -162,6 +163,6 @@ def _pairwise_kappa(ratings: np.ndarray) -> float | None:
 def _unanimous(ratings: np.ndarray) -> float | None:
     if ratings.shape[0] == 0:
         return None
-    present = ratings.sum(axis=1)
-    unanimous = (present == 0) | (present == ratings.shape[1])
+    present = np.nansum(ratings, axis=1)
+    unanimous = (present == 0) | (present == (~np.isnan(ratings)).sum(axis=1))
     return float(np.mean(unanimous))

@@ -48,8 +48,12 @@ def render_report(
     n_boot: int = 1000,
     seed: int = 0,
     taxonomy: Taxonomy | None = None,
+    base: str | os.PathLike[str] | Iterable[Diagnosis] | None = None,
 ) -> str:
-    """The HTML page for a results file (or diagnoses), with agreement sections when ``gold`` is given."""
+    """The HTML page for a results file (or diagnoses), with agreement sections when ``gold`` is given.
+
+    With an earlier run ``base``, a ``diff`` section shows what changed per mode (see :mod:`mast.regression`).
+    """
     from mast import analysis
     from mast.evaluation import plots
     from mast.evaluation.core import evaluate
@@ -91,6 +95,12 @@ def render_report(
                                                     title="First failure: responsible agent"))
             parts.append(_section("first-failure", "Where runs first go wrong", body))
 
+    if base is not None:
+        from mast.evaluation.html_diff import diff_section
+        from mast.regression import diff
+
+        base_name = str(base) if isinstance(base, str | os.PathLike) else "base"
+        parts.append(diff_section(diff(base, diagnoses, taxonomy=tax), base_name, source))
     if gold is not None:
         report = evaluate(diagnoses, gold, n_boot=n_boot, seed=seed, taxonomy=tax)
         parts.append(_agreement(report))

@@ -327,7 +327,9 @@ async def aclassify(
     Example:
         >>> d = await mast.aclassify(trace, model="openai/gpt-4.1-mini")   # doctest: +SKIP
     """
-    async with Judge(config, **options) as judge:
+    from mast.judge.jury import open_judge  # a Jury when jury= or samples > 1 (it builds on Judge)
+
+    async with open_judge(config, **options) as judge:
         return await judge.classify(trace_or_path, raise_on_error=raise_on_error)
 
 

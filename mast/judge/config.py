@@ -45,6 +45,10 @@ _ENV: dict[str, str] = {
     "redact_ips": "MAST_REDACT_IPS",
     "price_input": "MAST_PRICE_INPUT",
     "price_output": "MAST_PRICE_OUTPUT",
+    "samples": "MAST_SAMPLES",
+    "jury": "MAST_JURY",
+    "reducer": "MAST_REDUCER",
+    "quorum": "MAST_QUORUM",
 }
 
 
@@ -100,6 +104,25 @@ class JudgeConfig(BaseModel):
     """Dollars per million output tokens (give both prices, or neither)."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword arguments passed to ``litellm.acompletion`` (not part of the answer key)."""
+    samples: int = Field(default=1, ge=1)
+    """Independent judgements per trace (and per juror), reduced to one verdict; above 1 needs a
+    temperature above 0 (see :mod:`mast.judge.jury`)."""
+    jury: str | None = None
+    """Several models judging each trace: ``MODEL,MODEL,...`` (``detectors`` names the offline
+    detectors) or a YAML file listing jurors with their own options (see :mod:`mast.judge.jury`)."""
+    reducer: str = "majority"
+    """How the votes of jurors/samples become one verdict: ``majority``, ``any``, ``all``, ``at_least:N``."""
+    quorum: int | None = Field(default=None, ge=1)
+    """Jurors/samples that must answer for a trace to be judged; ``None``: more than half of them."""
+    sample: int | None = Field(default=None, ge=0)
+    """Which of several samples this judge draws (set by the jury, part of the cache key from 1 up)."""
+
+    @field_validator("jury", mode="before")
+    @classmethod
+    def _jury_list(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return ",".join(str(v) for v in value)
+        return value
 
     @field_validator("redact_patterns", mode="before")
     @classmethod
@@ -167,6 +190,8 @@ class JudgeConfig(BaseModel):
             "redact": self.redact,
             "redact_ips": self.redact_ips,
             "redact_patterns": self.redact_patterns_fingerprint() if self.kind != "detectors" else None,
+            # Sample 0 (and a single judgement) keeps the plain key, so a run with one sample is reused.
+            **({"sample": self.sample} if self.sample else {}),
         }
 
     def redact_patterns_fingerprint(self) -> str | None:

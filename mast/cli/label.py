@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.progress import (
@@ -34,6 +35,7 @@ from mast.batch.runner import file_error_line, result_error_line, reusable_resul
 from mast.batch.table import TABLE_SUFFIXES, write_table
 from mast.cli._judge_options import judge_options
 from mast.cli._shared import stderr, write_line
+from mast.cli._source_options import SourceInputs, source_options
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
 from mast.judge.config import JudgeConfig
@@ -52,6 +54,7 @@ NOT_ASSESSED = "—"
               help="Results file: .jsonl (one Diagnosis per line); .csv or .parquet also writes a table, "
                    "resuming from the .jsonl of the same name.")
 @judge_options
+@source_options
 @click.option("-j", "--concurrency", type=click.IntRange(1, 2000), default=8, show_default=True,
               envvar="MAST_CONCURRENCY", help="Traces judged at the same time.")
 @click.option("--rpm", type=click.FloatRange(min=0, min_open=True), envvar="MAST_RPM",
@@ -84,6 +87,7 @@ def command(
     show_progress: bool | None,
     as_json: bool,
     judge_config: JudgeConfig,
+    sources: SourceInputs,
 ) -> None:
     """Label every trace under PATHS with the MAST failure modes, into a resumable results file.
 
@@ -108,6 +112,7 @@ def command(
       $ cat part-*.jsonl > results.jsonl
     A trace's shard is a stable hash of its id: shards never overlap and together cover the input.
     """  # noqa: D301 - click's \b keeps a paragraph unwrapped
+    paths = sources.take_urls(paths)  # phoenix://HOST:PORT/PROJECT inputs (mast.cli._source_options)
     shard_pair = parse_shard(shard) if shard else None
     for given in paths:
         if not Path(given).exists():
@@ -121,7 +126,7 @@ def command(
     progress_on = stderr.is_terminal if show_progress is None else show_progress
 
     if dry_run:
-        items = _read_inputs(paths, format_, recursive, shard_pair, progress_on)
+        items = _read_inputs([*paths, *sources.traces()], format_, recursive, shard_pair, progress_on)
         _dry_run(items, judge, jsonl, overwrite, as_json)
         sys.exit(2 if any(i.whole_file for i in items) else 0)
 
@@ -130,13 +135,15 @@ def command(
     with ResultsFile(jsonl, overwrite=overwrite) as results:
         if results.repaired:
             stderr.print(f"mast: {jsonl}: {results.repaired}", markup=False, highlight=False)
-        items = _read_inputs(paths, format_, recursive, shard_pair, progress_on)
+        sources.mark(jsonl)
+        items = _read_inputs([*paths, *sources.traces()], format_, recursive, shard_pair, progress_on)
         runner.results_file = results
         bar = _ProgressBar(runner, total=sum(1 for i in items if not i.whole_file), enabled=progress_on)
         runner.on_result = bar.on_result
         with bar:
             asyncio.run(runner.run(items, catch_sigint=True))
     report = runner.report
+    sources.after_run(jsonl)  # --write-back / --emit-otel
     if jsonl != output:
         write_table(jsonl, output)
     _print_summary(report, judge_config, jsonl, output)
@@ -146,7 +153,7 @@ def command(
 
 
 def _read_inputs(
-    paths: Sequence[str], format_: str, recursive: bool, shard: tuple[int, int] | None, spinner: bool
+    paths: Sequence[Any], format_: str, recursive: bool, shard: tuple[int, int] | None, spinner: bool
 ) -> list[WorkItem]:
     """Every trace to consider; unreadable files are reported here, one line each."""
     with stderr.status("reading traces...", spinner="dots") if spinner else nullcontext():

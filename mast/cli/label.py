@@ -45,6 +45,7 @@ from mast.cli._run_control import (
     selection_options,
 )
 from mast.cli._shared import plural, stderr, write_line
+from mast.cli._source_options import SourceInputs, source_options
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
 from mast.judge.config import JudgeConfig
@@ -63,6 +64,7 @@ NOT_ASSESSED = "—"
               help="Results file: .jsonl (one Diagnosis per line); .csv or .parquet also writes a table, "
                    "resuming from the .jsonl of the same name.")
 @judge_options
+@source_options
 @click.option("-j", "--concurrency", type=click.IntRange(1, 2000), default=8, show_default=True,
               envvar="MAST_CONCURRENCY", help="Traces judged at the same time.")
 @click.option("--rpm", type=click.FloatRange(min=0, min_open=True), envvar="MAST_RPM",
@@ -98,6 +100,7 @@ def command(
     show_progress: bool | None,
     as_json: bool,
     judge_config: JudgeConfig,
+    sources: SourceInputs,
     include: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
     limit: int | None = None,
@@ -105,6 +108,7 @@ def command(
     sample_seed: int = 0,
     trace_ids: tuple[str, ...] = (),
     fail_on: str | None = None,
+
 ) -> None:
     """Label every trace under PATHS with the MAST failure modes, into a resumable results file.
 
@@ -129,6 +133,7 @@ def command(
       $ cat part-*.jsonl > results.jsonl
     A trace's shard is a stable hash of its id: shards never overlap and together cover the input.
     """  # noqa: D301 - click's \b keeps a paragraph unwrapped
+    paths = sources.take_urls(paths)  # phoenix://HOST:PORT/PROJECT inputs (mast.cli._source_options)
     shard_pair = parse_shard(shard) if shard else None
     for given in paths:
         if not Path(given).exists():
@@ -145,7 +150,7 @@ def command(
     progress_on = stderr.is_terminal if show_progress is None else show_progress
 
     if dry_run:
-        items = pick_items(_read_inputs(paths, format_, recursive, shard_pair, progress_on, walk), **pick)
+        items = pick_items(_read_inputs([*paths, *sources.traces()], format_, recursive, shard_pair, progress_on, walk), **pick)
         _dry_run(items, judge, jsonl, overwrite, as_json)
         sys.exit(2 if any(i.whole_file for i in items) else 0)
 
@@ -154,13 +159,15 @@ def command(
     with ResultsFile(jsonl, overwrite=overwrite) as results:
         if results.repaired:
             stderr.print(f"mast: {jsonl}: {results.repaired}", markup=False, highlight=False)
-        items = pick_items(_read_inputs(paths, format_, recursive, shard_pair, progress_on, walk), **pick)
+        sources.mark(jsonl)
+        items = pick_items(_read_inputs([*paths, *sources.traces()], format_, recursive, shard_pair, progress_on, walk), **pick)
         runner.results_file = results
         bar = _ProgressBar(runner, total=sum(1 for i in items if not i.whole_file), enabled=progress_on)
         runner.on_result = bar.on_result
         with bar:
             asyncio.run(runner.run(items, catch_sigint=True))
     report = runner.report
+    sources.after_run(jsonl)  # --write-back / --emit-otel
     if jsonl != output:
         write_table(jsonl, output)
     _print_summary(report, judge_config, jsonl, output)
@@ -177,7 +184,7 @@ def _gated(results: Sequence[Diagnosis | None], codes: Sequence[str]) -> list[st
 
 
 def _read_inputs(
-    paths: Sequence[str], format_: str, recursive: bool, shard: tuple[int, int] | None, spinner: bool,
+    paths: Sequence[Any], format_: str, recursive: bool, shard: tuple[int, int] | None, spinner: bool,
     walk: dict[str, Any],
 ) -> list[WorkItem]:
     """Every trace to consider; skipped and unreadable files are reported here; none at all is an error."""

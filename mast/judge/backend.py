@@ -31,6 +31,7 @@ from mast.judge.backend_errors import classify_error, retry_after_seconds, setup
 from mast.judge.config import JudgeConfig, StructuredOutput
 from mast.judge.protocol import Backend, Completion, Mode, UsageMeter
 from mast.judge.schema import OutputSpec
+from mast.otel import judge_call_span
 
 __all__ = [
     "Backend", "Completion", "LiteLLMBackend", "Mode", "UsageMeter", "classify_error", "setup_failure", "translate_error",
@@ -277,21 +278,26 @@ class LiteLLMBackend:
         """
         kwargs = self._request(messages, output, mode, max_tokens)
         attempts = 0
-        try:
-            async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(self.max_retries + 1),
-                wait=_wait,
-                retry=retry_if_exception(lambda exc: classify_error(exc) != "fatal"),
-                reraise=True,
-            ):
-                with attempt:
-                    attempts += 1
-                    response = await litellm.acompletion(**kwargs)
-        except Exception as exc:
-            raise translate_error(
-                exc, model=self.model, attempts=attempts, api_base=self.api_base, api_key_given=bool(self.api_key)
-            ) from exc
-        return self._completion(response, attempts)
+        # An OTel GenAI span per call when the user turned judge spans on (mast.otel; off by default).
+        with judge_call_span(self.model, max_tokens=max_tokens) as call_span:
+            try:
+                async for attempt in AsyncRetrying(
+                    stop=stop_after_attempt(self.max_retries + 1),
+                    wait=_wait,
+                    retry=retry_if_exception(lambda exc: classify_error(exc) != "fatal"),
+                    reraise=True,
+                ):
+                    with attempt:
+                        attempts += 1
+                        response = await litellm.acompletion(**kwargs)
+            except Exception as exc:
+                raise translate_error(
+                    exc, model=self.model, attempts=attempts, api_base=self.api_base, api_key_given=bool(self.api_key)
+                ) from exc
+            completion = self._completion(response, attempts)
+            call_span.finish(input_tokens=completion.input_tokens, output_tokens=completion.output_tokens,
+                             finish_reason=completion.finish_reason, attempts=attempts)
+        return completion
 
     def _completion(self, response: Any, attempts: int) -> Completion:
         choice = response.choices[0]

@@ -1,0 +1,1 @@
+"""Where mast writes its verdicts besides ``results.jsonl``: observability stores (one module each)."""

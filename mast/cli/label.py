@@ -108,7 +108,6 @@ def command(
     sample_seed: int = 0,
     trace_ids: tuple[str, ...] = (),
     fail_on: str | None = None,
-
 ) -> None:
     """Label every trace under PATHS with the MAST failure modes, into a resumable results file.
 

@@ -50,6 +50,7 @@ _LAZY = {
     "evaluate_attribution": "mast.evaluation",
     "read_labels": "mast.evaluation",
     "to_dataframe": "mast.evaluation",
+    "validate": "mast.validation",
 }
 
 
@@ -100,4 +101,5 @@ __all__ = [
     "redact_trace",
     "run_detectors",
     "to_dataframe",
+    "validate",
 ]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -182,3 +182,134 @@ def _checked(
             f"{path}: sha256 {digest[:16]}… differs from the expected {expected[:16]}…; the file is not the pinned MAD"
         )
     return MadDataset(path=path, sha256=digest, filename=filename, repo_id=repo_id, revision=revision)
+
+
+# --- validation sets --------------------------------------------------------------------------------
+# Human-labelled traces a judge can be validated on (``mast validate``). They live in the repository
+# under ``data/validation/`` (each folder with its MANIFEST: source, commit, licence) and travel in the
+# sdist, not in the wheel; an installed mast finds them through ``MAST_VALIDATION_DIR`` or ``data_dir=``.
+
+VALIDATION_DIR_ENV = "MAST_VALIDATION_DIR"
+
+
+class ValidationSet(BaseModel):
+    """One human-labelled set: where its traces and gold are, what it can and cannot measure."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    source: str
+    """Where the traces and labels come from."""
+    licence: str
+    folder: str
+    """Folder under the validation root."""
+    traces: tuple[str, ...]
+    """Glob patterns (relative to the folder) of the trace files."""
+    gold: tuple[str, ...] = ()
+    """Label files (per-mode gold), read with :func:`mast.evaluation.read_labels`."""
+    attribution: bool = False
+    """Gold names the responsible agent and step (Who&When): localisation accuracy."""
+    annotators: int = 1
+    mapping_note: str = ""
+    """How labels from another taxonomy version were mapped onto the 14 modes."""
+
+    def root(self, data_dir: str | os.PathLike[str] | None = None) -> Path:
+        """The set's folder; :class:`~mast.errors.UsageError` naming the way to get it when missing."""
+        base = validation_root(data_dir)
+        folder = base / self.folder
+        if not folder.is_dir():
+            raise UsageError(f"validation set {self.name!r} is missing at {folder}")
+        return folder
+
+    def trace_paths(self, data_dir: str | os.PathLike[str] | None = None) -> list[Path]:
+        """The trace files, sorted."""
+        folder = self.root(data_dir)
+        return sorted({p for pattern in self.traces for p in folder.glob(pattern) if p.is_file()})
+
+    def gold_labels(self, data_dir: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+        """Per-mode gold as one long label table (several annotators keep one row each)."""
+        import pandas as pd
+
+        from mast.evaluation import read_labels
+
+        folder = self.root(data_dir)
+        frames = [read_labels(folder / name) for name in self.gold]
+        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["trace_id", "code", "present"])
+        table.attrs["source"] = f"validation set {self.name}"
+        table.attrs["unmapped_cells"] = sum(int(f.attrs.get("unmapped_cells", 0)) for f in frames)
+        return table
+
+    def attribution_gold(self, data_dir: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+        """Responsible agent and step per trace (Who&When layout)."""
+        from mast.evaluation import read_who_and_when
+
+        return read_who_and_when(self.root(data_dir))
+
+
+VALIDATION_SETS: tuple[ValidationSet, ...] = (
+    ValidationSet(
+        name="mastlint-ag2",
+        description="40 AG2 group chats (Planner, Coder, Tester) with one annotator's blind labels on the 14 modes",
+        source="mast-lint (github.com/ajoy-escapingflatland/mast-lint, commit fbd9a8d), evals/dogfood",
+        licence="Apache-2.0",
+        folder="mastlint-ag2",
+        traces=("raw_ag2_records*.json",),
+        gold=tuple(f"gold_labels{s}.json" for s in ("", "_batch2", "_batch3", "_batch4", "_batch5")),
+    ),
+    ValidationSet(
+        name="mad-human",
+        description="4 MAD records (AG2, MetaGPT) with three annotators' votes from the MAST human rounds",
+        source="MAST-Data (Cemri et al. 2025) via mast-lint's fixture tests/fixtures/mad_human_sample.json",
+        licence="CC-BY-4.0",
+        folder="mad-human",
+        traces=("*.json",),
+        gold=("mad_human_sample_4records.json",),
+        annotators=3,
+        mapping_note=("votes from the 18-, 17- and 14-mode rounds mapped to the 14 final modes through mast's crosswalk; "
+                      "draft modes with no final counterpart are excluded and counted"),
+    ),
+    ValidationSet(
+        name="who-and-when",
+        description="25 Who&When runs (CaptainAgent and hand-crafted systems) with the human-labelled decisive agent and step",
+        source="Who&When (github.com/ag2ai/Agents_Failure_Attribution, commit f4d2b6d)",
+        licence="MIT",
+        folder="who-and-when",
+        traces=("Algorithm-Generated/*.json", "Hand-Crafted/*.json"),
+        attribution=True,
+    ),
+)
+
+
+def validation_root(data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Where the validation sets are: ``data_dir``, else ``MAST_VALIDATION_DIR``, else the source checkout.
+
+    Raises:
+        UsageError: none of these holds the sets (an installed wheel does not carry them).
+    """
+    chosen = data_dir or os.environ.get(VALIDATION_DIR_ENV)
+    if chosen:
+        return Path(chosen)
+    checkout = Path(__file__).resolve().parent.parent / "data" / "validation"
+    if checkout.is_dir():
+        return checkout
+    raise UsageError(
+        "the validation sets are not inside the installed package: clone the mast repository and pass "
+        f"--data <clone>/data/validation (or set {VALIDATION_DIR_ENV})"
+    )
+
+
+def validation_sets(names: Sequence[str] | None = None) -> list[ValidationSet]:
+    """The registered validation sets (all, or those named), in registry order.
+
+    Raises:
+        UsageError: an unknown name (the message lists the known ones).
+    """
+    if not names:
+        return list(VALIDATION_SETS)
+    known = {s.name: s for s in VALIDATION_SETS}
+    wanted = list(names)
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        raise UsageError(f"unknown validation set {unknown[0]!r}; known: {', '.join(known)}")
+    return [known[n] for n in wanted]

@@ -1,0 +1,35 @@
+"""The files a validation run leaves: summary.json, per_mode.csv, disagreements.csv, verdict.txt, report.html."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from mast.validation.models import ValidationReport
+from mast.validation.page import render_validation_page
+
+SUMMARY = "summary.json"
+
+
+def write_outputs(report: ValidationReport, out: Path) -> None:
+    """Write every file of a validation run into ``out`` (each written whole, then renamed into place)."""
+    _atomic(out / SUMMARY, report.model_dump_json(indent=2))
+    _atomic(out / "per_mode.csv", pd.DataFrame([m.model_dump() for m in report.modes]).to_csv(index=False))
+    rows = [
+        {"set": s.name, **d.model_dump()} for s in report.sets if s.evaluation for d in s.evaluation.disagreements
+    ]
+    _atomic(out / "disagreements.csv", pd.DataFrame(rows).to_csv(index=False))
+    _atomic(out / "verdict.txt", report.verdict + "\n")
+    _atomic(out / "report.html", render_validation_page(report))
+
+
+def read_summary(folder: str | Path) -> ValidationReport:
+    """The report a validation run wrote into ``folder``."""
+    return ValidationReport.model_validate_json((Path(folder) / SUMMARY).read_text(encoding="utf-8"))
+
+
+def _atomic(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)

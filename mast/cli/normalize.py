@@ -83,3 +83,5 @@ def formats_command() -> None:
     """List the trace formats mast reads, in detection priority order."""
     for fmt in formats():
         stdout.print(f"{fmt.name:<22} {fmt.description}", markup=False, highlight=False)
+        if fmt.example:
+            stdout.print(f"{'':<22}   e.g. {fmt.example}", markup=False, highlight=False)

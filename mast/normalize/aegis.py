@@ -89,6 +89,7 @@ class AegisFormat(TraceFormat):
     name = "aegis"
     description = "AEGIS error-injected multi-agent records (per-agent MAST codes as labels), JSON or JSONL"
     priority = 25
+    example = '{"id", "input": {"query", "conversation_history": [{"step", "agent_name", "content"}]}, "output": {"faulty_agents": [...]}}'
 
     def detect(self, raw: RawInput) -> float:
         """Sure when the first record has ``input.conversation_history`` and a label block."""

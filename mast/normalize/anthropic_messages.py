@@ -167,6 +167,7 @@ class AnthropicMessages(TraceFormat):
     name = "anthropic_messages"
     description = "Anthropic Messages API: request/response bodies (tool_use/tool_result/thinking blocks) and VCR cassettes of them"
     priority = 32
+    example = '{"model": "claude-...", "system": "...", "messages": [{"role": "assistant", "content": [{"type": "tool_use", ...}]}]}'
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""

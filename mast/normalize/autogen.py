@@ -109,6 +109,7 @@ class AutogenFormat(TraceFormat):
     name = "autogen"
     description = "AutoGen/AG2 chats: AgentEval results, AG2 histories (named messages), autogen-ext replay sessions"
     priority = 60
+    example = '{"problem_statement": [...], "trajectory": [{"content", "role", "name"}]} or an AG2 chat_history / ChatResult'
 
     def detect(self, raw: RawInput) -> float:
         """Sure for AgentEval results, replay sessions and AG2-only keys; unsure (0.45) for plain named chat lists."""

@@ -26,6 +26,7 @@ class AutogenConsoleFormat(TraceFormat):
     name = "autogen_console"
     description = "AutoGen console text: AG2 'sender (to recipient):' chats, AgentChat/Magentic-One Console output"
     priority = 62
+    example = 'user_proxy (to assistant):  /  ---------- TextMessage (writer) ----------'
 
     def detect(self, raw: RawInput) -> float:
         """0.8 for AG2 ``sender (to recipient):`` turns, 0.75 for Console headers; 0 for non-text input."""

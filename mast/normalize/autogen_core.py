@@ -131,6 +131,7 @@ class AutogenCoreFormat(TraceFormat):
     name = "autogen_core"
     description = "AutoGen 0.4+ typed messages: autogen-core LLMMessage lists and AgentChat TaskResult messages"
     priority = 61
+    example = '[{"type": "AssistantMessage", "source": "coder", "content": [{"id", "name", "arguments"}]}, {"type": "FunctionExecutionResultMessage", ...}]'
 
     def detect(self, raw: RawInput) -> float:
         """Sure when every message carries a known AutoGen ``type``."""

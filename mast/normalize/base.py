@@ -208,6 +208,8 @@ class TraceFormat(ABC):
     """One line for ``mast formats``."""
     priority: int
     """Lower goes first when two formats are equally sure."""
+    example: str = ""
+    """A short excerpt of what this format detects, shown by ``mast formats``."""
     streaming: bool = False
     """True when :meth:`parse` can read inputs too large to load whole."""
 

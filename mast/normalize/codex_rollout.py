@@ -315,6 +315,7 @@ class CodexRollout(TraceFormat):
     name = "codex_rollout"
     description = "OpenAI Codex CLI rollout JSONL (session_meta/response_item/event_msg lines; IT-Bench SRE)"
     priority = 70
+    example = '{"timestamp": ..., "type": "session_meta" | "response_item" | "event_msg", "payload": {...}}'
 
     def detect(self, raw: RawInput) -> float:
         """Sniff the head, then check the parsed shape."""

@@ -288,6 +288,7 @@ class CrewAI(TraceFormat):
     name = "crewai"
     description = "CrewAI crew runs: VCR cassettes of their OpenAI chat calls, CrewOutput dicts, output_log_file JSON"
     priority = 80
+    example = 'interactions: [{request: {body: {messages: [{role: system, content: "You are Researcher. ..."}]}}, response: ...}] (VCR cassette) or CrewOutput'
 
     def detect(self, raw: RawInput) -> float:
         """Cassettes by their request URIs and CrewAI prompts; outputs by their keys."""

@@ -27,6 +27,7 @@ class FrameworkLogFormat(TraceFormat):
 
     name = "framework_log"
     priority = 63
+    example = '[2025-03-02 09:15:01 INFO] Chief Executive Officer: **[Start Chat]**  /  2025-... | INFO | metagpt.roles.role:_act:391 - ...'
 
     @property
     def description(self) -> str:  # type: ignore[override]

@@ -214,6 +214,7 @@ class LangfuseExport(TraceFormat):
     name = "langfuse"
     description = "Langfuse trace exports ({trace, observations}), OTel-ingested or from the Langfuse SDK"
     priority = 50
+    example = '{"trace": {...}, "observations": [{"type": "GENERATION", "input": ..., "output": ...}]}'
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
@@ -262,6 +263,7 @@ class LangfuseChatML(TraceFormat):
     name = "langfuse_chatml"
     description = "Langfuse's ChatML rendering of a trace ({observation_id: {input, output}} message lists)"
     priority = 52
+    example = '{"<observation_id>": {"input": [{"role": "user", "content": ...}], "output": {...}}, ...}'
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""

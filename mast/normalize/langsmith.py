@@ -200,6 +200,7 @@ class LangSmithRuns(TraceFormat):
     name = "langsmith"
     description = "LangSmith runs: run lists, nested run trees, or post/patch ingestion batches"
     priority = 51
+    example = '[{"run_type": "llm" | "tool" | "chain", "inputs": ..., "outputs": ..., "parent_run_id": ...}]'
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""

@@ -102,6 +102,7 @@ class MadFormat(TraceFormat):
     name = "mad"
     description = "MAST-Data (MAD) records: full set (mast_annotation) and human-labelled set (annotations)"
     priority = 10
+    example = '{"mas_name": "ChatDev", "trace": {"trajectory": "<log text>"}, "mast_annotation": {"1.1": 0, ...}}'
     streaming = True
 
     def detect(self, raw: RawInput) -> float:

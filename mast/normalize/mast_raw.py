@@ -30,6 +30,7 @@ class MastRawFormat(TraceFormat):
     name = "mast_raw"
     description = "MAST raw MetaGPT trace wrapper {run_id, prompt, content (loguru log), cost, log_file}"
     priority = 15
+    example = '{"run_id": 1, "prompt": "write a game", "content": "<MetaGPT loguru log>", "cost": 0.15, "log_file": ...}'
 
     def detect(self, raw: RawInput) -> float:
         """Sure for an object holding ``content`` text and the wrapper's other keys."""

@@ -297,6 +297,7 @@ class OpenAIAgentsSDK(TraceFormat):
     name = "openai_agents_sdk"
     description = "OpenAI Agents SDK RunState JSON and trace/span export (object: trace / trace.span)"
     priority = 78
+    example = '{"object": "trace", "spans": [{"span_data": {"type": "agent" | "generation" | "function" | "handoff"}}]}'
 
     def detect(self, raw: RawInput) -> float:
         """Sniff the head, then check the parsed shape."""

@@ -118,6 +118,7 @@ class OpenAIChat(TraceFormat):
     name = "openai_chat"
     description = "OpenAI chat completions: message lists, request/response bodies, or a request+response pair"
     priority = 30
+    example = '[{"role": "user", "content": "..."}, {"role": "assistant", "tool_calls": [...]}] or {"model", "messages"}'
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""

@@ -68,6 +68,7 @@ class OpenAIResponses(TraceFormat):
     name = "openai_responses"
     description = "OpenAI Responses API: item lists (message/function_call/function_call_output/reasoning), requests, responses"
     priority = 31
+    example = '{"object": "response", "output": [{"type": "function_call", ...}]} or a list of Responses input items'
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""

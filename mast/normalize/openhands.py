@@ -251,6 +251,7 @@ class OpenHands(TraceFormat):
     name = "openhands"
     description = "OpenHands event stream (actions/observations, tool_call_metadata) and resolver/eval output.jsonl"
     priority = 74
+    example = '[{"id": 1, "source": "agent", "action": "run", "args": {"command": "ls"}}, {"observation": "run", "content": ..., "cause": 1}]'
 
     def detect(self, raw: RawInput) -> float:
         """Sniff the head, then check the parsed shape."""

@@ -127,6 +127,7 @@ class OTLPJson(TraceFormat):
     name = "otlp"
     description = "OTLP/JSON traces (resourceSpans; JSON or JSONL) with OTel GenAI or OpenInference attributes"
     priority = 40
+    example = '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId", "spanId", "attributes": [{"key": "gen_ai.operation.name", ...}]}]}]}]}'
     streaming = True
 
     def detect(self, raw: RawInput) -> float:

@@ -24,6 +24,7 @@ class PlainText(TraceFormat):
     name = "plain_text"
     description = "Plain text log (last resort): one step per 'Name:' turn, else per paragraph"
     priority = 900
+    example = 'Planner: let us start.  /  any text, split into paragraphs'
 
     def detect(self, raw: RawInput) -> float:
         """Barely above the threshold, and only for text that did not parse as JSON or YAML."""

@@ -309,6 +309,7 @@ class Smolagents(TraceFormat):
     name = "smolagents"
     description = "smolagents memory steps (dicts or reprs) and benchmark rows JSONL (intermediate_steps)"
     priority = 76
+    example = '[{"task": ...}, {"step_number": 1, "model_output": ..., "tool_calls": [...], "observations": ...}, {"output": ...}]'
 
     def detect(self, raw: RawInput) -> float:
         """Sniff the head, then check the parsed shape."""

@@ -41,6 +41,7 @@ class SpanAttributes(TraceFormat):
     name = "span_attributes"
     description = "Flat span-attribute dicts (OpenInference / OTel GenAI keys without an OTLP envelope)"
     priority = 41
+    example = '{"gen_ai.operation.name": "chat", "gen_ai.input.messages": "[...]", ...} (flat span attributes)'
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""

@@ -202,6 +202,7 @@ class SweAgentTraj(TraceFormat):
     name = "swe_agent"
     description = "SWE-agent .traj (v1.x function calling, v0.7 text actions, history-only demonstrations)"
     priority = 72
+    example = '{"history": [{"role", "content", "message_type"}], "trajectory": [{"action", "observation", "thought"}], "info": {...}} (.traj)'
 
     def detect(self, raw: RawInput) -> float:
         """Sniff the head, then check the parsed shape."""

@@ -30,6 +30,7 @@ class VercelAISpans(TraceFormat):
     name = "vercel_ai"
     description = "Vercel AI SDK spans dumped as JavaScript ReadableSpan objects (spanContext, ai.* attributes)"
     priority = 42
+    example = '[{"name": "ai.generateText", "spanContext": {"traceId", "spanId"}, "attributes": {"ai.prompt.messages": ...}}]'
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""

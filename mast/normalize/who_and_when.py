@@ -129,6 +129,7 @@ class WhoAndWhenFormat(TraceFormat):
     name = "who_and_when"
     description = "Who&When failure-attribution records (history + mistake_agent/mistake_step)"
     priority = 20
+    example = '{"question": ..., "history": [{"role", "name", "content"}], "mistake_agent": ..., "mistake_step": ...}'
 
     def detect(self, raw: RawInput) -> float:
         """Sure when the record has ``history`` plus ``mistake_agent`` and ``mistake_step``."""

@@ -111,9 +111,9 @@ class WrappedRunFormat(TraceFormat):
     """Records holding a run plus its id, task and outcome (AdaMAST traces, harness dumps)."""
 
     name = "wrapped_run"
-    description = ("A run in a record with its own id/task/outcome: {trace_id, task, messages | trajectory | raw_trajectory, "
-                   "outcome} (AdaMAST traces); JSON, a list or JSONL")
+    description = "A run wrapped with its own id, task and outcome (AdaMAST traces, harness dumps); JSON, list or JSONL"
     priority = 28
+    example = '{"trace_id": "demo-1", "task": "...", "messages" | "trajectory" | "raw_trajectory": ..., "outcome": {"status": "failure"}}'
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: a wrapped run (or a list / JSONL of them)."""

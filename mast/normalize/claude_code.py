@@ -1,0 +1,156 @@
+"""Claude Code session transcripts: the JSONL files under ``~/.claude/projects/<project>/<session>.jsonl``.
+
+Each line is one event of the session: ``{"type": "user" | "assistant" | "system" | "summary", "uuid",
+"parentUuid", "sessionId", "timestamp", "cwd", "version", "message": <Anthropic message>, ...}``.
+Assistant turns are written one content block per line (several lines share ``message.id``), so
+usage is counted once per message id. ``tool_result`` blocks in user lines are paired with the
+``tool_use`` they answer. Lines marked ``isMeta`` (caveats, slash-command output) become system
+steps, never the task; lines of a subagent (``isSidechain``) are attributed to ``subagent``.
+``summary`` lines (session titles) and session fields (cwd, branch, version) go to ``metadata``.
+
+Example:
+    >>> from mast.normalize import load_trace
+    >>> t = load_trace([
+    ...   {"type": "user", "sessionId": "s1", "uuid": "u1", "message": {"role": "user", "content": "List the files"}},
+    ...   {"type": "assistant", "sessionId": "s1", "uuid": "a1", "parentUuid": "u1",
+    ...    "message": {"id": "m1", "role": "assistant", "model": "claude-sonnet-4", "content": [{"type": "text", "text": "Done."}]}}])
+    >>> t.source.format, t.task, t.final_output, [s.agent for s in t.steps]
+    ('claude_code', 'List the files', 'Done.', ['user', 'claude-code'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from mast.errors import TraceFormatError
+from mast.normalize._common import parse_time, sum_usage
+from mast.normalize._messages import Timeline, from_anthropic
+from mast.normalize._readable import strip_trailers
+from mast.normalize._sniff import sniffed_json
+from mast.normalize.base import RawInput, TraceFormat, register
+from mast.trace import Agent, Trace
+
+AGENT = "claude-code"
+SUBAGENT = "subagent"
+LINE_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot"})
+_SESSION_KEYS = ("sessionId", "cwd", "version", "gitBranch", "userType")
+_COMMAND_TAGS = ("<command-name>", "<command-message>", "<local-command-stdout>", "<command-args>", "Caveat:")
+
+
+def is_line(value: Any) -> bool:
+    """A Claude Code session event: a known ``type`` with a ``message``, or a ``summary`` line."""
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str) or value["type"] not in LINE_TYPES:
+        return False
+    if value["type"] in ("summary", "file-history-snapshot"):
+        return "leafUuid" in value or "messageId" in value
+    return isinstance(value.get("message"), dict) and ("sessionId" in value or "uuid" in value)
+
+
+def _injected(line: dict[str, Any], text: str) -> bool:
+    return bool(line.get("isMeta")) or text.lstrip().startswith(_COMMAND_TAGS)
+
+
+class _Session:
+    def __init__(self) -> None:
+        self.timeline = Timeline(default_agent=AGENT)
+        self.session: dict[str, Any] = {}
+        self.summaries: list[str] = []
+        self.seen_usage: set[str] = set()
+        self.task: str | None = None
+        self.times: list[Any] = []
+        self.model: str | None = None
+
+    def add(self, number: int, line: dict[str, Any]) -> None:
+        for key in _SESSION_KEYS:
+            if key in line and key not in self.session:
+                self.session[key] = line[key]
+        when = parse_time(line.get("timestamp"))
+        if when:
+            self.times.append(when)
+        if line["type"] == "summary":
+            if isinstance(line.get("summary"), str):
+                self.summaries.append(line["summary"])
+            return
+        if line["type"] == "file-history-snapshot":
+            return
+        message = line["message"]
+        agent = SUBAGENT if line.get("isSidechain") else AGENT
+        fields: dict[str, Any] = {"started_at": when, "source_ref": f"line {number + 1}", "id": line.get("uuid"),
+                  "parent_id": line.get("parentUuid")}
+        msg_id = message.get("id")
+        for msg in from_anthropic(message):
+            if msg.usage is not None and msg_id:
+                if msg_id in self.seen_usage:
+                    msg.usage = None  # the same API message split over lines: usage counted once
+                else:
+                    self.seen_usage.add(msg_id)
+            self.model = self.model or msg.model
+            if msg.role == "user" and _injected(line, msg.text):
+                self.timeline.add_step(kind="system", agent="system", role="user", content=msg.text,
+                                       attributes={"injected_context": True}, **fields)
+                continue
+            if msg.role == "user" and msg.text.strip() and self.task is None and not line.get("isSidechain"):
+                self.task = msg.text.strip()
+            self.timeline.add(msg, agent=agent, **fields)
+
+    def trace(self, source: Any) -> Trace:
+        timeline = self.timeline
+        if not timeline.steps:
+            raise TraceFormatError("Claude Code session holds no messages", path=source.path)
+        final = timeline.final_answer()
+        known = [Agent(name=AGENT, role="coding agent (Claude Code)", model=self.model)]
+        metadata: dict[str, Any] = {"session": self.session}
+        if self.summaries:
+            metadata["summaries"] = self.summaries
+        return Trace(
+            trace_id=str(self.session.get("sessionId") or ""),
+            source=source,
+            framework="claude-code",
+            task=self.task,
+            agents=timeline.agents([a for a in known if any(s.agent == AGENT for s in timeline.steps)]),
+            steps=timeline.steps,
+            final_output=strip_trailers(final) if final else None,
+            usage=sum_usage(timeline.steps),
+            started_at=min(self.times) if self.times else None,
+            ended_at=max(self.times) if self.times else None,
+            metadata=metadata,
+            warnings=list(timeline.warnings),
+        )
+
+
+class ClaudeCodeFormat(TraceFormat):
+    """Claude Code session JSONL: one session per file."""
+
+    name = "claude_code"
+    description = "Claude Code session transcripts (~/.claude/projects/<project>/<session>.jsonl)"
+    priority = 19
+    example = '{"type": "assistant", "sessionId": "...", "uuid": "...", "message": {"role": "assistant", "content": [...]}}'
+
+    def detect(self, raw: RawInput) -> float:
+        """0.95 when most records are session events carrying a ``sessionId``."""
+        data = sniffed_json(raw, '"sessionId"', '"leafUuid"')
+        records = data if isinstance(data, list) else [data]
+        lines = [r for r in records if is_line(r)]
+        if not lines or len(lines) * 2 < len(records):
+            return 0.0
+        return 0.95 if any(isinstance(r, dict) and "sessionId" in r for r in lines) else 0.6
+
+    def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """One trace per session file; lines of other shapes are kept as a warning."""
+        data = raw.data()
+        records = data if isinstance(data, list) else [data]
+        session = _Session()
+        skipped = 0
+        for number, line in enumerate(records):
+            if is_line(line):
+                session.add(number, line)
+            else:
+                skipped += 1
+        trace = session.trace(self.source(raw))
+        if skipped:
+            trace.warnings.append(f"{skipped} line(s) are not Claude Code session events (unparseable or another shape): skipped")
+        yield trace
+
+
+register(ClaudeCodeFormat())

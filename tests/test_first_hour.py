@@ -339,3 +339,18 @@ def test_fail_on_exits_3_when_a_listed_mode_is_found(tmp_path: Path) -> None:
     assert cli("label", clean, "-o", tmp_path / "b.jsonl", "--fail-on", "1.3").exit_code == 0
     bad = cli("classify", clean, "--fail-on", "9.9")
     assert bad.exit_code == 2 and "--fail-on '9.9': no such mode" in bad.stderr
+
+
+def test_label_refuses_to_add_a_second_judge_to_a_results_file(tmp_path: Path) -> None:
+    runs = write_runs(tmp_path, 2)
+    out = tmp_path / "results.jsonl"
+    assert cli("label", runs, "-o", out).exit_code == 0  # the offline detectors
+    with FakeLLMServer() as server:
+        args = ["-m", MODEL, "--api-base", server.base_url, "--api-key", "k", "--no-cache"]
+        refused = cli("label", runs, "-o", out, *args)
+        assert server.chat_requests == []
+        assert refused.exit_code == 2
+        assert "holds results of another judge or settings (2 by detectors)" in refused.stderr
+        assert "--overwrite" in refused.stderr
+        assert cli("label", runs, "-o", out, *args, "--overwrite").exit_code == 0
+    assert {d.judge.model for d in read_results(out)} == {MODEL}

@@ -31,6 +31,7 @@ from mast.batch import (
     scan,
 )
 from mast.batch.inputs import Reloader, ResumeKey, parse_shard
+from mast.batch.mixing import check_one_judge
 from mast.batch.runner import file_error_line, result_error_line, reusable_results
 from mast.batch.table import TABLE_SUFFIXES, write_table
 from mast.batch.walk import no_traces_error, select_files
@@ -148,6 +149,8 @@ def command(
         stderr.print(f"mast: {judge.notice}", markup=False, highlight=False)
     progress_on = stderr.is_terminal if show_progress is None else show_progress
 
+    if not overwrite:
+        check_one_judge(jsonl, judge.info)  # before reading inputs: a mixed file is refused at once
     if dry_run:
         items = pick_items(_read_inputs([*paths, *sources.traces()], format_, recursive, shard_pair, progress_on, walk), **pick)
         _dry_run(items, judge, jsonl, overwrite, as_json)

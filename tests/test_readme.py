@@ -1,0 +1,111 @@
+"""The README matches the behaviour: every `mast` command in it runs, offline, and does what it says.
+
+Commands are taken from the README's bash blocks (also the `.venv/bin/mast ...` part of the quick
+start). They run in a sandbox holding a copy of ``data/examples`` and the files the README names
+(``run.json``, ``runs/``...). Commands that need a provider run against
+:class:`mast.testing.FakeLLMServer` through ``MAST_API_BASE``; the few that cannot run offline are
+listed in ``NOT_RUN`` with the reason, and a README command in neither group fails the test.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mast.cli import main
+from mast.testing import FakeLLMServer
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+
+NOT_RUN = {
+    "mast evaluate --pred results.jsonl --gold Who_and_When/ --attribution": "needs the Who&When download",
+    "mast classify run.json --model local --max-output-tokens 1600": "the local model: tests/test_judge_local.py (slow)",
+    "mast label runs/ -o results.jsonl --model local/path/to/qwen2.5-7b-instruct-q4_k_m.gguf --concurrency 1":
+        "a 7B model file the user downloads",
+}
+EXIT = {"--fail-on": {3}}
+"""Expected exit statuses other than 0, by an option the command carries."""
+
+
+def readme_commands() -> list[str]:
+    commands: list[str] = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S):
+        for line in block.splitlines():
+            for part in line.split("&&"):
+                part = part.strip().removeprefix(".venv/bin/")
+                if part.startswith("mast "):
+                    commands.append(" ".join(shlex.split(part, comments=True)))
+    return commands
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    examples = tmp_path / "data" / "examples"
+    shutil.copytree(REPO / "data" / "examples", examples)
+    shutil.copy(examples / "ag2-migration-error.json", tmp_path / "run.json")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for trace in examples.iterdir():
+        if trace.name not in ("gold.csv", "README.md"):
+            shutil.copy(trace, runs / trace.name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_every_readme_command_is_run_or_excused() -> None:
+    commands = readme_commands()
+    assert len(commands) >= 14
+    assert set(NOT_RUN) <= set(commands), "NOT_RUN names a command the README no longer has"
+
+
+def test_the_readme_commands_run_offline(sandbox: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runner = CliRunner()
+    with FakeLLMServer() as server:
+        for command in readme_commands():
+            if command in NOT_RUN:
+                continue
+            args = shlex.split(command)[1:]
+            if "classify" in args or "--budget-usd" in args:
+                # `export MAST_MODEL=openai/gpt-4.1-mini OPENAI_API_KEY=...` before them: a provider.
+                monkeypatch.setenv("MAST_MODEL", "openai/gpt-4.1-mini")
+                monkeypatch.setenv("MAST_API_BASE", server.base_url)
+                monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+            else:
+                for name in ("MAST_MODEL", "MAST_API_BASE", "OPENAI_API_KEY"):
+                    monkeypatch.delenv(name, raising=False)
+            if args[0] == "label":
+                # Each README line is an example on its own; one judge per results file (a second
+                # judge's run into the same -o is refused, see test_first_hour).
+                Path("results.jsonl").unlink(missing_ok=True)
+            if args[0] == "evaluate" and "judge_a.jsonl" in args:
+                shutil.copy("results.jsonl", "judge_a.jsonl")
+                shutil.copy("results.jsonl", "judge_b.jsonl")
+            result = runner.invoke(main, args, catch_exceptions=False)
+            expected = next((codes for option, codes in EXIT.items() if option in args), {0})
+            assert result.exit_code in expected, f"{command}: exit {result.exit_code}\n{result.output}"
+        assert server.chat_requests, "the commands with a model reached the fake provider"
+    assert Path("report.html").is_file() and Path("results.parquet").is_file()
+
+
+def test_the_readme_python_runs(sandbox: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert CliRunner().invoke(main, ["label", "data/examples", "-o", "results.jsonl"]).exit_code == 0
+    classify_block, api_block = python_blocks()
+    with FakeLLMServer() as server:
+        monkeypatch.setenv("MAST_API_BASE", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        exec(compile(classify_block, "README classify", "exec"), {})
+    offline = "\n".join(line for line in api_block.splitlines() if "load_mad" not in line)
+    namespace: dict[str, object] = {}
+    exec(compile(offline, "README api", "exec"), namespace)
+    assert "Agreement per mode" in str(namespace["report"])
+    assert len(namespace["frame"]) == 9  # type: ignore[arg-type]

@@ -1,0 +1,104 @@
+"""``mast watch``: label a trace store's new traces as they finish, poll after poll."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from mast.batch import ResultsFile, configured_judge
+from mast.batch.watch import DEFAULT_QUIET, Watcher
+from mast.cli._judge_options import judge_options
+from mast.cli._shared import stderr
+from mast.cli._source_options import parse_duration, parse_time
+from mast.errors import UsageError
+from mast.judge.config import JudgeConfig
+from mast.sources import TraceQuery, is_source_url
+
+
+@click.command("watch")
+@click.argument("url")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Results file (.jsonl), shared with `mast label` runs on the same store.")
+@judge_options
+@click.option("--every", default="60s", show_default=True, metavar="DURATION", help="Time between polls.")
+@click.option("--quiet", "quiet", default=f"{int(DEFAULT_QUIET.total_seconds())}s", show_default=True,
+              metavar="DURATION",
+              help="A trace is finished once its root span arrived and no span arrived for this long.")
+@click.option("--budget-usd", type=click.FloatRange(min=0), envvar="MAST_BUDGET_USD",
+              help="Spend at most this many dollars per UTC day; traces past it wait for the next day.")
+@click.option("--since", metavar="TIME", help="On the first start, only traces whose root started at or after TIME.")
+@click.option("--root-span", "root_names", multiple=True, metavar="NAME", help="Only traces whose root span has this name.")
+@click.option("--state", "state_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where the position is kept [default: OUTPUT.watch.json].")
+@click.option("-j", "--concurrency", type=click.IntRange(1, 2000), default=8, show_default=True,
+              envvar="MAST_CONCURRENCY", help="Traces judged at the same time.")
+@click.option("--write-back", is_flag=True, help="Write each verdict back to the store as annotations.")
+@click.option("--emit-otel", "emit_otel", is_flag=False, flag_value="", default=None, metavar="[ENDPOINT]",
+              help="Send each verdict as an OTel gen_ai.evaluation.result event (OTLP/HTTP).")
+@click.option("--once", is_flag=True, help="Poll once and exit (for cron).")
+def command(
+    url: str,
+    output: Path,
+    every: str,
+    quiet: str,
+    budget_usd: float | None,
+    since: str | None,
+    root_names: tuple[str, ...],
+    state_path: Path | None,
+    concurrency: int,
+    write_back: bool,
+    emit_otel: str | None,
+    once: bool,
+    judge_config: JudgeConfig,
+) -> None:
+    """Label every new trace of URL (phoenix://HOST:PORT/PROJECT) once it has finished.
+
+    A trace counts as finished when its root span has arrived (spans are sent when they end) and
+    no new span of it arrived for --quiet. The position in the store, the traces waiting and the
+    day's spend are kept in the state file, so a stopped or killed watcher started again labels
+    every trace exactly once. SIGINT/SIGTERM stop after the poll in progress.
+    """
+    if not is_source_url(url):
+        raise UsageError(f"{url}: not a trace store URL (phoenix://HOST:PORT/PROJECT)")
+    interval = parse_duration(every).total_seconds()
+    query = TraceQuery(since=parse_time(since) if since else None, root_names=root_names)
+    judge = configured_judge(judge_config)
+    if judge.notice:
+        stderr.print(f"mast: {judge.notice}", markup=False, highlight=False)
+    stop = threading.Event()
+    _stop_on_signals(stop)
+    with ResultsFile(output) as results:
+        watcher = Watcher(url, results, judge, state_path=state_path or output.with_name(output.name + ".watch.json"),
+                          quiet=parse_duration(quiet), budget_usd=budget_usd, query=query, concurrency=concurrency)
+        try:
+            while not stop.is_set():
+                report = asyncio.run(watcher.poll())
+                if report.results and write_back:
+                    from mast.integrations.phoenix import push
+
+                    push(report.results, url, traces=report.traces)
+                if report.labelled and emit_otel is not None:
+                    from mast.otel import emit_evaluations
+
+                    emit_evaluations(report.labelled, emit_otel or None, span_ids=report.roots)
+                left = "" if report.budget_left_usd is None else f", ${report.budget_left_usd:.4f} left today"
+                stderr.print(f"mast: watch: {report.new} new, {len(report.labelled)} labelled, "
+                             f"{report.pending} waiting{left}", markup=False, highlight=False)
+                if once:
+                    break
+                stop.wait(interval)
+        finally:
+            watcher.close()
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)

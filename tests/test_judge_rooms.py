@@ -108,3 +108,19 @@ def test_judge_is_the_batch_judge_and_results_record_its_own_params(tmp_path: Pa
     assert {k: v for k, v in written[0].judge.params.items() if k in judge.info.params} == {
         **judge.info.params, "structured_output": written[0].judge.params["structured_output"]
     }
+
+
+def test_one_canonical_json_keeps_the_keys_written_by_earlier_versions() -> None:
+    import hashlib
+
+    from mast._json import canonical_hash
+    from mast.judge.cache import CACHE_FORMAT, cache_key
+
+    parts = {"b": [1, 2.5, None], "a": {"z": "é", "y": True}, "trace": "abc"}
+    # What cache keys and resume fingerprints were before they shared one helper: orjson, sorted keys.
+    before = hashlib.sha256(orjson.dumps({"format": CACHE_FORMAT, **parts}, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    assert cache_key(parts) == before == canonical_hash({**parts, "format": CACHE_FORMAT})
+    # Values orjson refuses still hash (and deterministically) instead of failing a trace.
+    big = {"n": 2**70, 3: "non-string key"}
+    assert canonical_hash(big) == canonical_hash(dict(reversed(list(big.items()))))
+    assert canonical_hash("\ud800") != canonical_hash("")

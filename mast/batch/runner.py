@@ -11,7 +11,6 @@ the spending cap gate each start; a failure becomes an ``error`` result and neve
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import signal
 import time
@@ -19,9 +18,9 @@ from collections.abc import Callable, Collection, Sequence
 from contextvars import ContextVar
 from typing import Literal
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from mast._json import canonical_hash
 from mast.batch.inputs import ContentKey, Reloader, ResumeKey, WorkItem
 from mast.batch.judges import BatchJudge, JudgeFn
 from mast.batch.limits import Budget, RateLimiter
@@ -72,7 +71,7 @@ def judge_fingerprint(info: JudgeInfo, params: Collection[str] | None = None) ->
     payload = info.model_dump(mode="json", exclude={"strategy"})
     keep = (set(payload["params"]) if params is None else set(params)) - RESOLVED_PER_TRACE
     payload["params"] = {k: payload["params"].get(k) for k in sorted(keep)}
-    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return canonical_hash(payload)
 
 
 def content_key(diagnosis: Diagnosis) -> ContentKey:

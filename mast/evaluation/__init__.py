@@ -16,7 +16,13 @@ Example:
 from mast.evaluation.agreement import inter_annotator, majority_vote
 from mast.evaluation.attribution import evaluate_attribution, read_attribution_gold, read_who_and_when
 from mast.evaluation.core import compare_judges, evaluate
-from mast.evaluation.labels import label_table, labels_from_diagnoses, read_diagnoses, read_labels, to_dataframe
+from mast.evaluation.labels import (
+    label_table,
+    labels_from_diagnoses,
+    read_diagnoses,
+    read_labels,
+    to_dataframe,
+)
 from mast.evaluation.report import AttributionReport, EvaluationReport
 
 __all__ = [

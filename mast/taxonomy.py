@@ -19,6 +19,7 @@ import orjson
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from mast._json import canonical
 from mast.errors import TaxonomyError
 from mast.resources import prompts_dir
 
@@ -83,7 +84,7 @@ class Taxonomy(BaseModel):
 
     def fingerprint(self) -> str:
         """Canonical JSON of the taxonomy, for hashing into prompts and cache keys."""
-        return orjson.dumps(self.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS).decode()
+        return canonical(self.model_dump(mode="json"))
 
 
 _CODE = re.compile(r"^(?:FM|F|MAST)?[\s\-_.]*(\d+)\s*[._\-\s]\s*(\d+)$", re.IGNORECASE)

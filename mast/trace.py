@@ -13,13 +13,12 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mast._json import canonical
+from mast._json import canonical_hash
 
 TRACE_SCHEMA_VERSION: Final = "mast-trace/1"
 
@@ -251,7 +250,7 @@ class Trace(_Model):
             ],
             "final_output": self.final_output,
         }
-        return hashlib.sha256(canonical(payload).encode()).hexdigest()
+        return canonical_hash(payload)
 
     def to_transcript(
         self, *, max_step_chars: int = 4_000, max_total_chars: int | None = None

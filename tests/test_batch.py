@@ -15,7 +15,7 @@ from _sync import hold_until_in_flight
 from test_batch_inputs import chat_jsonl
 
 from mast.batch import BatchRunner, Estimate, ResultsFile, aclassify_many, classify_many, read_results, scan
-from mast.batch.judges import judge_for
+from mast.batch.judges import FunctionJudge, judge_for
 from mast.diagnosis import Diagnosis
 from mast.errors import JudgeAPIError, UsageError
 from mast.judge.config import JudgeConfig
@@ -245,8 +245,7 @@ def test_mode_prevalence_counts_only_traces_where_the_mode_was_assessed(tmp_path
         verdicts[0].present = verdict_11.get(trace.source.record)
         return Diagnosis(trace_id=trace.trace_id, trace_hash=trace.content_hash(), judge=judge.info, failure_modes=verdicts)
 
-    judge.call = call
-    runner = BatchRunner(judge)
+    runner = BatchRunner(FunctionJudge(call, judge))
     report = asyncio.run(runner.run(list(scan([path]))))
     assert report.statuses["judged"] == 4
     assert report.mode_assessed == {"1.1": 2} and report.mode_counts == {"1.1": 1}

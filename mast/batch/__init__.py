@@ -37,15 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from mast.batch.inputs import WorkItem, parse_shard, scan
-from mast.batch.runner import (
-    BatchJudge,
-    BatchReport,
-    BatchRunner,
-    Estimate,
-    JudgeFn,
-    ResultCallback,
-    judge_fingerprint,
-)
+from mast.batch.judges import BatchJudge, FunctionJudge, JudgeFn, judge_for
+from mast.batch.runner import BatchReport, BatchRunner, Estimate, ResultCallback, judge_fingerprint
 from mast.batch.store import ResultsFile
 from mast.batch.table import TABLE_SUFFIXES, read_results, write_table
 from mast.diagnosis import Diagnosis
@@ -58,6 +51,7 @@ __all__ = [
     "BatchReport",
     "BatchRunner",
     "Estimate",
+    "FunctionJudge",
     "JudgeFn",
     "ResultsFile",
     "WorkItem",
@@ -100,7 +94,8 @@ async def aclassify_many(
             :func:`mast.normalize.iter_traces`).
         config: the judge's configuration; built from ``options`` and ``MAST_*`` variables when
             ``None``.
-        judge_fn: judge with this function (or :class:`BatchJudge`) instead of the configured judge.
+        judge_fn: judge with this function (or any :class:`~mast.batch.judges.BatchJudge`, such as a
+            :class:`mast.judge.Judge`) instead of the configured judge.
         concurrency: most traces judged at the same time.
         rpm: requests-per-minute limit.
         tpm: tokens-per-minute limit.
@@ -126,7 +121,7 @@ async def aclassify_many(
     """
     if config is not None and options:
         raise UsageError("pass judge options either in config= or as keyword arguments, not both")
-    batch_judge = _batch_judge(judge_fn, config, options, raise_on_error)
+    batch_judge = _batch_judge(judge_fn, config, options)
     items = list(scan(_as_inputs(traces_or_paths), format=format, recursive=recursive, shard=_shard(shard)))
     if raise_on_error:
         for item in items:
@@ -184,53 +179,21 @@ def results_path(output: str | os.PathLike[str]) -> Path:
     return path
 
 
-def _batch_judge(
-    judge: JudgeFn | BatchJudge | None, config: JudgeConfig | None, options: dict[str, Any], raise_on_error: bool
-) -> BatchJudge:
+def _batch_judge(judge: JudgeFn | BatchJudge | None, config: JudgeConfig | None, options: dict[str, Any]) -> BatchJudge:
     if isinstance(judge, BatchJudge):
         return judge
-    config = config or JudgeConfig.from_options(**options)
-    if judge is None:
-        return configured_judge(config, raise_on_error=raise_on_error)
-    from mast.batch.judges import judge_for
-
-    built = judge_for(config, raise_on_error=raise_on_error)
-    built.call = judge
-    return built
+    configured = configured_judge(config or JudgeConfig.from_options(**options))
+    return configured if judge is None else FunctionJudge(judge, configured)
 
 
-def configured_judge(config: JudgeConfig, *, raise_on_error: bool = False) -> BatchJudge:
-    """The judge ``config`` describes, for a batch, with every result recording what resume compares.
-
-    Results name their judge's answer parameters in ``judge.params``, and resume reuses a result only
-    when those match (:func:`judge_fingerprint`). The LLM judge's own record leaves out the custom
-    redaction patterns, which change what it sees; they are added here (as
-    :meth:`JudgeConfig.answer_params` fingerprints them) until the judge records them itself.
+def configured_judge(config: JudgeConfig) -> BatchJudge:
+    """The judge ``config`` describes, for a batch (:func:`mast.batch.judges.judge_for`).
 
     Raises:
-        UsageError: as :func:`mast.batch.judges.judge_for`.
+        UsageError: an LLM judge without a model, or an unknown taxonomy.
     """
-    from mast.batch.judges import judge_for
-    from mast.judge.jury import is_jury  # a jury (jury= or samples > 1) has its own adapter
+    from mast.judge.jury import Jury, is_jury
 
-    if is_jury(config):
-        from mast.batch.jury import jury_for
-
-        return jury_for(config, raise_on_error=raise_on_error)
-    built = judge_for(config, raise_on_error=raise_on_error)
-    if config.kind == "detectors" or "redact_patterns" in built.info.params:
-        return built
-    missing = {"redact_patterns": config.answer_params()["redact_patterns"]}
-    built.info = built.info.model_copy(update={"params": {**built.info.params, **missing}})
-    call = built.call
-
-    async def recorded(trace: Trace) -> Diagnosis:
-        diagnosis = await call(trace)
-        if all(name in diagnosis.judge.params for name in missing):
-            return diagnosis
-        judge = diagnosis.judge.model_copy(update={"params": {**missing, **diagnosis.judge.params}})
-        return diagnosis.model_copy(update={"judge": judge})
-
-    built.call = recorded
-    return built
-
+    if is_jury(config):  # several models or samples per trace: the jury is a batch judge as it is
+        return Jury(config)
+    return judge_for(config)

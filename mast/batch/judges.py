@@ -1,62 +1,107 @@
-"""The configured judge (LLM or offline detectors) as a :class:`~mast.batch.runner.BatchJudge`.
+"""What a batch needs of a judge (:class:`BatchJudge`), which :class:`mast.judge.Judge` satisfies as it is.
 
-One :class:`mast.judge.classify.Judge` serves the whole batch (one backend, one cache). What a trace
-will cost before it is sent (dry runs, budgets, token limits) is the judge's own estimate
-(:meth:`mast.judge.classify.Judge.estimate`): the prompt is prepared and counted exactly as the
-judge would, and the answer is assumed to be of a typical size, since its real length is only
-known afterwards.
+One :class:`~mast.judge.Judge` serves the whole batch (one backend, one cache). The batch starts it
+in its own event loop, asks it for each trace (holding the batch's request gate only around the
+model calls, so the next traces are prepared meanwhile), and closes it at the end. What a trace will
+cost before it is sent (dry runs, budgets, token limits) is the judge's own estimate
+(:meth:`mast.judge.Judge.estimate`): the prompt is prepared and counted exactly as the judge would,
+and the answer is assumed to be of a typical size, since its real length is only known afterwards.
+The ``judge`` a result records, and resume compares, is the judge's own :attr:`~BatchJudge.info`.
+
+A plain ``async (trace) -> Diagnosis`` function becomes a batch judge with :class:`FunctionJudge`.
 """
 
 from __future__ import annotations
 
-from mast.batch.runner import REQUEST_GATE, BatchJudge, Estimate
-from mast.diagnosis import Diagnosis, empty_verdicts
-from mast.judge.classify import (
-    ANSWER_TOKENS,
-    NOTE_TOKENS_PER_WINDOW,
-    WINDOW_ANSWER_TOKENS,
-    Judge,
-    judge_notice,
-)
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Protocol, runtime_checkable
+
+from mast.diagnosis import Diagnosis, JudgeInfo
+from mast.judge.budget import CostEstimate
+from mast.judge.classify import Judge
 from mast.judge.config import JudgeConfig
+from mast.judge.strategy import Gate
+from mast.taxonomy import Taxonomy
 from mast.trace import Trace
 
-__all__ = ["ANSWER_TOKENS", "NOTE_TOKENS_PER_WINDOW", "WINDOW_ANSWER_TOKENS", "judge_for"]
+__all__ = ["BatchJudge", "FunctionJudge", "JudgeFn", "judge_for"]
+
+JudgeFn = Callable[[Trace], Awaitable[Diagnosis]]
+"""Judge one trace. Raising is fine: the batch turns the error into an ``error`` result."""
 
 
-def judge_for(config: JudgeConfig, *, raise_on_error: bool = False) -> BatchJudge:
+@runtime_checkable
+class BatchJudge(Protocol):
+    """A judge as the batch sees it; :class:`mast.judge.Judge` is one."""
+
+    taxonomy: Taxonomy
+    """The modes every result has a verdict for (``error`` results: all not assessed)."""
+
+    @property
+    def info(self) -> JudgeInfo:
+        """The judge's identity, written into every result it makes and into ``error`` results.
+
+        Results in the output whose ``judge`` has the same :func:`~mast.batch.runner.judge_fingerprint`
+        are reused on resume.
+        """
+        ...
+
+    async def start(self) -> None:
+        """Set up inside the batch's event loop (backend, local model server)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the judge holds when the batch ends."""
+        ...
+
+    async def classify(self, trace: Trace, *, raise_on_error: bool = True, gate: Gate | None = None) -> Diagnosis:
+        """Judge one trace, entering ``gate`` only around the calls to the model."""
+        ...
+
+    def estimate(self, trace: Trace) -> CostEstimate:
+        """Expected tokens and dollars of one trace, before any call (``cost_usd=None``: no price known)."""
+        ...
+
+
+def judge_for(config: JudgeConfig) -> Judge:
     """The judge ``config`` describes, ready for a batch (started by the batch in its event loop).
-
-    With ``raise_on_error`` a judge failure raises :class:`~mast.errors.JudgeError` (fail-fast);
-    otherwise it comes back as an ``error`` result.
 
     Raises:
         UsageError: an LLM judge without a model, or an unknown taxonomy.
     """
-    judge = Judge(config)
-    adapter = _Adapter(judge, raise_on_error)
-    return BatchJudge(
-        call=adapter.call,
-        info=judge.info,
-        estimate=adapter.estimate,
-        empty_verdicts=empty_verdicts(judge.taxonomy),
-        notice=judge_notice(config),
-        start=judge.start,
-        close=judge.aclose,
-        gated=True,
-    )
+    return Judge(config)
 
 
-class _Adapter:
-    def __init__(self, judge: Judge, raise_on_error: bool) -> None:
-        self.judge = judge
-        self.raise_on_error = raise_on_error
+class FunctionJudge:
+    """``fn`` as a batch judge; its identity, estimates and lifecycle are those of ``like``.
 
-    async def call(self, trace: Trace) -> Diagnosis:
-        """Judge one trace, holding the batch's :data:`REQUEST_GATE` only while the model is asked."""
-        return await self.judge.classify(trace, raise_on_error=self.raise_on_error, gate=REQUEST_GATE.get())
+    ``fn`` is awaited inside the request gate as a whole (it may call a model at any point).
+    """
 
-    def estimate(self, trace: Trace) -> Estimate:
-        """Tokens and dollars judging ``trace`` is expected to take (0 for the detectors)."""
-        value = self.judge.estimate(trace)
-        return Estimate(value.input_tokens, value.output_tokens, value.cost_usd)
+    def __init__(self, fn: JudgeFn, like: BatchJudge) -> None:
+        self.fn = fn
+        self.like = like
+        self.taxonomy = like.taxonomy
+
+    @property
+    def info(self) -> JudgeInfo:
+        """The identity of ``like``."""
+        return self.like.info
+
+    async def start(self) -> None:
+        """Start ``like`` (``fn`` may use it)."""
+        await self.like.start()
+
+    async def aclose(self) -> None:
+        """Close ``like``."""
+        await self.like.aclose()
+
+    async def classify(self, trace: Trace, *, raise_on_error: bool = True, gate: Gate | None = None) -> Diagnosis:
+        """``await fn(trace)`` inside ``gate``; its exceptions propagate (the batch makes them ``error`` results)."""
+        async with gate if gate is not None else contextlib.nullcontext():
+            return await self.fn(trace)
+
+    def estimate(self, trace: Trace) -> CostEstimate:
+        """The estimate of ``like``."""
+        return self.like.estimate(trace)

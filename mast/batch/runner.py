@@ -1,8 +1,9 @@
 """The batch core: judge many traces concurrently, write each result as it finishes, resume, budget.
 
-The judge is injected as a :class:`BatchJudge` (an async ``trace -> Diagnosis`` function plus what
-the batch needs to know about it), so the same loop serves the LLM judge, the offline detectors and,
-later, other executors. One :class:`asyncio.Semaphore` bounds the traces in flight; rate limits and
+The judge is anything that satisfies :class:`~mast.batch.judges.BatchJudge` (a
+:class:`mast.judge.Judge` as it is, or a plain function through
+:class:`~mast.batch.judges.FunctionJudge`), so the same loop serves the LLM judge, the offline
+detectors and, later, other executors. One :class:`asyncio.Semaphore` bounds the traces in flight; rate limits and
 the spending cap gate each start; a failure becomes an ``error`` result and never stops its siblings
 (unless ``raise_on_error``).
 """
@@ -10,28 +11,30 @@ the spending cap gate each start; a failure becomes an ``error`` result and neve
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from mast._json import canonical_hash
 from mast.batch.breaker import CircuitBreaker
 from mast.batch.inputs import ContentKey, Reloader, ResumeKey, WorkItem
+from mast.batch.judges import BatchJudge, JudgeFn
 from mast.batch.limits import Budget, RateLimiter
 from mast.batch.store import ResultsFile
-from mast.diagnosis import Diagnosis, DiagnosisUsage, ErrorInfo, JudgeInfo, ModeVerdict
+from mast.diagnosis import Diagnosis, DiagnosisUsage, ErrorInfo, JudgeInfo, empty_verdicts
 from mast.errors import MastError, UsageError, error_info, one_line
+from mast.judge.budget import CostEstimate
 from mast.trace import Trace
 
-JudgeFn = Callable[[Trace], Awaitable[Diagnosis]]
-"""Judge one trace. Raising is fine: the batch turns the error into an ``error`` result."""
+__all__ = ["BatchJudge", "BatchReport", "BatchRunner", "Estimate", "JudgeFn", "REQUEST_GATE", "judge_fingerprint"]
+
+Estimate = CostEstimate
+"""What judging one trace is expected to cost, before any call (the judge's own estimate)."""
 
 Outcome = Literal["judged", "resumed", "duplicate", "unreadable"]
 """How a result came about: judged now, read back from the output, copied (with its own source)
@@ -41,49 +44,11 @@ that could not be read."""
 ResultCallback = Callable[[WorkItem, Diagnosis, Outcome], None]
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """What judging one trace is expected to cost, before any call."""
-
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float | None
-    """``None`` when the model's price is unknown."""
-
-
-@dataclass
-class BatchJudge:
-    """A judge as the batch sees it.
-
-    Attributes:
-        call: judges one trace.
-        info: the judge's identity, written into ``error`` results; results in the output whose
-            ``judge`` has the same :func:`judge_fingerprint` are reused on resume.
-        estimate: expected tokens and cost of one trace (needed by budgets, token limits, dry runs).
-        empty_verdicts: the not-assessed verdicts put into ``error`` results (one per mode).
-        notice: a line for the user about this judge (e.g. that no model is configured).
-        start: set the judge up inside the batch's event loop (backend, local model server).
-        close: release what the judge holds when the batch ends.
-        gated: ``call`` holds :data:`REQUEST_GATE` only around its model calls. The batch then
-            prepares (renders, redacts, counts) the next traces while ``concurrency`` requests are
-            in flight, instead of only once a slot frees.
-    """
-
-    call: JudgeFn
-    info: JudgeInfo
-    estimate: Callable[[Trace], Estimate] | None = None
-    empty_verdicts: list[ModeVerdict] = field(default_factory=list)
-    notice: str | None = None
-    start: Callable[[], Coroutine[Any, Any, None]] | None = None
-    close: Callable[[], Coroutine[Any, Any, None]] | None = None
-    gated: bool = False
-
-
 REQUEST_GATE: ContextVar[asyncio.Semaphore | None] = ContextVar("mast_request_gate", default=None)
-"""The batch's bound on model calls in flight, seen by a gated judge's ``call`` (tasks inherit it)."""
+"""The batch's bound on model calls in flight, given to the judge's ``classify`` as its gate (tasks inherit it)."""
 
 PREPARE_AHEAD = 2
-"""With a gated judge, up to this many times ``concurrency`` traces are started at once: the extra
+"""Up to this many times ``concurrency`` traces are started at once: the extra
 ones are prepared while the others wait on the provider; model calls in flight stay at ``concurrency``."""
 
 
@@ -107,7 +72,7 @@ def judge_fingerprint(info: JudgeInfo, params: Collection[str] | None = None) ->
     payload = info.model_dump(mode="json", exclude={"strategy"})
     keep = (set(payload["params"]) if params is None else set(params)) - RESOLVED_PER_TRACE
     payload["params"] = {k: payload["params"].get(k) for k in sorted(keep)}
-    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return canonical_hash(payload)
 
 
 def content_key(diagnosis: Diagnosis) -> ContentKey:
@@ -241,8 +206,6 @@ class BatchRunner:
             raise UsageError(f"concurrency must be at least 1 (got {concurrency})")
         if budget_usd is not None and budget_usd < 0:
             raise UsageError(f"budget must not be negative (got {budget_usd})")
-        if (budget_usd is not None or tpm) and judge.estimate is None:
-            raise UsageError("this judge cannot estimate costs, so --budget-usd and --tpm are not available")
         self.judge = judge
         self.concurrency = concurrency
         self.limiter = RateLimiter(rpm=rpm, tpm=tpm)
@@ -297,7 +260,7 @@ class BatchRunner:
         if catch_sigint:
             loop.add_signal_handler(signal.SIGINT, self.handle_sigint)
         try:
-            if self.judge.start is not None and any(self._to_judge(item) for item in items):
+            if any(self._to_judge(item) for item in items):
                 await self.judge.start()
             await self._feed(items)
             await self._drain()
@@ -308,8 +271,7 @@ class BatchRunner:
                 for task in self._tasks:
                     task.cancel()
                 await asyncio.gather(*self._tasks, return_exceptions=True)
-            if self.judge.close is not None:
-                await self.judge.close()
+            await self.judge.aclose()
             self.report.not_started = sum(1 for r in self.results if r is None)
             self.report.wall_s = time.monotonic() - self._started_at
         if self._failure is not None and self.raise_on_error:
@@ -336,8 +298,8 @@ class BatchRunner:
         return item.error is None and item.resume_key not in self._done and item.key not in self._done_content
 
     async def _feed(self, items: Sequence[WorkItem]) -> None:
-        # ``semaphore`` bounds the traces started; a gated judge's model calls are bounded by the gate.
-        semaphore = asyncio.Semaphore(self.concurrency * (PREPARE_AHEAD if self.judge.gated else 1))
+        # ``semaphore`` bounds the traces started; the judge's model calls are bounded by the gate.
+        semaphore = asyncio.Semaphore(self.concurrency * PREPARE_AHEAD)
         REQUEST_GATE.set(asyncio.Semaphore(self.concurrency))
         reloader = Reloader()
         first_index: dict[ContentKey, int] = {}
@@ -399,7 +361,7 @@ class BatchRunner:
             await asyncio.wait(set(self._tasks))
 
     def _estimate(self, trace: Trace) -> Estimate | None:
-        if self.judge.estimate is None or (self.budget.limit_usd is None and not self.limiter.active):
+        if self.budget.limit_usd is None and not self.limiter.active:
             return None
         estimate = self.judge.estimate(trace)
         if self.budget.limit_usd is not None and estimate.cost_usd is None:
@@ -420,7 +382,7 @@ class BatchRunner:
     ) -> None:
         diagnosis: Diagnosis | None = None
         try:
-            diagnosis = await self.judge.call(trace)
+            diagnosis = await self.judge.classify(trace, raise_on_error=self.raise_on_error, gate=REQUEST_GATE.get())
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -494,7 +456,7 @@ class BatchRunner:
             status="error",
             error=ErrorInfo(**error_info(exc)),
             judge=self.judge.info,
-            failure_modes=[v.model_copy() for v in self.judge.empty_verdicts],
+            failure_modes=empty_verdicts(self.judge.taxonomy),
         )
 
     def not_started_result(self, item: WorkItem) -> Diagnosis:
@@ -507,7 +469,7 @@ class BatchRunner:
             status="error",
             error=ErrorInfo(type="NotStarted", message=reason),
             judge=self.judge.info,
-            failure_modes=[v.model_copy() for v in self.judge.empty_verdicts],
+            failure_modes=empty_verdicts(self.judge.taxonomy),
         )
 
 

@@ -292,11 +292,9 @@ def _dry_run(items: Sequence[WorkItem], judge: BatchJudge, jsonl: Path, overwrit
     input_tokens = output_tokens = 0
     cost: float | None = 0.0
     reloader = Reloader()
-    if judge.estimate is not None and judge.start is not None and unique:
+    if unique:
         asyncio.run(judge.start())  # the backend counts tokens; starting it sends nothing
     for item in unique:
-        if judge.estimate is None:
-            break
         trace = item.trace if item.trace is not None else reloader.load(item)
         estimate = judge.estimate(trace)
         input_tokens += estimate.input_tokens
@@ -309,9 +307,9 @@ def _dry_run(items: Sequence[WorkItem], judge: BatchJudge, jsonl: Path, overwrit
         "unreadable": sum(1 for i in items if i.error is not None and not i.whole_file),
         "files_skipped": sum(1 for i in items if i.whole_file),
         "to_judge": len(unique),
-        "estimated_input_tokens": input_tokens if judge.estimate else None,
-        "estimated_output_tokens": output_tokens if judge.estimate else None,
-        "estimated_cost_usd": cost if judge.estimate else None,
+        "estimated_input_tokens": input_tokens,
+        "estimated_output_tokens": output_tokens,
+        "estimated_cost_usd": cost,
         "model": judge.info.model,
         "judge": judge.info.kind,
     }
@@ -329,10 +327,9 @@ def _dry_run(items: Sequence[WorkItem], judge: BatchJudge, jsonl: Path, overwrit
         table.add_row("to judge", str(len(unique)))
         if plan["unreadable"] or plan["files_skipped"]:
             table.add_row("unreadable records / files", f"{plan['unreadable']} / {plan['files_skipped']}")
-        if judge.estimate is not None:
-            table.add_row("est. input tokens", f"{input_tokens:,}")
-            table.add_row("est. output tokens", f"{output_tokens:,}")
-            table.add_row("est. cost", "unknown (no price for this model)" if cost is None else f"${cost:.4f}")
+        table.add_row("est. input tokens", f"{input_tokens:,}")
+        table.add_row("est. output tokens", f"{output_tokens:,}")
+        table.add_row("est. cost", "unknown (no price for this model)" if cost is None else f"${cost:.4f}")
         stderr.print(table)
 
 

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import platformdirs
 
+from mast._json import canonical_hash
+
 if TYPE_CHECKING:
     from mast.diagnosis import Diagnosis
     from mast.judge.config import JudgeConfig
@@ -51,9 +53,8 @@ def default_cache_dir() -> Path:
 
 
 def cache_key(parts: dict[str, Any]) -> str:
-    """sha256 of the canonical JSON of ``parts`` (sorted keys, no whitespace)."""
-    canonical = orjson.dumps({"format": CACHE_FORMAT, **parts}, option=orjson.OPT_SORT_KEYS)
-    return hashlib.sha256(canonical).hexdigest()
+    """sha256 of the canonical JSON of ``parts`` (:func:`mast._json.canonical_hash`)."""
+    return canonical_hash({"format": CACHE_FORMAT, **parts})
 
 
 def judgement_key(

@@ -235,6 +235,11 @@ class Judge:
             return self._failed(trace, trace_hash, "error", ErrorInfo(**error_info(exc)), meter, started)
 
     @property
+    def notice(self) -> str | None:
+        """The line to show the user about this judge (:func:`judge_notice`), or ``None``."""
+        return judge_notice(self.config)
+
+    @property
     def info(self) -> JudgeInfo:
         """What every diagnosis of this judge records as ``judge``, before per-trace details (strategy, windows)."""
         if self.config.kind == "detectors":

@@ -8,7 +8,6 @@ retries or concurrency.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -16,9 +15,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from mast._json import canonical_hash
 from mast.errors import UsageError
 
 StructuredOutput = Literal["auto", "json_schema", "tool", "json"]
@@ -205,7 +204,7 @@ class JudgeConfig(BaseModel):
         pairs = [*_env_patterns(), *self.redact_patterns]
         if not pairs:
             return None
-        return "sha256:" + hashlib.sha256(orjson.dumps(pairs)).hexdigest()
+        return "sha256:" + canonical_hash(pairs)
 
 
 def _env_patterns() -> tuple[tuple[str, str], ...]:

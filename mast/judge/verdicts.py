@@ -72,6 +72,8 @@ def judge_info(
             "hints": config.hints,
             "redact": config.redact,
             "redact_ips": config.redact_ips,
+            # Custom patterns change what the judge sees: resume compares them (their fingerprint).
+            "redact_patterns": answer["redact_patterns"],
             **params,
         },
     )

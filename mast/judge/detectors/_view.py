@@ -17,8 +17,7 @@ from difflib import SequenceMatcher
 from functools import cached_property, lru_cache
 from operator import mul
 
-import orjson
-
+from mast._json import canonical
 from mast.trace import Step, Trace
 
 NEAR_IDENTICAL = 0.9
@@ -289,7 +288,7 @@ def _arguments(value: object) -> str:
         return ""
     if isinstance(value, str):
         return value
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str).decode()
+    return canonical(value)
 
 
 @dataclass

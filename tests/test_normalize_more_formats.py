@@ -87,3 +87,72 @@ def test_mast_formats_lists_each_format_with_an_example() -> None:
         assert name in result.output
     assert all(fmt.example for fmt in formats()), [fmt.name for fmt in formats() if not fmt.example]
     assert "e.g." in result.output
+
+
+def test_google_adk_session_with_a_transfer() -> None:
+    path = FORMATS / "google_adk_session.json"
+    assert detect_format(path)[0].name == "google_adk"
+    trace = load_trace(path)
+    assert trace.trace_id == "sess-42" and trace.framework == "google-adk"
+    assert [a.name for a in trace.agents] == ["coordinator", "museum_agent"]
+    handoff = next(s for s in trace.steps if s.kind == "handoff")
+    assert (handoff.agent, handoff.recipient) == ("coordinator", "museum_agent")
+    results = [r for s in trace.steps for r in s.tool_results]
+    assert [r.call_id for r in results] == ["adk-t1", "adk-t2"] and "Serralves" in results[1].output
+    assert trace.final_output == "Serralves is open on Mondays from 10:00."
+    assert sum(1 for s in trace.steps if "Serralves is open" in s.content) == 1  # the streamed chunk is not a step
+    assert trace.usage is not None and trace.usage.input_tokens == 650
+    assert trace.metadata["session"]["app_name"] == "trip_app"
+
+
+def test_google_adk_camel_case_events_as_jsonl(tmp_path: Path) -> None:
+    lines = [
+        {"author": "user", "invocationId": "e-1", "content": {"role": "user", "parts": [{"text": "Spell cat backwards"}]}},
+        {"author": "speller", "invocationId": "e-1", "content": {"role": "model", "parts": [{"functionCall": {"id": "f1", "name": "reverse", "args": {"s": "cat"}}}]}},
+        {"author": "speller", "invocationId": "e-1", "content": {"role": "user", "parts": [{"functionResponse": {"id": "f1", "name": "reverse", "response": {"out": "tac"}}}]}},
+        {"author": "speller", "invocationId": "e-1", "content": {"role": "model", "parts": [{"text": "tac"}]}},
+    ]
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    trace = load_trace(path)
+    assert trace.source.format == "google_adk" and [s.agent for s in trace.steps] == ["user", "speller", "tool", "speller"]
+    assert trace.final_output == "tac"
+
+
+def test_mlflow_trace() -> None:
+    path = FORMATS / "mlflow_trace.json"
+    assert detect_format(path)[0].name == "mlflow"
+    trace = load_trace(path)
+    assert (trace.trace_id, trace.framework, trace.status) == ("tr-5f3a", "mlflow", "ok")
+    assert trace.task == "What is 15% of 80?" and trace.final_output == "12"
+    assert [s.kind for s in trace.steps] == ["system", "message", "llm", "tool_result", "llm"]  # history not repeated
+    call = trace.steps[2].tool_calls[0]
+    assert (call.name, call.arguments) == ("calculator", {"expr": "0.15*80"}) and trace.steps[3].tool_results[0].call_id == "call_c1"
+    assert trace.steps[-1].content == "15% of 80 is 12." and trace.agents[0].name == "math_agent"
+    assert trace.usage is not None and trace.usage.input_tokens == 150
+
+
+def test_mlflow_error_span_marks_the_trace() -> None:
+    record = {"info": {"request_id": "tr-x", "status": "ERROR"}, "data": {"spans": [
+        {"name": "agent", "context": {"span_id": "0x01", "trace_id": "0xab"}, "parent_id": None, "status_code": "ERROR", "status_message": "tool crashed",
+         "attributes": {"mlflow.spanType": '"AGENT"', "mlflow.spanInputs": '"Add 1 and 1"'}}]}}
+    trace = load_trace(record)
+    assert trace.source.format == "mlflow" and trace.status == "error" and trace.error == "tool crashed"
+
+
+def test_langgraph_checkpoint_history_keeps_the_nodes_as_agents() -> None:
+    path = FORMATS / "langgraph_checkpoints.json"
+    assert detect_format(path)[0].name == "langgraph"
+    trace = load_trace(path)
+    assert trace.trace_id == "thread-8" and trace.source.variant == "history"
+    assert [(s.agent, s.kind) for s in trace.steps] == [("user", "message"), ("researcher", "message"), ("tool", "tool_result"), ("writer", "message")]
+    assert trace.final_output == "Saturn, with 274 confirmed moons." and trace.task == "Which planet has the most moons? One line."
+    assert trace.steps[2].tool_results[0].call_id == "call_s" and trace.agents[0].model == "gpt-4o"
+    assert trace.metadata["channels"] == {"route": "end"}
+
+
+def test_langgraph_plain_state_and_messages_to_dict_entries() -> None:
+    state = {"messages": [{"type": "human", "data": {"content": "Translate 'gato'", "type": "human"}},
+                          {"type": "ai", "data": {"content": "cat", "type": "ai", "name": "translator"}}]}
+    trace = load_trace(state)
+    assert trace.source.format == "langgraph" and [s.agent for s in trace.steps] == ["user", "translator"]

@@ -366,13 +366,15 @@ def _usage(attrs: dict[str, Any], used: set[str]) -> Usage | None:
     cost = attrs.get(SpanAttributes.LLM_COST_TOTAL)
     if cost is not None:
         used.add(SpanAttributes.LLM_COST_TOTAL)
-    usage = Usage(
-        input_tokens=first(GEN_AI_USAGE_INPUT_TOKENS, GEN_AI_USAGE_PROMPT_TOKENS, SpanAttributes.LLM_TOKEN_COUNT_PROMPT, "ai.usage.inputTokens", "ai.usage.promptTokens"),
-        output_tokens=first(GEN_AI_USAGE_OUTPUT_TOKENS, GEN_AI_USAGE_COMPLETION_TOKENS, SpanAttributes.LLM_TOKEN_COUNT_COMPLETION, "ai.usage.outputTokens", "ai.usage.completionTokens"),
-        total_tokens=first(SpanAttributes.LLM_TOKEN_COUNT_TOTAL, "ai.usage.totalTokens", "gen_ai.usage.total_tokens"),
-        cost_usd=float(cost) if isinstance(cost, int | float) else None,
+    counts = (
+        first(GEN_AI_USAGE_INPUT_TOKENS, GEN_AI_USAGE_PROMPT_TOKENS, SpanAttributes.LLM_TOKEN_COUNT_PROMPT, "ai.usage.inputTokens", "ai.usage.promptTokens"),
+        first(GEN_AI_USAGE_OUTPUT_TOKENS, GEN_AI_USAGE_COMPLETION_TOKENS, SpanAttributes.LLM_TOKEN_COUNT_COMPLETION, "ai.usage.outputTokens", "ai.usage.completionTokens"),
+        first(SpanAttributes.LLM_TOKEN_COUNT_TOTAL, "ai.usage.totalTokens", "gen_ai.usage.total_tokens"),
     )
-    return usage if usage != Usage() else None
+    cost_usd = float(cost) if isinstance(cost, int | float) else None
+    if cost_usd is None and counts == (None, None, None):
+        return None  # most spans (tools, agents) record none: no model built to compare with an empty one
+    return Usage(input_tokens=counts[0], output_tokens=counts[1], total_tokens=counts[2], cost_usd=cost_usd)
 
 
 def framework_of(*names: str | None) -> str | None:

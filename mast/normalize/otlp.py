@@ -287,6 +287,8 @@ def _trace_ids(data: bytes, start: int, end: int) -> list[bytes]:
             if match:
                 found.append(match.group(1))
             at = data.find(key, at + len(key), end)
+        if found:
+            break  # a line spells its keys one way (OTLP/JSON camelCase, or protobuf snake_case): one scan, not two
     return found
 
 

@@ -367,7 +367,11 @@ def read_labels(
     if isinstance(source, pd.DataFrame):
         return check_label_table(source, taxonomy=tax)
     if not isinstance(source, str | os.PathLike):
-        return labels_from_diagnoses(source, taxonomy=tax)
+        items = list(source)
+        if items and all(isinstance(item, Mapping) for item in items):
+            # Rows of a label table (long or wide), e.g. [{"trace_id": "t1", "1.3": True}, ...]
+            return check_label_table(pd.DataFrame.from_records(items), taxonomy=tax)
+        return labels_from_diagnoses(items, taxonomy=tax)
     path = Path(source)
     if not path.is_file():
         raise EvaluationError(f"{path}: no such file")

@@ -178,6 +178,9 @@ class Judge:
         self._taxonomy_hash = hashlib.sha256(self.taxonomy.fingerprint().encode()).hexdigest()
         self._specs: dict[tuple[str, Limits], OutputSpec] = {}
         self._static_tokens: dict[tuple[str, str], int] = {}
+        if self.config.jury or self.config.samples > 1:
+            # One Judge makes one judgement per trace; several are a Jury's job (it builds on Judges).
+            raise UsageError("jury= and samples > 1 need mast.judge.jury.Jury (mast.classify and the CLI pick it)")
         if self.config.kind in ("llm", "both") and not self.config.model and backend is None:
             raise UsageError("the LLM judge needs a model: set MAST_MODEL or --model (or use --judge detectors)")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
 from mast.taxonomy import Taxonomy
 
@@ -21,32 +21,16 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
-class _Additive(_Model):
-    """A model with optional fields added after ``mast-diagnosis/1`` (:data:`_ADDED`).
+def _unset(value: object) -> bool:
+    """True for an added field's ``None``, left out of the output.
 
-    Those fields are left out of the output while they are ``None``, so a result without them is
-    written exactly as before and stays readable by readers that predate them.
+    Fields added after ``mast-diagnosis/1`` (``jury``, ``votes``, ``cited_by``) are written only when
+    set: a single judge's result is written exactly as before and stays readable by older readers.
     """
-
-    @model_serializer(mode="wrap")
-    def _drop_unset_additions(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if isinstance(data, dict):
-            for name in _ADDED.get(type(self).__name__, ()):
-                if data.get(name, 0) is None:
-                    del data[name]
-        return data
+    return value is None
 
 
-_ADDED: Final[dict[str, tuple[str, ...]]] = {
-    "Evidence": ("cited_by",),
-    "ModeVerdict": ("votes",),
-    "Diagnosis": ("jury",),
-}
-"""Fields added to ``mast-diagnosis/1`` by juries and repeated judging, per model."""
-
-
-class Evidence(_Additive):
+class Evidence(_Model):
     """A quote from the trace supporting a verdict."""
 
     step: int | None = None
@@ -55,7 +39,7 @@ class Evidence(_Additive):
     """Verbatim text from that step."""
     verified: bool = False
     """True when the quote was found in the cited step (whitespace-insensitive)."""
-    cited_by: list[str] | None = None
+    cited_by: list[str] | None = Field(default=None, exclude_if=_unset)
     """Jury results: the jurors who cited this quote (``None`` for a single judge)."""
 
 
@@ -74,7 +58,7 @@ class ModeVotes(_Model):
     """True when present and absent votes were equal (see the reducer's tie rule)."""
 
 
-class ModeVerdict(_Additive):
+class ModeVerdict(_Model):
     """The judge's verdict on one failure mode."""
 
     code: str
@@ -91,7 +75,7 @@ class ModeVerdict(_Additive):
     """Quotes supporting the verdict."""
     explanation: str = ""
     """Why the judge decided so."""
-    votes: ModeVotes | None = None
+    votes: ModeVotes | None = Field(default=None, exclude_if=_unset)
     """Jury results: the votes behind the verdict (``None`` for a single judge)."""
 
 
@@ -206,7 +190,7 @@ class JuryRecord(_Model):
     """Every juror's own diagnosis."""
 
 
-class Diagnosis(_Additive):
+class Diagnosis(_Model):
     """Why one agent run failed, per the judge."""
 
     schema_version: Literal["mast-diagnosis/1"] = DIAGNOSIS_SCHEMA_VERSION
@@ -236,7 +220,7 @@ class Diagnosis(_Additive):
     """Anything the user should know (caps, unverified quotes, redactions...)."""
     redactions: dict[str, int] = Field(default_factory=dict)
     """How many secrets of each kind were replaced before the trace left the process."""
-    jury: JuryRecord | None = None
+    jury: JuryRecord | None = Field(default=None, exclude_if=_unset)
     """When several jurors or samples judged: who they were, how they voted, how far they agree."""
 
     @property

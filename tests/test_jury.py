@@ -320,3 +320,13 @@ def test_inter_annotator_agreement_when_one_annotator_skips_some_modes() -> None
     table = np.array([[0, 2], [2, 0], [1, 1], [2, 0]])
     assert mode.fleiss_kappa == pytest.approx(fleiss_kappa(table, method="fleiss"))
     assert mode.unanimous_share == 0.75
+
+
+def test_samples_from_the_environment_and_a_plain_judge_refuses_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MAST_SAMPLES", "3")
+    monkeypatch.setenv("MAST_TEMPERATURE", "0.5")
+    with FakeLLMServer(lambda body: judge_answer(["1.3"])) as server:
+        d = mast.classify(trace(), model="openai/fake", **options(server))
+    assert len(server.chat_requests) == 3 and d.judge.params["samples"] == 3
+    with pytest.raises(UsageError, match="need mast.judge.jury.Jury"):
+        mast.Judge(model="openai/fake")

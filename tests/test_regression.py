@@ -133,3 +133,13 @@ def test_html_report_shows_the_diff(tmp_path: Path) -> None:
     assert "<section id='diff'>" in text and "paired by trace_id" in text
     section = text[text.index("<section id='diff'>"):]
     assert section.count("▲ worse") == 1 and "+20.0" in section and "24 verdicts changed" in section
+
+
+def test_holm_matches_statsmodels() -> None:
+    import numpy as np
+    from statsmodels.stats.multitest import multipletests
+
+    from mast.regression import holm
+
+    p = np.array([0.01, 0.04, 0.03, 0.5, 0.001, 0.04, 1.0])
+    assert holm(p) == pytest.approx(multipletests(p, method="holm")[1])

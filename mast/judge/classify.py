@@ -144,6 +144,9 @@ class Judge:
         self._cache = JudgeCache(self.config.cache_dir) if self.config.cache else None
         # Computed once per judge rather than per trace: it depends only on the configuration.
         self._taxonomy_hash = hashlib.sha256(self.taxonomy.fingerprint().encode()).hexdigest()
+        if self.config.jury or self.config.samples > 1:
+            # One Judge makes one judgement per trace; several are a Jury's job (it builds on Judges).
+            raise UsageError("jury= and samples > 1 need mast.judge.jury.Jury (mast.classify and the CLI pick it)")
         if self.config.kind in ("llm", "both") and not self.config.model and backend is None:
             raise UsageError("the LLM judge needs a model: set MAST_MODEL or --model (or use --judge detectors)")
 

@@ -99,9 +99,15 @@ class PhoenixSource:
             found = [_root(span) for span in newest[: query.limit]]
             yield from (r for r in reversed(found) if _after(r, query.after))
             return
-        cursor = query.after
-        for span in self._pages("spans", {**params, "order": "asc"}, cursor=cursor):
+        last = -1
+        for span in self._pages("spans", {**params, "order": "asc"}, cursor=query.after):
             root = _root(span)
+            row = _row(root.position)
+            if row < last:
+                # An older server ignores sort/order and lists newest first: a position would be wrong.
+                raise SourceError(f"{self.url}: this Phoenix lists spans newest first whatever mast asks; "
+                                  "mast needs a server with sorted span search (arize-phoenix >= 20)")
+            last = row
             if _after(root, query.after):
                 yield root
 

@@ -24,7 +24,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from mast.errors import MastError, UsageError
+from mast.errors import SourceError, UsageError
 from mast.sources import RootSpan, TraceQuery
 from mast.trace import Trace
 
@@ -33,10 +33,6 @@ PAGE = 1000
 IDS_PER_REQUEST = 50
 """Trace ids per span request (keeps the query string short)."""
 TIMEOUT_S = 60.0
-
-
-class SourceError(MastError):
-    """The trace store could not be reached or answered with an error."""
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ messages (exit 2 for bad input or usage, 1 for other failures)::
     │   │                        every call would fail the same way (never retried; stops a batch)
     │   └── JudgeOutputError  the model answered, but never with valid output
     ├── BudgetExceeded        a batch stopped starting traces at its spending cap
+    ├── SourceError           a trace store (Phoenix...) unreachable, refusing, or answering an error
     └── EvaluationError       labels that cannot be read or compared (exit 2)
 
 Errors from libraries underneath (litellm, json, pydantic) are translated at one boundary each and
@@ -110,6 +111,10 @@ class JudgeOutputError(JudgeError):
 
 class BudgetExceeded(MastError):
     """A batch stopped starting new traces because the spend would pass the budget."""
+
+
+class SourceError(MastError):
+    """A trace store could not be reached, refused the request, or answered with an error."""
 
 
 class EvaluationError(MastError):

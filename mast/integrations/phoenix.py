@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mast.diagnosis import Diagnosis, ModeVerdict
-from mast.errors import UsageError
-from mast.sources.phoenix import PhoenixSource, PhoenixURL, SourceError, http_client
+from mast.errors import SourceError, UsageError
+from mast.sources.phoenix import PhoenixSource, PhoenixURL, http_client
 from mast.trace import Trace
 
 IDENTIFIER = "mast"

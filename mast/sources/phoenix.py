@@ -24,7 +24,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from mast.errors import MastError, UsageError
+from mast.errors import SourceError, UsageError
 from mast.sources import RootSpan, TraceQuery
 from mast.trace import Trace
 
@@ -33,10 +33,6 @@ PAGE = 1000
 IDS_PER_REQUEST = 50
 """Trace ids per span request (keeps the query string short)."""
 TIMEOUT_S = 60.0
-
-
-class SourceError(MastError):
-    """The trace store could not be reached or answered with an error."""
 
 
 @dataclass(frozen=True)
@@ -99,9 +95,15 @@ class PhoenixSource:
             found = [_root(span) for span in newest[: query.limit]]
             yield from (r for r in reversed(found) if _after(r, query.after))
             return
-        cursor = query.after
-        for span in self._pages("spans", {**params, "order": "asc"}, cursor=cursor):
+        last = -1
+        for span in self._pages("spans", {**params, "order": "asc"}, cursor=query.after):
             root = _root(span)
+            row = _row(root.position)
+            if row < last:
+                # An older server ignores sort/order and lists newest first: a position would be wrong.
+                raise SourceError(f"{self.url}: this Phoenix lists spans newest first whatever mast asks; "
+                                  "mast needs a server with sorted span search (arize-phoenix >= 20)")
+            last = row
             if _after(root, query.after):
                 yield root
 

@@ -330,3 +330,15 @@ def test_samples_from_the_environment_and_a_plain_judge_refuses_them(monkeypatch
     assert len(server.chat_requests) == 3 and d.judge.params["samples"] == 3
     with pytest.raises(UsageError, match="need mast.judge.jury.Jury"):
         mast.Judge(model="openai/fake")
+
+
+def test_bad_jury_settings_are_one_line_usage_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="more than the 3 jurors"):
+        Jury(jury=JURY, quorum=4)
+    with pytest.raises(UsageError, match="unknown reducer"):
+        Jury(jury=JURY, reducer="median")
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("jurors: []\n", encoding="utf-8")
+    with pytest.raises(UsageError, match="non-empty `jurors:` list"):
+        parse_jury(str(empty))
+    assert [j.name for j in parse_jury("openai/a, openai/a,detectors").jurors] == ["openai/a", "openai/a#2", "detectors"]

@@ -243,6 +243,7 @@ def test_list_sets_and_missing_data_dir(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # two real SmolLM2 calls; minutes on a busy 2-core machine
 def test_real_local_model_validates_two_traces(tmp_path):
     """The local SmolLM2 path end to end on the two shortest AG2 runs (their verdicts are noise)."""
     import mast.judge.local as local
@@ -257,7 +258,7 @@ def test_real_local_model_validates_two_traces(tmp_path):
         shutil.copy(spec.root() / name, root / spec.folder / name)
     try:
         report = validate(model="local", sets=["mastlint-ag2"], data_dir=root, output=tmp_path / "out", n_boot=0,
-                          max_output_tokens=1600, max_reasks=1, cache=False)
+                          max_output_tokens=1600, max_reasks=1, cache=False, timeout=1500, concurrency=1)
     finally:
         local.stop_shared_servers()
     (result,) = report.sets

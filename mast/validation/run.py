@@ -8,8 +8,6 @@ serves repeated traces. The figures are written next to them: ``summary.json`` (
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from mast._sync import run_sync
 from mast.batch import aclassify_many
 from mast.datasets import ValidationSet, validation_root, validation_sets
 from mast.diagnosis import Diagnosis
@@ -41,12 +40,7 @@ from mast.validation.write import write_outputs
 
 def validate(**options: Any) -> ValidationReport | ValidationPlan:
     """Blocking :func:`avalidate`; inside a running event loop (a notebook) it runs in a worker thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(avalidate(**options))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, avalidate(**options)).result()
+    return run_sync(avalidate(**options))
 
 
 async def avalidate(

@@ -1,6 +1,6 @@
 """Trace-store inputs for ``mast label`` (``phoenix://HOST:PORT/PROJECT``) and what to do with the results.
 
-:func:`source_options` adds the store filters (``--since``, ``--until``, ``--limit``, ``--trace-id``,
+:func:`source_options` adds the store filters (``--since``, ``--until``, with ``--limit`` and ``--trace-id`` from the run controls,
 ``--root-span``) and the result sinks (``--write-back``, ``--emit-otel``) to a command, and hands it
 one ``sources: SourceInputs``. The command keeps its file paths and calls three hooks::
 
@@ -165,8 +165,10 @@ def source_options(func: F) -> F:
         query = TraceQuery(
             since=parse_time(since) if since else None,
             until=parse_time(until) if until else None,
-            limit=kwargs.pop("limit"),
-            trace_ids=tuple(kwargs.pop("trace_ids")),
+            # --limit and --trace-id are the run-control options (mast.cli._run_control): the same
+            # words pick traces from a store query and from files.
+            limit=kwargs.get("limit"),
+            trace_ids=tuple(kwargs.get("trace_ids") or ()),
             root_names=tuple(kwargs.pop("root_names")),
         )
         kwargs["sources"] = SourceInputs(query=query, write_back=kwargs.pop("write_back"),
@@ -183,8 +185,6 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     click.option("--since", metavar="TIME", help="Store inputs: traces whose root span started at or after TIME "
                  "(ISO, UTC unless given, or an age: 90m, 2h, 7d)."),
     click.option("--until", metavar="TIME", help="Store inputs: traces whose root span started before TIME."),
-    click.option("--limit", type=click.IntRange(min=1), help="Store inputs: only the N most recently received traces."),
-    click.option("--trace-id", "trace_ids", multiple=True, metavar="ID", help="Store inputs: only this trace (repeat)."),
     click.option("--root-span", "root_names", multiple=True, metavar="NAME",
                  help="Store inputs: only traces whose root span has this name (repeat)."),
     click.option("--write-back", is_flag=True,

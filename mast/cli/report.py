@@ -21,7 +21,7 @@ def command(results: str, gold: str | None, output: str, title: str | None, n_bo
     mast report results.jsonl -o report.html
     mast report results.jsonl --gold gold.csv -o report.html
     """  # noqa: D301 (click's \b keeps the example lines as they are)
-    from mast.evaluation.html import write_report
+    from mast.report import write_report
 
     path = write_report(results, output, gold=gold, title=title, n_boot=n_boot, seed=seed)
     stdout.print(f"wrote {path}", markup=False, highlight=False)

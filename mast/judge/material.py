@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from mast._render import _cap
+from mast._render import cap_text
 from mast.trace import Trace
 
 TASK_MAX_CHARS = 8_000
@@ -169,7 +169,7 @@ def prepare(
     def capped(value: str | None, limit: int, what: str, missing: str) -> str:
         if not value:
             return missing
-        text, cut = _cap(value, limit)
+        text, cut = cap_text(value, limit)
         if cut:
             warnings.append(f"{what}: {cut} of {len(value)} chars cut for the prompt (cap {limit})")
         return redaction(text)

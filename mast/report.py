@@ -6,6 +6,9 @@ dollars, calls), ``prevalence`` (bars with CIs and a table), ``cooccurrence`` (h
 bootstrap CIs, and the table) and ``disagreements`` (every differing cell with its evidence).
 Figures are embedded PNGs; the page loads nothing from anywhere.
 
+It sits above both :mod:`mast.analysis` (prevalence, co-occurrence, first failures) and
+:mod:`mast.evaluation` (agreement with gold labels), which it puts on one page.
+
 Example:
     >>> write_report("results.jsonl", "report.html", gold="gold.csv")   # doctest: +SKIP
 """
@@ -47,7 +50,7 @@ def render_report(
 ) -> str:
     """The HTML page for a results file (or diagnoses), with agreement sections when ``gold`` is given."""
     from mast import analysis
-    from mast.evaluation import plots
+    from mast.evaluation import plots  # matplotlib: loaded only when a report is made
     from mast.evaluation.core import evaluate
 
     tax = taxonomy or load_taxonomy()

@@ -21,7 +21,6 @@ if _TYPE_CHECKING:  # what the names below resolve to, for type checkers and edi
     from mast.batch import aclassify_many, classify_many
     from mast.diagnosis import Diagnosis
     from mast.errors import (
-        BudgetExceeded,
         EvaluationError,
         JudgeAPIError,
         JudgeError,
@@ -52,7 +51,6 @@ if _TYPE_CHECKING:  # what the names below resolve to, for type checkers and edi
 # side (scikit-learn, statsmodels) are imported only when a name from them is asked for.
 _LAZY = {
     "AttributionReport": "mast.evaluation",
-    "BudgetExceeded": "mast.errors",
     "Diagnosis": "mast.diagnosis",
     "EvaluationError": "mast.errors",
     "EvaluationReport": "mast.evaluation",
@@ -105,7 +103,6 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AttributionReport",
-    "BudgetExceeded",
     "Diagnosis",
     "EvaluationError",
     "EvaluationReport",

@@ -3,6 +3,24 @@
 Read agent traces from the frameworks people use, label them with the MAST failure taxonomy
 (Cemri et al. 2025) through any LLM or offline detectors, and measure agreement with humans.
 
+The package is the pipeline; each layer imports only the layers below it (``pyproject.toml``
+``[tool.importlinter]`` holds the contract and ``tests/test_layers.py`` checks it)::
+
+    cli                      the command line (nothing imports it)
+    report                   analysis and evaluation on one HTML page
+    analysis | datasets      prevalence, co-occurrence, first failures | the MAD dataset
+    evaluation               agreement with gold labels (never reaches the judge's backend)
+    batch | testing          many traces, resumable, within a budget | FakeLLMServer
+    judge                    one trace -> Diagnosis (judge/backend.py alone imports litellm)
+    normalize | redact       source formats -> Trace | secrets out
+    diagnosis                the result schema
+    taxonomy | trace         the modes as data | the trace schema
+    _render                  a trace as the judge's transcript
+    _json, errors, ...       canonical JSON and hashes, the error tree
+
+Every public name below is loaded on first use, so ``import mast`` (and ``import mast.trace``, or
+any lower layer) loads nothing it does not need.
+
 Example:
     >>> import mast
     >>> trace = mast.load_trace([{"role": "user", "content": "fix the failing test"}])

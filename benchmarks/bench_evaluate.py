@@ -20,7 +20,7 @@ import pandas as pd
 from mast import analysis
 from mast.diagnosis import Diagnosis, DiagnosisUsage, JudgeInfo, empty_verdicts
 from mast.evaluation import evaluate
-from mast.evaluation.html import render_report
+from mast.report import render_report
 from mast.taxonomy import load_taxonomy
 
 N_TRACES = 1642  # MAD's size

@@ -3,6 +3,24 @@
 Read agent traces from the frameworks people use, label them with the MAST failure taxonomy
 (Cemri et al. 2025) through any LLM or offline detectors, and measure agreement with humans.
 
+The package is the pipeline; each layer imports only the layers below it (``pyproject.toml``
+``[tool.importlinter]`` holds the contract and ``tests/test_layers.py`` checks it)::
+
+    cli                      the command line (nothing imports it)
+    report                   analysis and evaluation on one HTML page
+    analysis | datasets      prevalence, co-occurrence, first failures | the MAD dataset
+    evaluation               agreement with gold labels (never reaches the judge's backend)
+    batch | testing          many traces, resumable, within a budget | FakeLLMServer
+    judge                    one trace -> Diagnosis (judge/backend.py alone imports litellm)
+    normalize | redact       source formats -> Trace | secrets out
+    diagnosis                the result schema
+    taxonomy | trace         the modes as data | the trace schema
+    _render                  a trace as the judge's transcript
+    _json, errors, ...       canonical JSON and hashes, the error tree
+
+Every public name below is loaded on first use, so ``import mast`` (and ``import mast.trace``, or
+any lower layer) loads nothing it does not need.
+
 Example:
     >>> import mast
     >>> trace = mast.load_trace([{"role": "user", "content": "fix the failing test"}])
@@ -10,45 +28,80 @@ Example:
     1
 """
 
-import os as _os
 from importlib import import_module as _import_module
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-# litellm downloads its model price map at import unless told to use the copy it ships.
-_os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from mast.__about__ import __version__
 
-from mast.__about__ import __version__  # noqa: E402
-from mast.batch import aclassify_many, classify_many  # noqa: E402
-from mast.diagnosis import Diagnosis  # noqa: E402
-from mast.errors import (  # noqa: E402
-    BudgetExceeded,
-    EvaluationError,
-    JudgeAPIError,
-    JudgeError,
-    JudgeOutputError,
-    MastError,
-    TaxonomyError,
-    TraceFormatError,
-    UsageError,
-)
-from mast.judge import Judge, JudgeConfig, aclassify, classify  # noqa: E402
-from mast.judge.detectors import detectors_diagnosis, run_detectors  # noqa: E402
-from mast.normalize import iter_traces, load_trace, load_traces  # noqa: E402
-from mast.redact import redact_text, redact_trace  # noqa: E402
-from mast.taxonomy import Taxonomy, load_taxonomy  # noqa: E402
-from mast.trace import Step, Trace  # noqa: E402
+if _TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
+    from mast import analysis, datasets
+    from mast.batch import aclassify_many, classify_many
+    from mast.diagnosis import Diagnosis
+    from mast.errors import (
+        EvaluationError,
+        JudgeAPIError,
+        JudgeError,
+        JudgeOutputError,
+        MastError,
+        TaxonomyError,
+        TraceFormatError,
+        UsageError,
+    )
+    from mast.evaluation import (
+        AttributionReport,
+        EvaluationReport,
+        compare_judges,
+        evaluate,
+        evaluate_attribution,
+        read_labels,
+        to_dataframe,
+    )
+    from mast.judge import Judge, JudgeConfig, aclassify, classify
+    from mast.judge.detectors import detectors_diagnosis, run_detectors
+    from mast.normalize import iter_traces, load_trace, load_traces
+    from mast.redact import redact_text, redact_trace
+    from mast.taxonomy import Taxonomy, load_taxonomy
+    from mast.trace import Step, Trace
 
-# The evaluation side pulls in scikit-learn and statsmodels (~1.5 s); load it on first use so
-# `mast label` and `import mast` stay quick.
+# Every public name is loaded on first use, so `import mast.trace` (or any lower layer) loads
+# nothing above it, and `import mast` stays quick: the judge, the batch core and the evaluation
+# side (scikit-learn, statsmodels) are imported only when a name from them is asked for.
 _LAZY = {
     "AttributionReport": "mast.evaluation",
+    "Diagnosis": "mast.diagnosis",
+    "EvaluationError": "mast.errors",
     "EvaluationReport": "mast.evaluation",
+    "Judge": "mast.judge",
+    "JudgeAPIError": "mast.errors",
+    "JudgeConfig": "mast.judge",
+    "JudgeError": "mast.errors",
+    "JudgeOutputError": "mast.errors",
+    "MastError": "mast.errors",
+    "Step": "mast.trace",
+    "Taxonomy": "mast.taxonomy",
+    "TaxonomyError": "mast.errors",
+    "Trace": "mast.trace",
+    "TraceFormatError": "mast.errors",
+    "UsageError": "mast.errors",
+    "aclassify": "mast.judge",
+    "aclassify_many": "mast.batch",
     "analysis": "mast",
+    "classify": "mast.judge",
+    "classify_many": "mast.batch",
     "compare_judges": "mast.evaluation",
     "datasets": "mast",
+    "detectors_diagnosis": "mast.judge.detectors",
     "evaluate": "mast.evaluation",
     "evaluate_attribution": "mast.evaluation",
+    "iter_traces": "mast.normalize",
+    "load_taxonomy": "mast.taxonomy",
+    "load_trace": "mast.normalize",
+    "load_traces": "mast.normalize",
     "read_labels": "mast.evaluation",
+    "redact_text": "mast.redact",
+    "redact_trace": "mast.redact",
+    "run_detectors": "mast.judge.detectors",
     "to_dataframe": "mast.evaluation",
     "validate": "mast.validation",
 }
@@ -63,9 +116,12 @@ def __getattr__(name: str) -> _Any:
     return value
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [
     "AttributionReport",
-    "BudgetExceeded",
     "Diagnosis",
     "EvaluationError",
     "EvaluationReport",

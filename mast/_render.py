@@ -1,16 +1,33 @@
-"""Render a :class:`~mast.trace.Trace` as the judge's transcript (the single renderer)."""
+"""Render a :class:`~mast.trace.Trace` as the judge's transcript (the single renderer).
+
+:mod:`mast.trace` imports this module (``Trace.to_transcript``) and never the other way at run time:
+the trace types appear here only in annotations.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, Field
+
 from mast._json import canonical
 
 if TYPE_CHECKING:
-    from mast.trace import Step, Trace, Transcript
+    from mast.trace import Step, Trace
 
 
-def _cap(text: str, limit: int) -> tuple[str, int]:
+class Transcript(BaseModel):
+    """What the judge reads: the rendered text plus what was capped on the way."""
+
+    text: str
+    """The rendered transcript, one ``[S<n>]`` block per step."""
+    warnings: list[str] = Field(default_factory=list)
+    """One line per cap that shortened the text; the text holds a visible marker at each cut."""
+    step_offsets: dict[int, tuple[int, int]] = Field(default_factory=dict)
+    """Character span of each step's block in :attr:`text`."""
+
+
+def cap_text(text: str, limit: int) -> tuple[str, int]:
     """Keep the head and tail of ``text`` around a visible marker; return (text, chars cut)."""
     if len(text) <= limit:
         return text, 0
@@ -20,7 +37,8 @@ def _cap(text: str, limit: int) -> tuple[str, int]:
     return f"{text[:head]}\n[... {cut} chars cut ...]\n{text[len(text) - tail:]}", cut
 
 
-def _arguments(value: object) -> str:
+def arguments_text(value: object) -> str:
+    """Tool-call arguments as text: a string as it is, anything else as canonical JSON."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -38,7 +56,7 @@ def render_step(step: Step) -> str:
         head += f" ({step.kind})"
     parts = [step.content] if step.content else []
     for call in step.tool_calls:
-        parts.append(f"<tool_call name={call.name!r}>{_arguments(call.arguments) or call.arguments_raw or ''}</tool_call>")
+        parts.append(f"<tool_call name={call.name!r}>{arguments_text(call.arguments) or call.arguments_raw or ''}</tool_call>")
     for result in step.tool_results:
         flag = " error" if result.is_error else ""
         name = f" name={result.name!r}" if result.name else ""
@@ -52,15 +70,14 @@ def render_step(step: Step) -> str:
 def render_transcript(
     trace: Trace, *, max_step_chars: int, max_total_chars: int | None
 ) -> Transcript:
-    from mast.trace import Transcript
-
+    """The trace's steps as ``[S<n>]`` blocks, capped visibly (see :meth:`mast.trace.Trace.to_transcript`)."""
     warnings: list[str] = []
     blocks: list[str] = []
     offsets: dict[int, tuple[int, int]] = {}
     position = 0
     for step in trace.steps:
         full = render_step(step)
-        block, cut = _cap(full, max_step_chars)
+        block, cut = cap_text(full, max_step_chars)
         if cut:
             warnings.append(f"step S{step.index}: {cut} of {len(full)} chars cut (step cap {max_step_chars})")
         if max_total_chars is not None and position + len(block) > max_total_chars:

@@ -12,12 +12,14 @@ messages (exit 2 for bad input or usage, 1 for other failures)::
     │   │   └── JudgeSetupError  no/rejected key, no permission, unknown model, endpoint refused:
     │   │                        every call would fail the same way (never retried; stops a batch)
     │   └── JudgeOutputError  the model answered, but never with valid output
-    ├── BudgetExceeded        a batch stopped starting traces at its spending cap
     ├── SourceError           a trace store (Phoenix...) unreachable, refusing, or answering an error
     └── EvaluationError       labels that cannot be read or compared (exit 2)
 
 Errors from libraries underneath (litellm, json, pydantic) are translated at one boundary each and
 chained with ``raise ... from exc`` so ``--debug`` still shows the cause.
+
+A batch that reaches its spending cap is not an error: it stops starting traces, says so in its
+report (``stopped="budget"``) and gives the traces left ``NotStarted`` results; a rerun resumes.
 """
 
 from __future__ import annotations
@@ -107,10 +109,6 @@ class JudgeSetupError(JudgeAPIError):
 
 class JudgeOutputError(JudgeError):
     """The model answered, but no answer validated against the output schema."""
-
-
-class BudgetExceeded(MastError):
-    """A batch stopped starting new traces because the spend would pass the budget."""
 
 
 class SourceError(MastError):

@@ -32,7 +32,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from aiohttp import web
+
+try:
+    from aiohttp import web
+except ModuleNotFoundError as exc:  # litellm brings aiohttp today; say what to install if it stops
+    raise ModuleNotFoundError("mast.testing needs aiohttp: pip install 'mast-judge[testing]'") from exc
 
 from mast.judge.schema import DIAGNOSIS_SCHEMA_NAME, WINDOW_SCHEMA_NAME
 

@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mast._json import canonical_hash
+from mast._render import Transcript, render_transcript
 
 TRACE_SCHEMA_VERSION: Final = "mast-trace/1"
 
@@ -174,17 +175,6 @@ class SourceInfo(_Model):
     """Sub-format inside the source, e.g. the framework log inside a MAD record."""
 
 
-class Transcript(BaseModel):
-    """What the judge reads: the rendered text plus what was capped on the way."""
-
-    text: str
-    """The rendered transcript, one ``[S<n>]`` block per step."""
-    warnings: list[str] = Field(default_factory=list)
-    """One line per cap that shortened the text; the text holds a visible marker at each cut."""
-    step_offsets: dict[int, tuple[int, int]] = Field(default_factory=dict)
-    """Character span of each step's block in :attr:`text`."""
-
-
 class Trace(_Model):
     """One agent run, normalised."""
 
@@ -263,8 +253,6 @@ class Trace(_Model):
         one marker line. Every cut adds a warning to the returned :class:`Transcript`; nothing is
         cut silently. Labels and metadata are never rendered.
         """
-        from mast._render import render_transcript
-
         return render_transcript(self, max_step_chars=max_step_chars, max_total_chars=max_total_chars)
 
     def to_json(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -49,16 +50,23 @@ def config(server: FakeLLMServer, **extra: object) -> JudgeConfig:
 def test_build_single_is_what_the_judge_sends() -> None:
     with FakeLLMServer(lambda body: Reply(content=ANSWER)) as server:
 
-        async def main() -> list[dict[str, object]]:
+        async def main() -> dict[str, Any]:
             async with Judge(config(server)) as judge:
                 await judge.classify(trace())
                 prepared = prepare_trace(trace(), judge.config, judge.taxonomy)
-                return build_single(judge.prompts, prepared.material)
+                messages = build_single(judge.prompts, prepared.material)
+                backend = judge.backend
+                mode = backend.resolve_mode(judge.config.structured_output)
+                return backend.request_kwargs(messages, diagnosis_spec(judge.taxonomy), mode, judge.config.max_output_tokens)  # type: ignore[attr-defined, no-any-return]
 
-        messages = asyncio.run(main())
-        sent = server.chat_requests[0].body["messages"]
-    assert [m["role"] for m in sent] == ["system", "user"]
-    assert sent == messages
+        request = asyncio.run(main())
+        body = server.chat_requests[0].body
+    messages = request["messages"]
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert body["messages"] == messages
+    # litellm adapts the schema to the provider on the way; the request names the same answer.
+    assert body["response_format"]["json_schema"]["name"] == request["response_format"]["json_schema"]["name"]
+    assert body["temperature"] == request["temperature"] and body["max_tokens"] == request["max_tokens"]
     assert "ops@example.org" not in str(messages)  # redacted before the request is built
 
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from mast.redact import redact_text
-from mast.redact_more import RULES_FILE, credential_rules, iban_ok, luhn_ok
+from mast.redact.pii import RULES_FILE, credential_rules, iban_ok, luhn_ok
 
 CASES = yaml.safe_load((Path(__file__).parent / "data" / "redact" / "cases.yaml").read_text())["credentials"]
 RULES = credential_rules()

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from mast.cli import main
 from mast.diagnosis import Diagnosis, DiagnosisUsage, FirstFailure, JudgeInfo
 from mast.evaluation import read_who_and_when
-from mast.evaluation.html import render_report
+from mast.report import render_report
 from mast.evaluation.mad import mastlint_diagnoses
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from mast.diagnosis import SourceRef
 from mast.errors import TraceFormatError, UsageError
-from mast.normalize import _looks_like_path, iter_paths, iter_traces
+from mast.normalize import iter_paths, iter_traces, looks_like_path
 from mast.trace import Trace
 
 ContentKey = tuple[str, str | None]
@@ -121,7 +121,7 @@ def scan(
             if in_shard(given.trace_id, shard):
                 yield _item(index, given, keep=True)
                 index += 1
-        elif isinstance(given, os.PathLike) or (isinstance(given, str) and _looks_like_path(given)):
+        elif isinstance(given, os.PathLike) or (isinstance(given, str) and looks_like_path(given)):
             for path in iter_paths([given], recursive=recursive):
                 try:
                     read_bytes += path.stat().st_size

@@ -6,7 +6,6 @@ line on stderr (exit 2 for bad input or usage, 1 for other failures); ``--debug`
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -51,7 +50,6 @@ def main(ctx: click.Context, debug: bool) -> None:
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 def _register() -> None:

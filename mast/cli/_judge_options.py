@@ -18,13 +18,13 @@ from typing import Any, TypeVar
 
 import click
 
-from mast.judge.config import _ENV, JudgeConfig
+from mast.judge.config import ENV_VARS, JudgeConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _env(name: str) -> str:
-    return f"[env: {_ENV[name]}]"
+    return f"[env: {ENV_VARS[name]}]"
 
 
 def _read_patterns(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[tuple[str, str], ...] | None:

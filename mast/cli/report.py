@@ -24,7 +24,7 @@ def command(results: str, gold: str | None, output: str, title: str | None, n_bo
     mast report results.jsonl --gold gold.csv -o report.html
     mast report v2.jsonl --base v1.jsonl -o report.html           adds what changed since v1
     """  # noqa: D301 (click's \b keeps the example lines as they are)
-    from mast.evaluation.html import write_report
+    from mast.report import write_report
 
     if not output.lower().endswith((".html", ".htm")):
         raise UsageError(f"-o {output}: mast report writes one HTML file; use a name ending in .html")

@@ -231,6 +231,15 @@ class LiteLLMBackend:
             return _strip_keywords(output.schema, _UNSUPPORTED_STRICT), True
         return output.schema, False
 
+    def request_kwargs(
+        self, messages: list[dict[str, Any]], output: OutputSpec, mode: Mode, max_tokens: int
+    ) -> dict[str, Any]:
+        """The keyword arguments of one ``litellm.acompletion`` call (e.g. a provider batch API's request).
+
+        Messages, sampling parameters, and the answer schema as the structured-output ``mode`` asks.
+        """
+        return self._request(messages, output, mode, max_tokens)
+
     def _request(
         self, messages: list[dict[str, Any]], output: OutputSpec, mode: Mode, max_tokens: int
     ) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from mast.errors import UsageError
 StructuredOutput = Literal["auto", "json_schema", "tool", "json"]
 JudgeKind = Literal["auto", "llm", "detectors", "both"]
 
-_ENV: dict[str, str] = {
+ENV_VARS: dict[str, str] = {
     "model": "MAST_MODEL",
     "api_base": "MAST_API_BASE",
     "api_key": "MAST_API_KEY",
@@ -49,6 +49,7 @@ _ENV: dict[str, str] = {
     "reducer": "MAST_REDUCER",
     "quorum": "MAST_QUORUM",
 }
+"""Each option that a ``MAST_*`` variable sets, and the variable (``--help`` shows them)."""
 
 
 class JudgeConfig(BaseModel):
@@ -152,7 +153,7 @@ class JudgeConfig(BaseModel):
         if unknown:
             raise UsageError(f"unknown judge option(s): {', '.join(sorted(unknown))}")
         values: dict[str, Any] = {}
-        for name, var in _ENV.items():
+        for name, var in ENV_VARS.items():
             if options.get(name) is None and os.environ.get(var) not in (None, ""):
                 raw = os.environ[var]
                 values[name] = raw.lower() in ("1", "true", "yes", "on") if cls.model_fields[name].annotation is bool else raw

@@ -7,14 +7,12 @@ are later verified against exactly the text the judge saw (:meth:`Material.verif
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
 
-from mast._render import _cap
+from mast._render import cap_text
+from mast.redact import Redactor, current_redactor, redact_trace
 from mast.trace import Trace
 
 TASK_MAX_CHARS = 8_000
@@ -110,33 +108,21 @@ def quote_in(quote: str, text: str) -> bool:
     return True
 
 
-def _redactor() -> ModuleType | None:
-    """``mast.redact`` when it is installed in this build (it is written separately)."""
-    try:
-        return importlib.import_module("mast.redact")
-    except ModuleNotFoundError as exc:
-        if exc.name == "mast.redact":
-            return None
-        raise
-
-
 class _Redaction:
+    """Redacts each text with one rule set for the whole trace and counts what it replaced."""
+
     def __init__(self, enabled: bool, ips: bool, patterns: tuple[tuple[str, str], ...]) -> None:
-        self.module = _redactor() if enabled else None
-        self.enabled = enabled
-        self.ips = ips
-        self.patterns = patterns
         self.counts: Counter[str] = Counter()
         # One rule set for every text of the trace (redact_text would look it up again per text).
-        self.redactor: Any = self.module.current_redactor(ips=ips, patterns=patterns) if self.module is not None else None
+        self.redactor: Redactor | None = current_redactor(ips=ips, patterns=patterns) if enabled else None
 
     def __call__(self, text: str) -> str:
         if self.redactor is None or not text:
             return text
-        result: Any = self.redactor.redact(text)
+        result = self.redactor.redact(text)
         if result.counts:
-            self.counts.update({k: int(v) for k, v in dict(result.counts).items() if v})
-        return str(result.text)
+            self.counts.update({k: v for k, v in result.counts.items() if v})
+        return result.text
 
 
 def prepare(
@@ -150,12 +136,10 @@ def prepare(
     """Render, cap (visibly) and redact everything of ``trace`` that a prompt may hold."""
     redaction = _Redaction(redact, redact_ips, redact_patterns)
     warnings: list[str] = []
-    if redact and redaction.module is None:
-        warnings.append("redaction requested but mast.redact is not available: trace text sent unredacted")
-    if redaction.module is not None:
+    if redact:
         # Redact the whole texts before rendering caps them: a secret that straddles a cut would
         # otherwise leave a fragment too short to match ("sk-proj-Ab3", "jane.doe@exa").
-        trace, counts = redaction.module.redact_trace(trace, ips=redact_ips, patterns=redaction.patterns)
+        trace, counts = redact_trace(trace, ips=redact_ips, patterns=redact_patterns)
         redaction.counts.update(counts)
     # What the normaliser could not read (a payload kept as text, a guessed speaker) stays with the verdict.
     warnings.extend(f"trace: {warning}" for warning in trace.warnings)
@@ -171,7 +155,7 @@ def prepare(
     def capped(value: str | None, limit: int, what: str, missing: str) -> str:
         if not value:
             return missing
-        text, cut = _cap(value, limit)
+        text, cut = cap_text(value, limit)
         if cut:
             warnings.append(f"{what}: {cut} of {len(value)} chars cut for the prompt (cap {limit})")
         return redaction(text)

@@ -4,6 +4,8 @@ Reusable on their own, e.g. by a provider batch API that sends the judge's reque
 
     prepared = prepare_trace(trace, judge.config, judge.taxonomy)    # hints, render, cap, redact
     messages = build_single(judge.prompts, prepared.material)        # what the judge would send
+    body = judge.backend.request_kwargs(                              # + sampling and answer schema
+        messages, diagnosis_spec(judge.taxonomy), judge.backend.resolve_mode("auto"), 4096)
 
 - :func:`prepare_trace` runs the offline detectors for prompt hints (and, for ``both``, their own
   diagnosis) and prepares the :class:`~mast.judge.material.Material` with the configured redaction.

@@ -67,7 +67,8 @@ TRACE_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".yaml", ".yml", ".tra
 """File name endings :func:`iter_paths` picks up when walking folders."""
 
 
-def _looks_like_path(text: str) -> bool:
+def looks_like_path(text: str) -> bool:
+    """Whether a string given as input names a file (one short line) rather than holding JSON text."""
     return "\n" not in text and len(text) < 4096 and not text.lstrip().startswith(("{", "["))
 
 
@@ -75,7 +76,7 @@ def _raw(source: str | os.PathLike[str] | Any) -> RawInput:
     """Wrap a path (``Path`` or a one-line string) or an in-memory object as a :class:`RawInput`."""
     if isinstance(source, RawInput):
         return source
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and looks_like_path(source)):
         path = Path(source)
         if path.is_dir():
             raise UsageError(f"{path} is a folder; use iter_paths() or `mast label` for folders")

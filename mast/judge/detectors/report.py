@@ -6,7 +6,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mast._render import _arguments, render_step
+from mast._render import arguments_text, render_step
 from mast.diagnosis import Evidence
 from mast.trace import Step
 
@@ -115,7 +115,7 @@ def step_quote(step: Step) -> Evidence:
         return evidence(step, first_line(step.content))
     if step.tool_calls:
         call = step.tool_calls[0]
-        return evidence(step, _arguments(call.arguments) or call.arguments_raw or call.name)
+        return evidence(step, arguments_text(call.arguments) or call.arguments_raw or call.name)
     for result in step.tool_results:
         if result.output.strip():
             return evidence(step, first_line(result.output))
@@ -129,7 +129,7 @@ def call_quote(step: Step) -> Evidence:
     if not step.tool_calls:
         return step_quote(step)
     call = step.tool_calls[0]
-    return evidence(step, _arguments(call.arguments) or call.arguments_raw or call.name)
+    return evidence(step, arguments_text(call.arguments) or call.arguments_raw or call.name)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")

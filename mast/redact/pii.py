@@ -25,9 +25,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from mast.redact.rules import Rule
+
 __all__ = ["RULES_FILE", "credential_rules", "iban_ok", "luhn_ok", "more_rules"]
 
-RULES_FILE = Path(__file__).parent / "data" / "credential_rules.yaml"
+RULES_FILE = Path(__file__).resolve().parent.parent / "data" / "credential_rules.yaml"
 """The credential shapes, as data."""
 
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -173,12 +175,11 @@ def _token_check(kind: str, lead: re.Pattern[str] | None = None, lead_len: int =
 @lru_cache(maxsize=1)
 def more_rules() -> tuple[Any, ...]:
     """The rules of this module as :mod:`mast.redact` rules (built once)."""
-    from mast.redact import _Rule
 
     rules: list[Any] = [
-        _Rule("card_number", _CARD, check=_card, min_digits=13),
-        _Rule("iban", _IBAN, check=_iban, min_digits=12),
-        _Rule("ssn", _SSN, check=_ssn, min_digits=9),
+        Rule("card_number", _CARD, check=_card, min_digits=13),
+        Rule("iban", _IBAN, check=_iban, min_digits=12),
+        Rule("ssn", _SSN, check=_ssn, min_digits=9),
     ]
     for entry in credential_rules():
         # A credential that starts with a character class is searched from its literal; the
@@ -186,5 +187,5 @@ def more_rules() -> tuple[Any, ...]:
         # look-behind at the front would make it try every position).
         lead = re.compile(entry["lead"]) if entry.get("lead") else None
         check = _token_check(entry["kind"], lead, int(entry.get("lead_len", 0)))
-        rules.append(_Rule(entry["kind"], re.compile(entry["regex"]), check=check, needles=tuple(entry["keywords"])))
+        rules.append(Rule(entry["kind"], re.compile(entry["regex"]), check=check, needles=tuple(entry["keywords"])))
     return tuple(rules)

@@ -7,6 +7,9 @@ bootstrap CIs, and the table) and ``disagreements`` (every differing cell with i
 ``traces``: the per-trace view (:mod:`mast.evaluation.viewer`).
 Figures are embedded PNGs; the page loads nothing from anywhere.
 
+It sits above both :mod:`mast.analysis` (prevalence, co-occurrence, first failures) and
+:mod:`mast.evaluation` (agreement with gold labels), which it puts on one page.
+
 Example:
     >>> write_report("results.jsonl", "report.html", gold="gold.csv")   # doctest: +SKIP
 """
@@ -55,7 +58,7 @@ def render_report(
     With an earlier run ``base``, a ``diff`` section shows what changed per mode (see :mod:`mast.regression`).
     """
     from mast import analysis
-    from mast.evaluation import plots
+    from mast.evaluation import plots  # matplotlib: loaded only when a report is made
     from mast.evaluation.core import evaluate
 
     tax = taxonomy or load_taxonomy()

@@ -1,0 +1,340 @@
+"""Replace secrets and personal data with typed placeholders before a trace leaves the process.
+
+Traces are production data: API keys pasted into prompts, tokens in HTTP headers, passwords in
+connection strings, customers' e-mail addresses. The judge only needs to see *that* something was
+a credential, so each finding becomes ``[REDACTED:<kind>]`` and is counted per kind.
+
+Kinds found by default:
+
+========================  ==============================================================
+``api_key``               provider keys by their published prefixes (OpenAI, Anthropic, AWS,
+                          Google, GitHub, GitLab, Slack, Hugging Face, Stripe, SendGrid, ...) and
+                          ``api_key=`` / ``AccountKey=`` / ``x-api-key:`` assignments
+``token``                 bearer tokens, OAuth access tokens, signed-URL signatures, webhooks,
+                          ``token=`` assignments
+``jwt``                   JSON Web Tokens
+``private_key``           PEM private key blocks (also JSON-escaped, as in GCP service accounts)
+``password``              ``scheme://user:PASSWORD@host``, ``password=`` assignments, HTTP Basic
+``secret``                ``secret=`` / ``client_secret:`` / AWS secret keys in assignments,
+                          Google and Azure client secrets
+``email``                 e-mail addresses
+``phone``                 phone numbers written in international (+...) or North American form
+``ipv4``                  IPv4 addresses, only with ``ips=True`` (IT traces need them)
+========================  ==============================================================
+
+Assignments redact the value only (``password=[REDACTED:password]``), so the judge still sees what
+the step did. Identifiers that merely look random (git SHAs, UUIDs, span ids, digests, pod names,
+version strings) are left alone: every pattern is anchored on a prefix or a key name, never on
+entropy alone.
+
+Custom patterns (``name -> regex``) come from a YAML/JSON file named by ``MAST_REDACT_PATTERNS`` and
+from the ``patterns`` argument; a group named ``secret`` (or the only group) is what gets replaced.
+
+Example:
+    >>> result = redact_text("curl -H 'Authorization: Bearer abcdef0123456789xyz' ops@example.com")
+    >>> result.text
+    "curl -H 'Authorization: Bearer [REDACTED:token]' [REDACTED:email]"
+    >>> result.counts
+    {'token': 1, 'email': 1}
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mast.errors import UsageError
+from mast.redact.rules import IPV4_RULE, Rule, custom_rule, default_rules
+
+if TYPE_CHECKING:
+    from mast.trace import Trace
+
+__all__ = [
+    "PATTERNS_ENV",
+    "RedactionResult",
+    "Redactor",
+    "current_redactor",
+    "load_patterns",
+    "redact_text",
+    "redact_trace",
+]
+
+PATTERNS_ENV = "MAST_REDACT_PATTERNS"
+"""Environment variable naming a YAML/JSON file of custom patterns (``name: regex``)."""
+
+CustomPatterns = Mapping[str, "str | re.Pattern[str]"] | Sequence[tuple[str, "str | re.Pattern[str]"]]
+"""Custom patterns: a mapping or pairs of kind name -> regex (text or compiled)."""
+
+@dataclass(frozen=True, slots=True)
+class RedactionResult:
+    """Redacted text and how many replacements of each kind were made."""
+
+    text: str
+    """The text with every finding replaced by ``[REDACTED:<kind>]``."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Replacements per kind, only kinds that occurred."""
+
+    @property
+    def total(self) -> int:
+        """All replacements together."""
+        return sum(self.counts.values())
+
+
+_ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
+_GATED_CHARS = 4_096
+"""Texts up to this long are first searched for any rule's literal at all (most hold none)."""
+
+
+def _lower(text: str) -> str:
+    """Lower-cased text with the same offsets as ``text``.
+
+    ``str.lower`` is fast but may lengthen a few non-ASCII characters ("İ"); then only ASCII is
+    folded, which keeps every offset valid.
+    """
+    lowered = text.lower()
+    return lowered if len(lowered) == len(text) else text.translate(_ASCII_LOWER)
+
+
+class Redactor:
+    """A compiled set of redaction rules; build once, call :meth:`redact` many times.
+
+    Args:
+        ips: also replace IPv4 addresses.
+        patterns: extra ``kind -> regex`` rules, applied after the built-in ones.
+    """
+
+    def __init__(self, *, ips: bool = False, patterns: CustomPatterns = ()) -> None:
+        pairs = list(patterns.items()) if isinstance(patterns, Mapping) else list(patterns)
+        if not all(isinstance(pair, tuple | list) and len(pair) == 2 for pair in pairs):
+            raise UsageError("custom redaction patterns are name -> regex pairs, e.g. {'employee_id': r'E\\d{6}'}")
+        custom = [custom_rule(str(name), regex) for name, regex in pairs]
+        self.rules: tuple[Rule, ...] = (*default_rules(), *((IPV4_RULE,) if ips else ()), *custom)
+        # Most texts (names, prose, logs) hold none of the rules' literals: one search over each
+        # text for any of them spares the few dozen searches of the rules themselves.
+        self._gate = _any_of(n for rule in self.rules if not rule.lower for n in rule.needles)
+        self._gate_lower = _any_of(n for rule in self.rules if rule.lower for n in rule.needles)
+        ordered = list(enumerate(self.rules))
+        self._by_needle = [(o, r) for o, r in ordered if r.needles and not r.lower]
+        self._by_needle_lower = [(o, r) for o, r in ordered if r.needles and r.lower]
+        self._by_digits = [(o, r) for o, r in ordered if r.min_digits and not r.needles]
+        self._always = [(o, r) for o, r in ordered if not r.needles and not r.min_digits]
+
+    def redact(self, text: str) -> RedactionResult:
+        """Replace every finding in ``text``; overlapping findings merge into one placeholder."""
+        if not text:
+            return RedactionResult(text, {})
+        lowered = _lower(text)
+        if len(text) > _GATED_CHARS:
+            # A long text holds most literals somewhere: checking for them would only add scans.
+            active = list(enumerate(self.rules))
+        else:
+            active = list(self._always)
+            if self._gate.search(text) is not None:
+                active += [(o, r) for o, r in self._by_needle if any(needle in text for needle in r.needles)]
+            if self._gate_lower.search(lowered) is not None:
+                active += [(o, r) for o, r in self._by_needle_lower if any(needle in lowered for needle in r.needles)]
+            if self._by_digits:
+                digits = sum(map(text.count, "0123456789"))
+                active += [(o, r) for o, r in self._by_digits if digits >= r.min_digits]
+        spans: list[tuple[int, int, int, str]] = []
+        for order, rule in active:
+            for kind, start, end in rule.findings(text, lowered):
+                spans.append((start, -end, order, kind))
+        if not spans:
+            return RedactionResult(text, {})
+        spans.sort()
+        parts: list[str] = []
+        counts: dict[str, int] = {}
+        position = 0
+        for start, negative_end, _, kind in spans:
+            end = -negative_end
+            if start < position:
+                # Overlaps the previous finding: widen it rather than leave a tail of a secret behind.
+                position = max(position, end)
+                continue
+            parts.append(text[position:start])
+            parts.append(f"[REDACTED:{kind}]")
+            counts[kind] = counts.get(kind, 0) + 1
+            position = end
+        parts.append(text[position:])
+        return RedactionResult("".join(parts), counts)
+
+
+def _rarity(char: str) -> int:
+    """How rarely ``char`` occurs in traces, roughly: 0 rarest."""
+    if char in "~@:/":
+        return 0
+    if char == "_":
+        return 1
+    if char.isdigit():
+        return 2
+    if char == "-":
+        return 3
+    if char.isupper():
+        return 4
+    return 5
+
+
+def _any_of(needles: Iterable[str]) -> re.Pattern[str]:
+    """A regex matching any of ``needles`` (one that never matches when there are none).
+
+    Each needle is matched from its rarest character (``-(?<=sk-)`` for ``sk-``): every branch then
+    starts with a plain character, and ``re`` jumps from one occurrence of those few characters to
+    the next instead of trying dozens of branches at every position.
+    """
+    by_anchor: dict[str, set[str]] = {}
+    for needle in set(needles):
+        at = min(range(len(needle)), key=lambda i: (_rarity(needle[i]), i))
+        before, char, after = needle[:at], needle[at], needle[at + 1 :]
+        around = (f"(?<={re.escape(before + char)})" if before else "") + (f"(?={re.escape(after)})" if after else "")
+        by_anchor.setdefault(char, set()).add(around)
+    if not by_anchor:
+        return re.compile(r"(?!)")
+    branches = []
+    for char, arounds in sorted(by_anchor.items()):
+        # An empty context (the needle is this one character) makes the others redundant.
+        rest = "" if "" in arounds else "(?:" + "|".join(sorted(arounds)) + ")"
+        branches.append(re.escape(char) + rest)
+    return re.compile("|".join(branches))
+
+
+def load_patterns(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Read custom patterns from a YAML or JSON file: a mapping of kind name to regex.
+
+    Raises:
+        UsageError: when the file is missing, does not parse, or is not a ``name: regex`` mapping.
+    """
+    import yaml
+
+    file = Path(path)
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"redaction patterns file {file}: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise UsageError(f"redaction patterns file {file} does not parse: {' '.join(str(exc).split())}") from exc
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise UsageError(f"redaction patterns file {file} must map names to regexes (name: 'regex')")
+    for name, regex in data.items():
+        custom_rule(name, regex)  # fail now, with the file named, rather than at first use
+    return data
+
+
+@lru_cache(maxsize=16)
+def _redactor(ips: bool, patterns: tuple[tuple[str, str | re.Pattern[str]], ...], env_file: str, env_mtime: float) -> Redactor:
+    from_env: list[tuple[str, str | re.Pattern[str]]] = list(load_patterns(env_file).items()) if env_file else []
+    return Redactor(ips=ips, patterns=[*from_env, *patterns])
+
+
+def _env_patterns_key() -> tuple[str, float]:
+    path = os.environ.get(PATTERNS_ENV, "")
+    if not path:
+        return "", 0.0
+    try:
+        return path, os.stat(path).st_mtime
+    except OSError as exc:
+        raise UsageError(f"{PATTERNS_ENV}={path}: {exc.strerror or exc}") from exc
+
+
+def current_redactor(*, ips: bool = False, patterns: CustomPatterns = ()) -> Redactor:
+    """The :class:`Redactor` that :func:`redact_text` uses now (custom patterns from ``MAST_REDACT_PATTERNS`` included).
+
+    For redacting many texts in a row without looking the rules up again for each.
+
+    Raises:
+        UsageError: when a custom pattern does not compile or the patterns file cannot be read.
+    """
+    pairs = tuple(patterns.items()) if isinstance(patterns, Mapping) else tuple(patterns)
+    return _redactor(ips, pairs, *_env_patterns_key())
+
+
+def redact_text(text: str, *, ips: bool = False, patterns: CustomPatterns = ()) -> RedactionResult:
+    """Replace secrets and personal data in ``text`` with ``[REDACTED:<kind>]`` placeholders.
+
+    Custom patterns from the file named by ``MAST_REDACT_PATTERNS`` always apply; ``patterns`` adds
+    more. Compiled rules are cached, so calling this per string is cheap.
+
+    Raises:
+        UsageError: when a custom pattern does not compile or the patterns file cannot be read.
+    """
+    pairs = tuple(patterns.items()) if isinstance(patterns, Mapping) else tuple(patterns)
+    return _redactor(ips, pairs, *_env_patterns_key()).redact(text)
+
+
+def _redact_value(value: Any, redact: Callable[[str], RedactionResult], counts: dict[str, int]) -> Any:
+    if isinstance(value, str):
+        result = redact(value)
+        for kind, count in result.counts.items():
+            counts[kind] = counts.get(kind, 0) + count
+        return result.text
+    if isinstance(value, dict):
+        return {key: _redact_value(item, redact, counts) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_value(item, redact, counts) for item in value]
+    return value
+
+
+def redact_trace(trace: Trace, *, ips: bool = False, patterns: CustomPatterns = ()) -> tuple[Trace, dict[str, int]]:
+    """A copy of ``trace`` with every text the judge can read redacted, and the counts per kind.
+
+    Redacted: the task, final output and error, agents' names, roles and instructions, and each
+    step's agent, recipient, content, error, tool-call arguments and tool results. Ids, timestamps,
+    labels and metadata (never shown to the judge) are kept as they were. Evidence quotes are then
+    checked against this redacted copy, which is what the judge saw.
+    """
+    pairs = tuple(patterns.items()) if isinstance(patterns, Mapping) else tuple(patterns)
+    redactor = _redactor(ips, pairs, *_env_patterns_key())
+    counts: dict[str, int] = {}
+    # The same strings recur in a trace (agent names on every step, repeated outputs): each is
+    # redacted once; its findings still count every time it occurs.
+    seen: dict[str, RedactionResult] = {}
+
+    def redact(value: str) -> RedactionResult:
+        result = seen.get(value)
+        if result is None:
+            result = seen[value] = redactor.redact(value)
+        return result
+
+    def text(value: Any) -> Any:
+        return _redact_value(value, redact, counts) if value is not None else None
+
+    steps = []
+    for step in trace.steps:
+        calls = [
+            call.model_copy(update={"arguments": text(call.arguments), "arguments_raw": text(call.arguments_raw)})
+            for call in step.tool_calls
+        ]
+        results = [result.model_copy(update={"output": text(result.output)}) for result in step.tool_results]
+        steps.append(
+            step.model_copy(
+                update={
+                    "agent": text(step.agent),
+                    "recipient": text(step.recipient),
+                    "content": text(step.content),
+                    "error": text(step.error),
+                    "tool_calls": calls,
+                    "tool_results": results,
+                }
+            )
+        )
+    agents = [
+        agent.model_copy(
+            update={"name": text(agent.name), "role": text(agent.role), "system_prompt": text(agent.system_prompt)}
+        )
+        for agent in trace.agents
+    ]
+    redacted = trace.model_copy(
+        update={
+            "task": text(trace.task),
+            "final_output": text(trace.final_output),
+            "error": text(trace.error),
+            "agents": agents,
+            "steps": steps,
+        }
+    )
+    return redacted, counts

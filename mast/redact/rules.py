@@ -1,0 +1,368 @@
+"""The redaction rules: what each kind of secret or personal datum looks like, and how a match is checked.
+
+:func:`default_rules` are the built-in rules (see :mod:`mast.redact` for the kinds), :data:`IPV4_RULE`
+the opt-in IPv4 rule, :func:`custom_rule` one user pattern. :class:`mast.redact.Redactor` runs them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from mast.errors import UsageError
+
+# A check turns one match into the (kind, start, end) to replace, or None to keep the text. It gets
+# the original text, since some rules match on a lower-cased copy.
+Check = Callable[[re.Match[str], str], "tuple[str, int, int] | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One pattern and how to turn its matches into findings.
+
+    Patterns start with a literal wherever possible: ``re`` then scans for that literal at C speed, which keeps a megabyte of transcript in the tens of milliseconds; context
+    that would need a leading look-behind is checked in Python on the few candidates instead.
+    """
+
+    kind: str
+    regex: re.Pattern[str]
+    group: int | str = 0
+    check: Check | None = None
+    lower: bool = False
+    """Match against the lower-cased text (case-insensitive without ``re.I``'s slow path)."""
+    needles: tuple[str, ...] = ()
+    """Literal texts every match contains at least one of (lower case for ``lower`` rules): a text
+    holding none of them is not searched. Empty: always searched."""
+    min_digits: int = 0
+    """Digits every match holds at least: a text with fewer is not searched."""
+
+    def findings(self, text: str, lowered: str) -> Iterable[tuple[str, int, int]]:
+        """``(kind, start, end)`` of each match in ``text`` (``lowered``: its lower-cased copy, same offsets)."""
+        subject = lowered if self.lower else text
+        if self.check is None:
+            for match in self.regex.finditer(subject):
+                start, end = match.span(self.group)
+                if end > start:
+                    yield self.kind, start, end
+            return
+        position = 0
+        while (candidate := self.regex.search(subject, position)) is not None:
+            found = self.check(candidate, text)
+            if found is None:
+                # A rejected candidate must not swallow a real one inside it
+                # ("compass: token=..." first matches from "pass").
+                position = candidate.start() + 1
+            else:
+                yield found
+                position = max(candidate.end(), candidate.start() + 1)
+
+
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _starts_token(text: str, start: int) -> bool:
+    """True when ``start`` is not in the middle of a longer key-like run of characters."""
+    return start == 0 or text[start - 1] not in _KEY_CHARS
+
+
+def _is_generated(value: str) -> bool:
+    """A digit plus upper- and lower-case letters: how generated keys look, and words don't."""
+    return any(c.isdigit() for c in value) and any(c.isupper() for c in value) and any(c.islower() for c in value)
+
+
+# --- provider keys: anchored on published prefixes --------------------------------------------
+
+_E = r"(?![A-Za-z0-9_\-])"  # no key character right after
+
+
+def _prefixed(kind: str, generated: bool = False) -> Check:
+    def check(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+        if not _starts_token(text, match.start()):
+            return None
+        if generated and not _is_generated(match.group(0)):
+            return None  # ordinary words that merely start with a prefix (a scikit-style name, hf_hub_*)
+        return kind, match.start(), match.end()
+
+    return check
+
+
+def _azure_client_secret(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start = match.start() - 3  # three characters come before the "8Q~" marker
+    if start < 0 or not re.fullmatch(r"[A-Za-z0-9_~.\-]{3}", text[start : match.start()]):
+        return None
+    if not _starts_token(text, start):
+        return None
+    return "secret", start, match.end()
+
+
+def _provider_rules() -> list[Rule]:
+    # kind, pattern, must look generated, literals every match contains
+    prefixed: list[tuple[str, str, bool, tuple[str, ...]]] = [
+        # Anthropic before OpenAI: both start with "sk-".
+        ("api_key", r"sk-ant-[A-Za-z0-9_\-]{20,}", False, ("sk-ant-",)),
+        ("api_key", r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", True, ("sk-",)),
+        ("api_key", r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}", False, ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")),
+        ("api_key", r"AIza[0-9A-Za-z_\-]{35}", False, ("AIza",)),
+        ("token", r"ya29\.[0-9A-Za-z_\-]{20,}", False, ("ya29.",)),
+        ("secret", r"GOCSPX-[A-Za-z0-9_\-]{20,}", False, ("GOCSPX-",)),
+        ("api_key", r"gh[pousr]_[A-Za-z0-9]{36,}", False, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+        ("api_key", r"github_pat_[A-Za-z0-9_]{22,}", False, ("github_pat_",)),
+        ("api_key", r"glpat-[A-Za-z0-9_\-]{20,}", False, ("glpat-",)),
+        ("token", r"xox[abposr]-[A-Za-z0-9\-]{10,}", False, ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-")),
+        ("token", r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]{20,}", False, ("hooks.slack.com/services/",)),
+        ("api_key", r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}", False, ("k_live_", "k_test_")),
+        ("secret", r"whsec_[A-Za-z0-9+/=]{24,}", False, ("whsec_",)),
+        ("api_key", r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}", False, ("SG.",)),
+        ("api_key", r"SK[0-9a-fA-F]{32}", False, ("SK",)),  # Twilio
+        ("api_key", r"hf_[A-Za-z0-9]{30,}", True, ("hf_",)),
+        ("api_key", r"npm_[A-Za-z0-9]{36}", False, ("npm_",)),
+        ("api_key", r"pypi-AgE[A-Za-z0-9_\-]{50,}", False, ("pypi-AgE",)),
+        ("api_key", r"dop_v1_[a-f0-9]{64}", False, ("dop_v1_",)),
+        ("api_key", r"gsk_[A-Za-z0-9]{40,}", False, ("gsk_",)),  # Groq
+        ("api_key", r"r8_[A-Za-z0-9]{30,}", False, ("r8_",)),  # Replicate
+        ("api_key", r"(?:pplx|xai)-[A-Za-z0-9]{40,}", False, ("pplx-", "xai-")),
+    ]
+    rules = [
+        Rule(kind, re.compile(pattern + _E), check=_prefixed(kind, generated), needles=needles)
+        for kind, pattern, generated, needles in prefixed
+    ]
+    rules.append(
+        Rule("secret", re.compile(r"8Q~[A-Za-z0-9_~.\-]{31,40}" + _E), check=_azure_client_secret, needles=("8Q~",))
+    )
+    return rules
+
+
+# --- structured credentials -------------------------------------------------------------------
+
+_PEM = re.compile(
+    r"-----BEGIN[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:[^-]{0,65536}?-----END[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)"
+)
+_JWT = re.compile(r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*")
+_URL_PASSWORD = re.compile(r"://[^\s:/@\"'<>]{0,128}:(?P<secret>[^\s/\"'<>]{1,256})@")
+# These run on the lower-cased text; the secret's span is read back from the original.
+_BEARER = re.compile(r"bearer\s+(?P<secret>[a-z0-9\-._~+/]{12,}=*)")
+_BASIC = re.compile(r"authorization[\"']?\s*[:=]\s*[\"']?basic\s+(?P<secret>[a-z0-9+/]{8,}={0,2})")
+_SIGNED_URL = re.compile(
+    r"[?&](?:sig|signature|x-amz-signature|x-amz-security-token|x-goog-signature)=(?P<secret>[^&\s\"'#<>]{16,})"
+)
+
+
+def _bearer(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, end = match.span("secret")
+    value = text[start:end]
+    if _starts_token(text, match.start()) and (any(c.isdigit() for c in value) or len(value) >= 24):
+        return "token", start, end
+    return None
+
+
+# --- key = value assignments ------------------------------------------------------------------
+
+# Matched on the lower-cased text from the key's core word ("password", "token", "key"...) through the
+# separator to the value; the word boundary and the words before "key" are checked in Python.
+_ASSIGNMENT = re.compile(
+    r"(?P<core>pass(?:word|wd|phrase)?|pwd|secret|token|credentials?|key)"
+    r"(?P<suffix>[a-z0-9_.\-]{0,24}?)"
+    r"\\?[\"']?\s{0,3}(?P<sep>=>|[:=])\s{0,3}"
+    r"(?:\\?\"(?P<dq>[^\"\\\r\n]{1,512})|'(?P<sq>[^'\\\r\n]{1,512})"
+    r"|(?P<bare>[^\s\"'`,;&<>(){}\[\]\\]{1,512}))"
+)
+# A bare "key" names a secret only after one of these words: api_key, AccountKey, x-api-key...
+_KEY_PREFIX = re.compile(
+    r"(?:api|access|private|account|shared[_\-]?access|subscription|auth|session|signing|encryption|master|secret)[_\-]?$"
+)
+# What may follow the core word and still name the secret itself ("secret_access_key",
+# "password2", "tokenValue"); anything else names something about it ("max_tokens",
+# "token_count", "secretName", "password_min_length").
+_SUFFIXES = frozenset(
+    {"", "key", "accesskey", "value", "string", "str", "text", "plain", "plaintext", "b64", "base64",
+     "hash", "digest", "token", "secret", "confirm", "confirmation", "phrase", "word"}
+)
+_NOT_VALUES = frozenset(
+    {"null", "none", "nil", "true", "false", "undefined", "empty", "n/a", "na", "tbd", "todo",
+     "redacted", "hidden", "masked", "required", "optional", "string", "str"}
+)
+_PROSE = frozenset(
+    {"is", "was", "are", "be", "not", "the", "a", "an", "and", "or", "to", "for", "of", "in", "on",
+     "incorrect", "invalid", "wrong", "missing", "expired", "changed", "reset", "set", "updated",
+     "must", "should", "will", "can", "cannot", "too", "weak", "strong", "ok", "yes", "no"}
+)
+
+
+_CODE_REFERENCE = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+$")
+
+
+def _kind_of(core: str) -> str:
+    if "pass" in core or core == "pwd":
+        return "password"
+    if core.startswith("private"):
+        return "private_key"
+    if core.startswith(("secret", "credential")):
+        return "secret"
+    if core == "token":
+        return "token"
+    return "api_key"
+
+
+def _word_start(text: str, start: int) -> bool:
+    """True when the key word starts a word ("db_password") or a camelCase hump ("dbPassword").
+
+    So it never sits inside another word ("compass", "bypass", "monkey").
+    """
+    if start == 0 or not text[start - 1].isalpha():
+        return True
+    return text[start - 1].islower() and text[start].isupper() and text[start + 1 : start + 2].islower()
+
+
+def _assignment(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    core = match.group("core")
+    key_start = match.start("core")
+    if core == "key":
+        prefix = _KEY_PREFIX.search(match.string, max(0, key_start - 16), key_start)
+        if prefix is None:
+            return None  # a plain "key": dictionary keys, sort keys, primary keys
+        key_start = prefix.start()
+        core = prefix.group(0).rstrip("_-") + "key"
+    if not _word_start(text, key_start):
+        return None
+    suffix = re.sub(r"[_.\-]", "", match.group("suffix")).rstrip("0123456789")
+    if suffix not in _SUFFIXES:
+        return None
+    if core == "pass" and text[key_start - 1 : key_start] not in ("_", ".", "-"):
+        return None  # "pass=12 fail=3", "pass: true"; only db_pass / mysql-pass name a password
+    group = "dq" if match.group("dq") is not None else "sq" if match.group("sq") is not None else "bare"
+    start, end = match.span(group)
+    value = text[start:end]
+    if group == "bare":
+        stripped = value.rstrip(".:!?")
+        end -= len(value) - len(stripped)
+        value = stripped
+    lowered = value.strip().lower()
+    if (
+        not lowered
+        or lowered in _NOT_VALUES
+        or lowered.startswith(("[redacted", "$", "%(", "{{", "<", "/", "./", "~/", "os.environ", "process.env", "env("))
+        or len(set(lowered)) == 1  # "****", "xxxxxxxx"
+        or (group == "bare" and _CODE_REFERENCE.match(value))  # "env.JWT_TOKEN", "self.config.api_key": code, not a value
+    ):
+        return None
+    kind = _kind_of(core)
+    if kind == "password":
+        if group == "bare" and match.group("sep") == ":" and lowered in _PROSE:
+            return None  # "Password: is incorrect"
+    elif any(c.isspace() for c in value) or len(value) < 8 or not (any(c.isdigit() for c in value) or len(value) >= 20):
+        return None  # tokens and keys are long, unbroken and rarely all letters ("secret: db-credentials")
+    return kind, start, end
+
+
+# --- personal data ----------------------------------------------------------------------------
+
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?"
+# Anchored on "@"; the local part before it is walked back in Python.
+_EMAIL_DOMAIN = re.compile(rf"@(?:{_LABEL}\.)+(?P<tld>[A-Za-z]{{2,24}})(?![A-Za-z0-9\-/@]|\.[A-Za-z0-9])")
+_LOCAL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-")
+_NOT_TLDS = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "py", "js", "ts", "json", "git"})
+
+
+def _email(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    at = match.start()
+    start = at
+    while start > 0 and at - start < 65 and text[start - 1] in _LOCAL_CHARS:
+        start -= 1
+    if start == at or at - start > 64 or (start > 0 and text[start - 1] in _LOCAL_CHARS):
+        return None
+    while start < at and not text[start].isalnum():
+        start += 1  # a local part starts with a letter or digit
+    local = text[start:at]
+    if start == at or local.endswith(".") or local.lower() == "git" or match.group("tld").lower() in _NOT_TLDS:
+        return None  # git@github.com:org/repo, icon@2x.png, @Promise.@resolve
+    if start > 0 and text[start - 1] == "@":
+        return None  # "@scope.name@version"-like runs, not an address
+    return "email", start, match.end()
+
+
+_PHONE = re.compile(
+    r"(?:"
+    r"\+\d{1,3}(?:[ .\-]?\(\d{1,4}\))?(?:[ .\-]\d{1,4}){2,5}"  # +44 20 7946 0958, +1-202-555-0143
+    r"|\+\d{8,15}"  # +14155550123
+    r"|\(\d{3}\)[ .\-]?\d{3}[ .\-]\d{4}"  # (202) 555-0143
+    r"|\d{3}(?P<sep>[.\-])\d{3}(?P=sep)\d{4}"  # 202-555-0143, 202.555.0143
+    r")(?![\w\-/:]|\.\d)"
+)
+
+
+def _phone(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start = match.start()
+    if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_+.-/:"):
+        return None  # part of a longer number, path, version or time
+    digits = sum(c.isdigit() for c in match.group(0))
+    if 10 <= digits <= 15:
+        return "phone", start, match.end()
+    return None
+
+
+_IPV4 = re.compile(r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![\w\-]|\.\d)")
+
+
+def _ipv4(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, value = match.start(), match.group(0)
+    if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
+        return None  # inside a longer dotted number
+    octets = value.split(".")
+    if any(len(o) > 1 and o[0] == "0" or int(o) > 255 for o in octets):
+        return None
+    if value.startswith("127.") or value == "0.0.0.0":
+        return None  # loopback and "any" say nothing about anyone's network
+    return "ipv4", start, match.end()
+
+
+@lru_cache(maxsize=1)
+def default_rules() -> tuple[Rule, ...]:
+    """The built-in rules, in the order they apply (built once)."""
+    return (
+        Rule("private_key", _PEM, needles=("-----BEGIN",)),
+        Rule("jwt", _JWT, check=_prefixed("jwt"), needles=("eyJ",)),
+        *_provider_rules(),
+        Rule("password", _URL_PASSWORD, group="secret", needles=("://",)),
+        Rule("token", _BEARER, check=_bearer, lower=True, needles=("bearer",)),
+        Rule("password", _BASIC, group="secret", lower=True, needles=("authorization",)),
+        # sig=, signature= (also x-amz- / x-goog-signature=), x-amz-security-token=
+        Rule("token", _SIGNED_URL, group="secret", lower=True, needles=("sig=", "signature=", "security-token=")),
+        Rule("secret", _ASSIGNMENT, check=_assignment, lower=True, needles=("pass", "pwd", "secret", "token", "credential", "key")),
+        Rule("email", _EMAIL_DOMAIN, check=_email, needles=("@",)),
+        Rule("phone", _PHONE, check=_phone, min_digits=10),
+        *_more_rules(),
+    )
+
+
+def _more_rules() -> tuple[Rule, ...]:
+    # Card numbers, IBANs, SSNs and the credential shapes kept as data (mast/data/credential_rules.yaml).
+    from mast.redact.pii import more_rules
+
+    return more_rules()
+
+
+IPV4_RULE = Rule("ipv4", _IPV4, check=_ipv4, min_digits=4)
+_KIND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+
+
+def custom_rule(name: str, pattern: str | re.Pattern[str]) -> Rule:
+    """A user pattern of kind ``name``: its ``secret`` group (or only group, or whole match) is replaced.
+
+    Raises:
+        UsageError: a name that is not lower-case letters, digits and ``_``, or a regex that does not compile.
+    """
+    if not _KIND_NAME.match(name):
+        raise UsageError(f"redaction pattern name {name!r}: use lower-case letters, digits and _ (e.g. employee_id)")
+    try:
+        regex = pattern if isinstance(pattern, re.Pattern) else re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"redaction pattern {name!r} does not compile: {exc}") from exc
+    group: int | str = 0
+    if "secret" in regex.groupindex:
+        group = "secret"
+    elif regex.groups == 1:
+        group = 1
+    return Rule(name, regex, group=group)

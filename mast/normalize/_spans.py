@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mast.normalize._common import sum_usage, text_of
-from mast.normalize._messages import Msg, Timeline, name_from_system_prompt, to_messages
+from mast.normalize._messages import Msg, name_from_system_prompt, to_messages
+from mast.normalize._timeline import Timeline
 from mast.trace import Agent, SourceInfo, Trace, Usage
 
 SpanKind = str

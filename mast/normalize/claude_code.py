@@ -25,9 +25,10 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import parse_time, sum_usage
-from mast.normalize._messages import Timeline, from_anthropic
+from mast.normalize._messages import from_anthropic
 from mast.normalize._readable import strip_trailers
 from mast.normalize._sniff import sniffed_json
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
 

@@ -26,8 +26,9 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import as_dict, parse_time, sum_usage
-from mast.normalize._messages import Timeline, from_gemini
+from mast.normalize._messages import from_gemini
 from mast.normalize._sniff import sniffed_json
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace, Usage
 

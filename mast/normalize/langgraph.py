@@ -31,8 +31,9 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import as_dict, sum_usage
-from mast.normalize._messages import LANGCHAIN_TYPES, Timeline, from_langchain
+from mast.normalize._messages import LANGCHAIN_TYPES, from_langchain
 from mast.normalize._sniff import sniffed_json
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Trace
 

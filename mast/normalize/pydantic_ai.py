@@ -23,8 +23,9 @@ from mast._json import canonical
 from mast.errors import TraceFormatError
 from mast.normalize._common import sum_usage
 from mast.normalize._dialect_pydantic_ai import is_model_message
-from mast.normalize._messages import Timeline, from_item
+from mast.normalize._messages import from_item
 from mast.normalize._sniff import sniffed_json
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace
 

@@ -59,6 +59,8 @@ class Timeline:
         """What could not be read in the messages emitted (each once), for the trace's warnings."""
         self._seen: Counter[tuple[Any, ...]] = Counter()
         self._calls: list[_Call] = []
+        self._by_id: dict[str, _Call] = {}
+        """The first call with each id: pairing by id without walking every call (runs re-send all results)."""
 
     # keys for "was this message emitted before?"
     @staticmethod
@@ -88,11 +90,16 @@ class Timeline:
         else:
             self._seen[("m", text, ())] += 1
 
+    def _remember(self, entry: _Call) -> None:
+        self._calls.append(entry)
+        if entry.call.id:
+            self._by_id.setdefault(entry.call.id, entry)
+
     def _match_call(self, call_id: str | None, name: str | None) -> _Call | None:
         if call_id:
-            for entry in self._calls:
-                if entry.call.id == call_id:
-                    return entry
+            found = self._by_id.get(call_id)
+            if found is not None:
+                return found
         for entry in self._calls:
             if entry.answered or (call_id and entry.call.id):
                 continue
@@ -109,6 +116,7 @@ class Timeline:
         entry.answered = True
         if entry.call.id is None and result.call_id:
             entry.call.id = result.call_id
+            self._by_id.setdefault(result.call_id, entry)
         result.call_id = result.call_id or entry.call.id
         result.name = result.name or entry.call.name
         return entry
@@ -175,7 +183,7 @@ class Timeline:
                         role=msg.role if msg.role in CHAT_ROLES else None,
                         content=msg.content, tool_calls=msg.tool_calls, attributes=attributes, **fields)
             for call in msg.tool_calls:
-                self._calls.append(_Call(call=call, agent=who))
+                self._remember(_Call(call=call, agent=who))
         self.steps.append(step)
         self._register(msg)
         return step
@@ -199,7 +207,9 @@ class Timeline:
             if any(local[key] <= self._seen[key] for key in keys):
                 if msg.role == "tool" and msg.tool_results:
                     result = msg.tool_results[0]
-                    self._pair(result.model_copy() if msg.shared else result)
+                    known = self._by_id.get(result.call_id) if result.call_id else None
+                    if known is None or not known.answered:  # re-sent results of answered calls change nothing
+                        self._pair(result.model_copy() if msg.shared else result)
                 continue
             step = self.add(msg, agent=agent, assistant_kind=assistant_kind, **dict(fields))
             if step is not None:
@@ -232,7 +242,7 @@ class Timeline:
         else:
             parsed, raw = parse_arguments(arguments)
             call = ToolCall(id=call_id, name=name, arguments=parsed, arguments_raw=raw)
-            self._calls.append(_Call(call=call, agent=agent, answered=True))
+            self._remember(_Call(call=call, agent=agent, answered=True))
             step = Step(index=len(self.steps), kind="tool_call", agent=agent or self.default_agent, tool_calls=[call], tool_results=[result],
                         error=error, attributes=attributes, **fields)
         self.steps.append(step)

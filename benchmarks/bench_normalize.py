@@ -41,6 +41,8 @@ AG2_DIR = REPO / "data" / "validation" / "mastlint-ag2"
 AG2_RECORDS = sorted(AG2_DIR.glob("raw_ag2_records*.json"))
 MAST_CODES = ["1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "3.1", "3.2", "3.3"]
 TARGET_MB_PER_S = 50.0
+TARGET_RSS_RATIO = 1.5
+"""Peak RSS allowed per byte of input (issue 12: the OTLP reader holds one trace at a time)."""
 MB = 1024 * 1024
 
 # --- generators -----------------------------------------------------------------------------------
@@ -305,6 +307,9 @@ def main() -> None:
             if "failed" not in result:
                 verdict = "meets" if result["mb_per_cpu_s"] >= TARGET_MB_PER_S else "MISSES"
                 notes.append(f"{path.name}: format `{result['format']}`, {verdict} the {TARGET_MB_PER_S:.0f} MB/s target (per CPU second, best of {result['runs']})")
+                ratio = result["rss_peak_kb"] / 1024 / result["mb"]
+                notes.append(f"{path.name}: peak RSS {ratio:.2f}× the file size ({'meets' if ratio <= TARGET_RSS_RATIO else 'MISSES'} the "
+                             f"{TARGET_RSS_RATIO}× target)")
                 if result.get("heap_peak"):
                     notes.append(f"{path.name}: Python heap peak {result['heap_peak'] / MB:.0f} MB (tracemalloc)")
     table = "\n".join([HEADER, *rows])

@@ -1,13 +1,74 @@
 """Any supported trace file in, typed :class:`~mast.trace.Trace` s out.
 
-One module per source format, each registering a :class:`~mast.normalize.base.TraceFormat`.
-Auto-detection asks every format how sure it is and picks the most confident; ``format=`` overrides it.
+Auto-detection asks every registered format how sure it is (0..1) and hands the input to the most
+confident one; ``format=`` overrides it. ``mast formats`` lists them, each with an example.
 
 Example:
     >>> from mast.normalize import load_trace
     >>> trace = load_trace([{"role": "user", "content": "fix the bug"}])
     >>> trace.source.format, trace.steps[0].content
     ('openai_chat', 'fix the bug')
+
+How to extend it
+----------------
+Three kinds of extension register themselves when their module is imported, and this package
+imports every module of its folder at start-up (``_logs_*`` and ``_dialect_*`` helpers first, then
+the formats). Adding one is one new module plus its tests; nothing else is edited.
+
+* **A format** (a kind of file): a module ``<name>.py`` with a :class:`TraceFormat` subclass
+  (``name``, ``description``, ``example``, ``priority``, ``detect``, ``parse``) and ``register(...)``.
+* **A framework log** (text a framework prints, read on its own and inside MAD records): a module
+  ``_logs_<name>.py`` calling :func:`~mast.normalize._logs_common.register_log` with a
+  :class:`~mast.normalize._logs_common.FrameworkLog` (``sniff``, ``parse`` returning a
+  :class:`~mast.normalize._logs_common.LogParse`, ``framework``, the MAD ``mas_names`` it serves).
+  The ``framework_log`` format and the MAD reader find it in the registry.
+* **A message dialect** (a spelling of chat messages inside any format): a module
+  ``_dialect_<name>.py`` calling :func:`~mast.normalize._dialects.register_dialect`; every format
+  that reads messages (:func:`~mast.normalize._messages.to_messages`) then understands it.
+
+Whatever the source, the trace is assembled by one builder,
+:func:`~mast.normalize._build.assemble_trace`: the format passes its steps and what the source
+states (id, task, answer, usage); agents, usage totals, the task (first user message) and the final
+output (closing assistant answer) are derived the same way for every format when the source is
+silent. Envelope fields of wrapping records (``trace_id``, ``task``, ``outcome``...) are read by
+:mod:`~mast.normalize._envelope`; strings holding JSON, Python literals or YAML-like dumps are
+decoded by :mod:`~mast.normalize._payload` (size and depth limited); what cannot be read falls back
+to text with a warning in :attr:`Trace.warnings`.
+
+Worked example: a new format for a tool that writes ``{"run": ..., "turns": [{"who", "said"}]}``,
+saved as ``mast/normalize/turnlog.py``::
+
+    from collections.abc import Iterator
+
+    from mast.errors import TraceFormatError
+    from mast.normalize._build import assemble_trace
+    from mast.normalize._sniff import sniffed_json
+    from mast.normalize.base import RawInput, TraceFormat, register
+    from mast.trace import Step, Trace
+
+
+    class TurnLog(TraceFormat):
+        name = "turnlog"
+        description = "TurnLog runs: {run, turns: [{who, said}]}"
+        example = '{"run": "r1", "turns": [{"who": "planner", "said": "..."}]}'
+        priority = 70
+
+        def detect(self, raw: RawInput) -> float:
+            data = sniffed_json(raw, '"turns"')  # decided from the file's head first: cheap
+            return 0.9 if isinstance(data, dict) and isinstance(data.get("turns"), list) else 0.0
+
+        def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+            data = raw.data()
+            steps = [Step(index=i, kind="message", agent=t["who"], role="user" if t["who"] == "user" else "assistant",
+                          content=t["said"]) for i, t in enumerate(data["turns"])]
+            yield assemble_trace(steps, source=self.source(raw), trace_id=str(data["run"]), framework="turnlog")
+
+
+    register(TurnLog())
+
+Then ``load_trace("run.json")`` detects it, ``mast formats`` lists it, and its tests go in
+``tests/test_normalize_turnlog.py``. A framework log is added the same way: see
+``_logs_crewai.py`` (CrewAI's verbose console output), which was added as one module and a test.
 """
 
 from __future__ import annotations

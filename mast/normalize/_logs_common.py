@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from mast.normalize._common import agents_from_steps, sum_usage
 from mast.trace import SourceInfo, Step, Trace, Usage
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -54,18 +53,13 @@ class LogParse:
             self.usage = usage if self.usage is None else self.usage + usage
 
     def to_trace(self, source: SourceInfo, framework: str | None, *, metadata: dict[str, Any] | None = None) -> Trace:
-        """The :class:`Trace` of this log: agents from the steps, usage as logged or summed over steps."""
-        return Trace(
-            source=source,
-            framework=framework,
-            task=self.task,
-            agents=agents_from_steps(self.steps),
-            steps=self.steps,
-            final_output=self.final_output,
-            usage=self.usage or sum_usage(self.steps),
-            labels=self.labels,
-            metadata={**(metadata or {}), **self.metadata},
-            warnings=self.warnings,
+        """The :class:`Trace` of this log (see :func:`~mast.normalize._build.assemble_trace`); logs state their own task and answer."""
+        from mast.normalize._build import assemble_trace
+
+        return assemble_trace(
+            self.steps, source=source, framework=framework, task=self.task, final_output=self.final_output, usage=self.usage,
+            labels=self.labels, metadata={**(metadata or {}), **self.metadata}, warnings=self.warnings,
+            derive_task=False, derive_final_output=False,
         )
 
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from mast.normalize._common import sum_usage, text_of
-from mast.normalize._messages import Msg, Timeline, name_from_system_prompt, to_messages
+from mast.normalize._messages import Msg, name_from_system_prompt, to_messages
+from mast.normalize._timeline import Timeline
 from mast.trace import Agent, SourceInfo, Trace, Usage
 
 SpanKind = str
@@ -205,13 +206,13 @@ class _Walk:
             if msg.role != "assistant":
                 self.timeline.add_new([msg], agent=who, **fields)
                 continue
-            extra: dict[str, Any] = {"model": span.model or msg.model, "id": span.id if position == last_assistant else msg.id}
+            # the span's model and usage win (passed as fields, which the message's own never override)
+            extra: dict[str, Any] = {"model": span.model or msg.model, "id": span.id if position == last_assistant else msg.id, "usage": None}
             if position == last_assistant:
                 extra["usage"] = span.usage or msg.usage
                 extra["error"] = span.error
                 extra["attributes"] = attributes
-            # the span's model and usage win; messages may be shared (cached), so copy, never mutate
-            self.timeline.add(replace(msg, model=None, usage=None, keys=None), agent=who, kind="llm", **extra, **fields)
+            self.timeline.add(msg, agent=who, kind="llm", **extra, **fields)
 
 
 def _summary(span: Span) -> dict[str, Any]:

@@ -21,8 +21,9 @@ import orjson
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import text_of, usage_from
-from mast.normalize._messages import Msg, Timeline, apply_prompt_names, as_dict, from_anthropic, maybe_json
+from mast.normalize._messages import Msg, apply_prompt_names, as_dict, from_anthropic, maybe_json
 from mast.normalize._sniff import json_head
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, Trace, Usage
 

@@ -24,10 +24,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from mast.errors import TraceFormatError
-from mast.normalize._common import parse_time, sum_usage
-from mast.normalize._messages import Timeline, from_anthropic
+from mast.normalize._build import assemble_trace
+from mast.normalize._common import parse_time
+from mast.normalize._messages import from_anthropic
 from mast.normalize._readable import strip_trailers
 from mast.normalize._sniff import sniffed_json
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
 
@@ -103,19 +105,13 @@ class _Session:
         metadata: dict[str, Any] = {"session": self.session}
         if self.summaries:
             metadata["summaries"] = self.summaries
-        return Trace(
-            trace_id=str(self.session.get("sessionId") or ""),
-            source=source,
-            framework="claude-code",
-            task=self.task,
-            agents=timeline.agents([a for a in known if any(s.agent == AGENT for s in timeline.steps)]),
-            steps=timeline.steps,
-            final_output=strip_trailers(final) if final else None,
-            usage=sum_usage(timeline.steps),
-            started_at=min(self.times) if self.times else None,
-            ended_at=max(self.times) if self.times else None,
+        return assemble_trace(
+            timeline.steps, source=source, timeline=timeline,
+            known_agents=[a for a in known if any(s.agent == AGENT for s in timeline.steps)],
+            task=self.task, derive_task=False, final_output=strip_trailers(final) if final else None,
+            trace_id=str(self.session.get("sessionId") or ""), framework="claude-code",
+            started_at=min(self.times) if self.times else None, ended_at=max(self.times) if self.times else None,
             metadata=metadata,
-            warnings=list(timeline.warnings),
         )
 
 

@@ -26,13 +26,8 @@ import orjson
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import as_dict, parse_time, sum_usage, text_of, usage_from
-from mast.normalize._messages import (
-    CREWAI_DELEGATION_TOOLS,
-    Msg,
-    Timeline,
-    from_openai,
-    name_from_system_prompt,
-)
+from mast.normalize._messages import CREWAI_DELEGATION_TOOLS, Msg, from_openai, name_from_system_prompt
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import SourceInfo, Step, Trace
 

@@ -25,9 +25,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from mast.errors import TraceFormatError
-from mast.normalize._common import as_dict, parse_time, sum_usage
-from mast.normalize._messages import Timeline, from_gemini
+from mast.normalize._build import assemble_trace
+from mast.normalize._common import as_dict, parse_time
+from mast.normalize._messages import from_gemini
 from mast.normalize._sniff import sniffed_json
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace, Usage
 
@@ -123,19 +125,10 @@ class GoogleADKFormat(TraceFormat):
                 timeline.add_step(kind="system", agent=author, content="escalate", attributes={"event": "escalate"}, **fields)
         if not timeline.steps:
             raise raw.fail("the ADK events hold no content")
-        yield Trace(
-            trace_id=str(session.get("id") or ""),
-            source=self.source(raw),
-            framework="google-adk",
-            task=timeline.task(),
-            agents=timeline.agents(),
-            steps=timeline.steps,
-            final_output=timeline.final_answer(),
-            usage=sum_usage(timeline.steps),
-            started_at=min(times) if times else None,
-            ended_at=max(times) if times else None,
+        yield assemble_trace(
+            timeline.steps, source=self.source(raw), timeline=timeline, trace_id=str(session.get("id") or ""),
+            framework="google-adk", started_at=min(times) if times else None, ended_at=max(times) if times else None,
             metadata={"session": session} if session else {},
-            warnings=list(timeline.warnings),
         )
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import parse_time, text_of, usage_from
-from mast.normalize._messages import Msg, Timeline, as_dict, maybe_json, to_messages
+from mast.normalize._messages import Msg, as_dict, maybe_json, to_messages
 from mast.normalize._otel_attrs import (
     _SPAN_NAME_TOOL,
     agent_from_span_name,
@@ -35,6 +35,7 @@ from mast.normalize._otel_attrs import (
 )
 from mast.normalize._sniff import json_head, sniffed_json
 from mast.normalize._spans import Span, build_trace, output_text
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Trace
 

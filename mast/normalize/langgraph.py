@@ -30,9 +30,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from mast.errors import TraceFormatError
-from mast.normalize._common import as_dict, sum_usage
-from mast.normalize._messages import LANGCHAIN_TYPES, Timeline, from_langchain
+from mast.normalize._build import assemble_trace
+from mast.normalize._common import as_dict
+from mast.normalize._messages import LANGCHAIN_TYPES, from_langchain
 from mast.normalize._sniff import sniffed_json
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Trace
 
@@ -123,17 +125,9 @@ class LangGraphFormat(TraceFormat):
         meta: dict[str, Any] = {"channels": others} if others else {}
         if metadata:
             meta["checkpoint_metadata"] = {k: v for k, v in metadata.items() if k != "writes"}
-        yield Trace(
-            trace_id=str(configurable.get("thread_id") or ""),
-            source=self.source(raw, variant="history" if len(states) > 1 else "state"),
-            framework="langgraph",
-            task=timeline.task(),
-            agents=timeline.agents(),
-            steps=timeline.steps,
-            final_output=timeline.final_answer(),
-            usage=sum_usage(timeline.steps),
-            metadata=meta,
-            warnings=list(timeline.warnings),
+        yield assemble_trace(
+            timeline.steps, source=self.source(raw, variant="history" if len(states) > 1 else "state"), timeline=timeline,
+            trace_id=str(configurable.get("thread_id") or ""), framework="langgraph", metadata=meta,
         )
 
 

@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from mast.errors import TraceFormatError, one_line
-from mast.normalize._common import agents_from_steps, leftover, sum_usage
+from mast.normalize._common import leftover
 from mast.normalize._mad_logs import framework_name, parse_payload
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import SourceInfo, Trace
@@ -71,29 +71,17 @@ def record_to_trace(record: Any, raw: RawInput | None = None, index: int | None 
     except ValueError as exc:
         raise TraceFormatError(f"MAD trajectory unreadable: {one_line(exc)}", path=path, record=index) from exc
     llm = record.get("llm_name") if isinstance(record.get("llm_name"), str) else None
-    agents = agents_from_steps(parsed.steps)
-    for agent in agents:
-        agent.model = agent.model or llm
     metadata: dict[str, Any] = {k: record[k] for k in _RECORD_KEYS if k in record}
     metadata.update(trace_fields)
     metadata.update(leftover(record, _USED))
-    metadata.update(parsed.metadata)
-    labels = {k: record[k] for k in _LABEL_KEYS if k in record}
-    labels.update(parsed.labels)
+    parsed.labels = {**{k: record[k] for k in _LABEL_KEYS if k in record}, **parsed.labels}
+    trace = parsed.to_trace(SourceInfo(format=fmt, path=path, record=index, variant=parsed.variant), framework, metadata=metadata)
+    for agent in trace.agents:
+        agent.model = agent.model or llm
     source_id = record.get("trace_id")
-    return Trace(
-        trace_id="" if source_id is None else str(source_id),
-        source=SourceInfo(format=fmt, path=path, record=index, variant=parsed.variant),
-        framework=framework,
-        task=parsed.task,
-        agents=agents,
-        steps=parsed.steps,
-        final_output=parsed.final_output,
-        usage=parsed.usage or sum_usage(parsed.steps),
-        labels=labels,
-        metadata=metadata,
-        warnings=parsed.warnings,
-    )
+    if source_id is not None:
+        trace.trace_id = str(source_id)
+    return trace
 
 
 class MadFormat(TraceFormat):

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from mast.errors import TraceFormatError, one_line
-from mast.normalize._common import agents_from_steps, sum_usage
 from mast.normalize._mad_logs import parse_payload
 from mast.normalize._sniff import json_head
 from mast.normalize.base import RawInput, TraceFormat, register
@@ -52,19 +51,10 @@ class MastRawFormat(TraceFormat):
         except ValueError as exc:
             raise raw.fail(f"MAST raw trace unreadable: {one_line(exc)}") from exc
         run_id = data.get("run_id")
-        yield Trace(
-            trace_id="" if run_id is None else f"run-{run_id}",
-            source=self.source(raw, variant=parsed.variant),
-            framework="metagpt",
-            task=parsed.task,
-            agents=agents_from_steps(parsed.steps),
-            steps=parsed.steps,
-            final_output=parsed.final_output,
-            usage=parsed.usage or sum_usage(parsed.steps),
-            labels=parsed.labels,
-            metadata=parsed.metadata,
-            warnings=parsed.warnings,
-        )
+        trace = parsed.to_trace(self.source(raw, variant=parsed.variant), "metagpt")
+        if run_id is not None:
+            trace.trace_id = f"run-{run_id}"
+        yield trace
 
 
 register(MastRawFormat())

@@ -25,8 +25,9 @@ from typing import Any, Literal
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import as_dict, parse_time, text_of, usage_from
-from mast.normalize._messages import Msg, Timeline, compact, from_openai, from_responses
+from mast.normalize._messages import Msg, compact, from_openai, from_responses
 from mast.normalize._sniff import sniffed_json
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, Trace, Usage
 

@@ -22,16 +22,9 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import usage_from
-from mast.normalize._messages import (
-    CHAT_ROLES,
-    Msg,
-    Timeline,
-    apply_prompt_names,
-    from_item,
-    to_messages,
-    type_of,
-)
+from mast.normalize._messages import CHAT_ROLES, Msg, apply_prompt_names, from_item, to_messages, type_of
 from mast.normalize._sniff import sniffed_json
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
 

@@ -19,8 +19,9 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.normalize._common import usage_from
-from mast.normalize._messages import RESPONSES_ITEM_TYPES, Msg, Timeline, from_responses, type_of
+from mast.normalize._messages import RESPONSES_ITEM_TYPES, Msg, from_responses, type_of
 from mast.normalize._sniff import sniffed_json
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
 

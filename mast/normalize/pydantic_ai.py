@@ -21,10 +21,11 @@ from typing import Any
 
 from mast._json import canonical
 from mast.errors import TraceFormatError
-from mast.normalize._common import sum_usage
+from mast.normalize._build import assemble_trace
 from mast.normalize._dialect_pydantic_ai import is_model_message
-from mast.normalize._messages import Timeline, from_item
+from mast.normalize._messages import from_item
 from mast.normalize._sniff import sniffed_json
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace
 
@@ -74,17 +75,8 @@ class PydanticAIFormat(TraceFormat):
         if final is None and structured is not None:
             final = structured if isinstance(structured, str) else canonical(structured)
         extra = {k: v for k, v in data.items() if k != "messages"} if isinstance(data, dict) else {}
-        yield Trace(
-            source=self.source(raw),
-            framework="pydantic-ai",
-            task=timeline.task(),
-            agents=timeline.agents(),
-            steps=timeline.steps,
-            final_output=final,
-            usage=sum_usage(timeline.steps),
-            metadata=extra,
-            warnings=list(timeline.warnings),
-        )
+        yield assemble_trace(timeline.steps, source=self.source(raw), timeline=timeline, final_output=final,
+                             framework="pydantic-ai", metadata=extra)
 
 
 register(PydanticAIFormat())

@@ -23,9 +23,10 @@ from mast.errors import TraceFormatError, one_line
 from mast.normalize._envelope import ENVELOPE_KEYS, OUTCOME_KEYS, TASK_KEYS, read_envelope
 from mast.normalize._logs_common import LogParse
 from mast.normalize._mad_logs import parse_payload
-from mast.normalize._messages import Timeline, apply_prompt_names, to_messages
+from mast.normalize._messages import apply_prompt_names, to_messages
 from mast.normalize._payload import decode_text
 from mast.normalize._sniff import sniffed_json
+from mast.normalize._timeline import Timeline
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Trace
 

@@ -1,6 +1,7 @@
 """Redaction speed: a 1 MB transcript, and the real sample traces in tests/data/traces, through mast.redact.
 
-Run: .venv/bin/python benchmarks/bench_redact.py
+Run: .venv/bin/python benchmarks/bench_redact.py [--compare]
+(--compare: the same figures again without the rules of mast.redact_more, in the same process)
 """
 
 from __future__ import annotations
@@ -101,5 +102,20 @@ def main() -> None:
     print(f"redact_trace, 50 steps x 900 chars: {per_trace * 1000:.2f} ms per trace")
 
 
+def without_added_rules() -> None:
+    """Rebuild the rule set as it was before the card/IBAN/SSN and data-file rules (``--compare``)."""
+    import mast.redact as module
+
+    module._default_rules.cache_clear()
+    module._redactor.cache_clear()
+    module._more_rules = lambda: ()  # type: ignore[assignment]
+
+
 if __name__ == "__main__":
+    import sys
+
     main()
+    if "--compare" in sys.argv:
+        print("-- without the rules of mast.redact_more (cards, IBANs, SSNs, credential_rules.yaml):")
+        without_added_rules()
+        main()

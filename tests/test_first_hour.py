@@ -21,7 +21,7 @@ from mast.batch import read_results
 from mast.cli import main
 from mast.diagnosis import Diagnosis, Evidence, FirstFailure, JudgeInfo, ModeVerdict
 from mast.taxonomy import load_taxonomy
-from mast.testing import FakeLLMServer
+from mast.testing import FakeLLMServer, Reply
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -222,12 +222,12 @@ def test_evaluation_wording_fits_the_numbers(tmp_path: Path) -> None:
 
 
 def test_a_judge_error_is_printed_once(tmp_path: Path) -> None:
-    with FakeLLMServer() as server:
+    with FakeLLMServer(responder=lambda body: Reply(status=400)) as server:
         result = cli("classify", write_runs(tmp_path, 1), "-m", MODEL, "--api-base", server.base_url,
-                     "--api-key", "k", "--timeout", "0.001", "--max-retries", "0", "--no-cache")
+                     "--api-key", "k", "--max-retries", "0", "--no-cache")
     assert result.exit_code == 1
     lines = (result.stdout + result.stderr).splitlines()
-    assert sum("timed out" in line for line in lines) == 1
+    assert sum("HTTP 400" in line for line in lines) == 1, lines
 
 
 # -- friction: ids, transcript, gold by path -------------------------------------------------------------

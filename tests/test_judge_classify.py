@@ -566,12 +566,11 @@ def test_llm_judge_without_a_model_is_a_usage_error() -> None:
         classify(short_trace(), modle="x")
 
 
-async def test_sync_classify_inside_an_event_loop_points_to_aclassify() -> None:
-    with pytest.raises(UsageError, match="await mast.aclassify"):
-        classify(short_trace())
+async def test_sync_classify_inside_an_event_loop_runs_in_a_worker_thread() -> None:
     with FakeLLMServer(lambda body: GOOD) as server:
+        blocking = classify(short_trace(), **options(server))  # a notebook cell (issue 13)
         diagnosis = await aclassify(short_trace(), **options(server))
-    assert diagnosis.status == "judged"
+    assert blocking.status == diagnosis.status == "judged"
 
 
 def test_a_trace_without_steps_or_task_is_judged_with_placeholders() -> None:

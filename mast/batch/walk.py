@@ -72,14 +72,21 @@ def _output_names(outputs: Iterable[str | os.PathLike[str]]) -> tuple[set[Path],
     exact: set[Path] = set()
     stems: list[tuple[Path, str]] = []
     for output in outputs:
-        resolved = Path(output).resolve()
+        resolved = _resolved(Path(output))
         exact.add(resolved)
         stems.append((resolved.parent, resolved.name))
     return exact, stems
 
 
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symbolic link loop: read (and reported) as the path it is
+        return path.absolute()
+
+
 def _is_output(path: Path, exact: set[Path], stems: list[tuple[Path, str]]) -> bool:
-    resolved = path.resolve()
+    resolved = _resolved(path)
     if resolved in exact:
         return True
     # results.jsonl.lock, results.jsonl.state: files a results store keeps beside its output.
@@ -121,8 +128,8 @@ def select_files(
 
     for given in paths:
         path = Path(given)
-        if path.is_file():
-            consider(path, given=True)
+        if path.is_file() or path.is_symlink() or (path.exists() and not path.is_dir()):
+            consider(path, given=True)  # a pipe or a broken link is read, and reported with its reason
         elif path.is_dir():
             for root, dirs, names in os.walk(path, followlinks=False):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []

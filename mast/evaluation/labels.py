@@ -370,7 +370,7 @@ def read_labels(
         items = list(source)
         if items and all(isinstance(item, Mapping) for item in items):
             # Rows of a label table (long or wide), e.g. [{"trace_id": "t1", "1.3": True}, ...]
-            return check_label_table(pd.DataFrame.from_records(items), taxonomy=tax)
+            return check_label_table(pd.DataFrame.from_records([dict(item) for item in items]), taxonomy=tax)
         return labels_from_diagnoses(items, taxonomy=tax)
     path = Path(source)
     if not path.is_file():

@@ -287,8 +287,8 @@ def iter_paths(paths: Iterable[str | os.PathLike[str]], *, recursive: bool = Tru
     """
     for given in paths:
         path = Path(given)
-        if path.is_file():
-            yield path
+        if path.is_file() or path.is_symlink() or (path.exists() and not path.is_dir()):
+            yield path  # a pipe or a broken link too: reading it gives the one-line reason
         elif path.is_dir():
             for root, dirs, files in os.walk(path, followlinks=False):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []

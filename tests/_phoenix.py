@@ -124,7 +124,8 @@ def send_run(exporter: Any, run: dict[str, Any], *, project: str, offset: int = 
         root.set_attribute("output.value", run["final"])
         trace_id = format(root.get_span_context().trace_id, "032x")
         root.end(end_time=tick())
-    provider.shutdown()
+    # SimpleSpanProcessor sent every span as it ended; no shutdown, so one exporter serves many runs.
+    provider.force_flush()
     return trace_id
 
 

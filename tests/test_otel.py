@@ -94,6 +94,7 @@ def otlp_file(tmp_path: Path) -> Path:
         send_run(memory, run, project="otel", offset=i)
     path = tmp_path / "export.json"
     path.write_text(MessageToJson(encode_spans(memory.get_finished_spans())))
+    assert len([t for t in iter_traces(path) if isinstance(t, Trace)]) == 2
     return path
 
 

@@ -110,10 +110,21 @@ def test_phoenix_traces_normalise_like_the_otlp_file_export_of_the_same_spans(
         assert b.source.path == phoenix.url("same-steps") and b.source.format == "phoenix"
 
 
-def test_filters_select_traces_by_root_name_id_limit_and_time(phoenix: PhoenixServer) -> None:
+def test_filters_select_traces_by_root_name_id_limit_and_time(
+    phoenix: PhoenixServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mast.sources.phoenix as reader
+
     runs = load_runs()
     ids = _send(phoenix, "filters", runs)
     source = open_source(phoenix.url("filters"))
+    whole = source.read(ids)
+    # Pages of 3 spans and one trace id per request: the cursor is followed to the end.
+    monkeypatch.setattr(reader, "PAGE", 3)
+    monkeypatch.setattr(reader, "IDS_PER_REQUEST", 1)
+    paged = source.read(ids)
+    assert {t: x.content_hash() for t, x in paged.items()} == {t: x.content_hash() for t, x in whole.items()}
+    assert source.span_counts(ids) == {t: span_count(r) for t, r in zip(ids, runs, strict=True)}
     try:
         assert [r.trace_id for r in source.roots(TraceQuery())] == ids  # the order Phoenix received them
         assert [r.trace_id for r in source.roots(TraceQuery(root_names=["bug-fixer"]))] == [ids[1]]

@@ -108,7 +108,7 @@ def render_report(
         report = evaluate(diagnoses, gold, n_boot=n_boot, seed=seed, taxonomy=tax)
         parts.append(_agreement(report))
         parts.append(_disagreements(report))
-    parts.append(trace_view_section(diagnoses, read_labels(gold, taxonomy=tax) if gold is not None else None))
+    parts.append(trace_view_section(diagnoses, read_labels(gold, role="gold", taxonomy=tax) if gold is not None else None))
     heading = html.escape(title or f"mast report: {Path(source).name}")
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (

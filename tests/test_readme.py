@@ -99,7 +99,7 @@ def test_the_readme_commands_run_offline(sandbox: Path, monkeypatch: pytest.Monk
 
 def test_the_readme_python_runs(sandbox: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert CliRunner().invoke(main, ["label", "data/examples", "-o", "results.jsonl"]).exit_code == 0
-    classify_block, api_block = python_blocks()
+    classify_block, api_block = python_blocks()[:2]  # the jury block needs two labelled runs and scripted jurors
     with FakeLLMServer() as server:
         monkeypatch.setenv("MAST_API_BASE", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test-key")

@@ -165,7 +165,7 @@ def test_two_thousand_traces_page_and_filter(browser, labelled, tmp_path):
         d.model_copy(update={"trace_id": f"{d.trace_id}-{n}"}) for n in range(2000 // len(base) + 1) for d in base
     ][:2000]
     report = tmp_path / "big.html"
-    from mast.evaluation.html import write_report
+    from mast.report import write_report
 
     write_report(many, report, n_boot=0)
     page, errors = _open(browser, report)

@@ -49,6 +49,7 @@ from mast.cli._shared import plural, stderr, write_line
 from mast.cli._source_options import SourceInputs, source_options
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
+from mast.judge.classify import judge_notice
 from mast.judge.config import JudgeConfig
 from mast.taxonomy import load_taxonomy
 
@@ -145,8 +146,9 @@ def command(
     walk = {"include": include, "exclude": exclude, "outputs": (output, jsonl)}
     pick: dict[str, Any] = {"limit": limit, "sample": sample, "seed": sample_seed, "trace_ids": trace_ids}
     judge = configured_judge(judge_config)
-    if judge.notice:
-        stderr.print(f"mast: {judge.notice}", markup=False, highlight=False)
+    notice = judge_notice(judge_config) if not judge_config.jury else None
+    if notice:
+        stderr.print(f"mast: {notice}", markup=False, highlight=False)
     progress_on = stderr.is_terminal if show_progress is None else show_progress
 
     if not overwrite:

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from mast.cli import main
 from mast.diagnosis import Diagnosis, DiagnosisUsage, FirstFailure, JudgeInfo
 from mast.evaluation import read_who_and_when
-from mast.report import render_report
 from mast.evaluation.mad import mastlint_diagnoses
+from mast.report import render_report
 
 
 class Page(HTMLParser):

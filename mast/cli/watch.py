@@ -16,6 +16,7 @@ from mast.cli._judge_options import judge_options
 from mast.cli._shared import stderr
 from mast.cli._source_options import parse_duration, parse_time
 from mast.errors import UsageError
+from mast.judge.classify import judge_notice
 from mast.judge.config import JudgeConfig
 from mast.sources import TraceQuery, is_source_url
 
@@ -68,8 +69,9 @@ def command(
     interval = parse_duration(every).total_seconds()
     query = TraceQuery(since=parse_time(since) if since else None, root_names=root_names)
     judge = configured_judge(judge_config)
-    if judge.notice:
-        stderr.print(f"mast: {judge.notice}", markup=False, highlight=False)
+    notice = judge_notice(judge_config) if not judge_config.jury else None
+    if notice:
+        stderr.print(f"mast: {notice}", markup=False, highlight=False)
     stop = threading.Event()
     _stop_on_signals(stop)
     with ResultsFile(output) as results:

@@ -175,7 +175,6 @@ def _token_check(kind: str, lead: re.Pattern[str] | None = None, lead_len: int =
 @lru_cache(maxsize=1)
 def more_rules() -> tuple[Any, ...]:
     """The rules of this module as :mod:`mast.redact` rules (built once)."""
-
     rules: list[Any] = [
         Rule("card_number", _CARD, check=_card, min_digits=13),
         Rule("iban", _IBAN, check=_iban, min_digits=12),

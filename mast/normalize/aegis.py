@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from mast.errors import TraceFormatError, one_line
+from mast.normalize._build import assemble_trace
 from mast.normalize._common import agents_from_steps, text_of
 from mast.normalize._sniff import sniffed_json
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
@@ -58,7 +59,8 @@ def record_to_trace(record: dict[str, Any], raw: RawInput, index: int | None) ->
         attributes = {k: v for k, v in item.items() if k not in _STEP_KEYS[1:]}
         steps.append(Step(index=len(steps), agent=str(agent) if agent else None, role="assistant", content=text_of(item.get("content")),
                           model=model, source_ref=f"input.conversation_history[{position}]", attributes=attributes))
-    agents = agents_from_steps(steps, [Agent(name=n, role=r, model=model) for n, r in roles.items()])
+    known = [Agent(name=n, role=r, model=model) for n, r in roles.items()]
+    agents = agents_from_steps(steps, known)  # the label spellings are matched against these names
     names = {a.name.lower(): a.name for a in agents}
     output: dict[str, Any] = record["output"] if isinstance(record.get("output"), dict) else {}
     truth: dict[str, Any] = record["ground_truth"] if isinstance(record.get("ground_truth"), dict) else {}
@@ -70,16 +72,12 @@ def record_to_trace(record: dict[str, Any], raw: RawInput, index: int | None) ->
     metadata = {k: v for k, v in record.items() if k not in ("id", "input", "output", "ground_truth")}
     metadata.update({f"input_{k}": v for k, v in record["input"].items() if k not in ("query", "conversation_history", "final_output")})
     final = record["input"].get("final_output")
-    return Trace(
-        trace_id=str(record.get("id") or ""),
-        source=SourceInfo(format="aegis", path=raw.label, record=index),
-        framework=str(meta["framework"]) if meta.get("framework") else None,
-        task=text_of(record["input"].get("query")) or None,
-        agents=agents,
-        steps=steps,
-        final_output=text_of(final) if final else None,
-        labels=labels,
-        metadata=metadata,
+    return assemble_trace(
+        steps, source=SourceInfo(format="aegis", path=raw.label, record=index), known_agents=known,
+        task=text_of(record["input"].get("query")) or None, final_output=text_of(final) if final else None,
+        derive_task=False, derive_final_output=False,
+        trace_id=str(record.get("id") or ""), framework=str(meta["framework"]) if meta.get("framework") else None,
+        labels=labels, metadata=metadata,
     )
 
 

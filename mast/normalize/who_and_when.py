@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from mast.errors import TraceFormatError, one_line
-from mast.normalize._common import agents_from_steps, text_of
+from mast.normalize._build import assemble_trace
+from mast.normalize._common import text_of
 from mast.normalize._sniff import sniffed_json
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, Trace
@@ -97,7 +98,6 @@ def record_to_trace(record: dict[str, Any], raw: RawInput, index: int | None = N
     steps = [_step(i, item) for i, item in enumerate(record["history"])]
     prompts: dict[str, Any] = record["system_prompt"] if isinstance(record.get("system_prompt"), dict) else {}
     known = [Agent(name=str(n), system_prompt=text_of(p)) for n, p in prompts.items()]
-    agents = agents_from_steps(steps, known)
     finals = [m.group("answer").strip() for s in steps for m in _FINAL.finditer(s.content)]
     labels = _labels(record)
     warnings: list[str] = []
@@ -109,17 +109,11 @@ def record_to_trace(record: dict[str, Any], raw: RawInput, index: int | None = N
     metadata = {k: v for k, v in record.items() if k not in _USED}
     if path is not None and path.parent.name in _SUBSETS:
         metadata["subset"] = path.parent.name
-    return Trace(
-        trace_id=trace_id,
-        source=SourceInfo(format="who_and_when", path=raw.label, record=index),
-        framework=_framework(record, path),
-        task=text_of(record.get("question")) or None,
-        agents=agents,
-        steps=steps,
-        final_output=finals[-1] if finals else None,
-        labels=labels,
-        metadata=metadata,
-        warnings=warnings,
+    return assemble_trace(
+        steps, source=SourceInfo(format="who_and_when", path=raw.label, record=index), known_agents=known,
+        task=text_of(record.get("question")) or None, final_output=finals[-1] if finals else None,
+        derive_task=False, derive_final_output=False,
+        trace_id=trace_id, framework=_framework(record, path), labels=labels, metadata=metadata, warnings=warnings,
     )
 
 

@@ -19,12 +19,13 @@ from mast.judge.classify import (
     judge_notice,
 )
 from mast.judge.config import JudgeConfig
+from mast.judge.protocol import Backend
 from mast.trace import Trace
 
 __all__ = ["ANSWER_TOKENS", "NOTE_TOKENS_PER_WINDOW", "WINDOW_ANSWER_TOKENS", "judge_for"]
 
 
-def judge_for(config: JudgeConfig, *, raise_on_error: bool = False) -> BatchJudge:
+def judge_for(config: JudgeConfig, *, raise_on_error: bool = False, backend: Backend | None = None) -> BatchJudge:
     """The judge ``config`` describes, ready for a batch (started by the batch in its event loop).
 
     With ``raise_on_error`` a judge failure raises :class:`~mast.errors.JudgeError` (fail-fast);
@@ -32,8 +33,10 @@ def judge_for(config: JudgeConfig, *, raise_on_error: bool = False) -> BatchJudg
 
     Raises:
         UsageError: an LLM judge without a model, or an unknown taxonomy.
+
+    ``backend`` replaces the model's own (the provider-batch engine parks calls through one).
     """
-    judge = Judge(config)
+    judge = Judge(config, backend=backend)
     adapter = _Adapter(judge, raise_on_error)
     return BatchJudge(
         call=adapter.call,

@@ -69,6 +69,13 @@ NOT_ASSESSED = "—"
 @click.option("--progress/--no-progress", "show_progress", default=None,
               help="Progress bar on stderr [default: when stderr is a terminal].")
 @click.option("--json", "as_json", is_flag=True, help="Print the final report as JSON on stdout.")
+@click.option("--batch-api", is_flag=True, envvar="MAST_BATCH_API",
+              help="Send the calls through the provider's batch API (about half price, results within 24 h); "
+                   "resumable: rerun the same command after any interruption.")
+@click.option("--batch-status", is_flag=True, help="Show the batches recorded for OUTPUT and stop.")
+@click.option("--batch-cancel", is_flag=True, help="Cancel the batches of OUTPUT still running at the provider.")
+@click.option("--batch-retry", type=click.Choice(["online", "batch"]), default="online", show_default=True,
+              help="Ask failed, expired or invalid batch items again online, or in a follow-up batch.")
 def command(
     paths: tuple[str, ...],
     output: Path,
@@ -84,6 +91,10 @@ def command(
     show_progress: bool | None,
     as_json: bool,
     judge_config: JudgeConfig,
+    batch_api: bool = False,
+    batch_status: bool = False,
+    batch_cancel: bool = False,
+    batch_retry: str = "online",
 ) -> None:
     """Label every trace under PATHS with the MAST failure modes, into a resumable results file.
 
@@ -114,6 +125,15 @@ def command(
             raise UsageError(f"{given}: no such file or folder")
     if output.suffix.lower() not in (".jsonl", ".ndjson", *TABLE_SUFFIXES):
         raise UsageError(f"-o {output}: use a name ending in .jsonl (or .csv / .parquet for a table as well)")
+    if batch_api or batch_status or batch_cancel:
+        from mast.cli.label_batch import run_batch_command
+
+        sys.exit(run_batch_command(
+            paths=paths, output=output, judge_config=judge_config, status=batch_status, cancel=batch_cancel,
+            retry="batch" if batch_retry == "batch" else "online", dry_run=dry_run, overwrite=overwrite,
+            format_=format_, recursive=recursive, shard=shard,
+            show_progress=stderr.is_terminal if show_progress is None else show_progress, as_json=as_json,
+        ))
     jsonl = results_path(output)
     judge = configured_judge(judge_config)
     if judge.notice:

@@ -575,7 +575,8 @@ class Judge:
         if len(windows) > MAX_WINDOWS:
             raise _Unjudgeable(f"the trace would need {len(windows)} windows (limit {MAX_WINDOWS}) with a {context}-token context")
         spec = self._spec("window", limits)
-        gate = asyncio.Semaphore(WINDOW_CONCURRENCY)
+        # A batch-API backend parks every call until its batch returns: all windows must ask at once.
+        gate = asyncio.Semaphore(getattr(backend, "window_concurrency", WINDOW_CONCURRENCY))
 
         async def judge_window(number: int, window: Window) -> Any:
             async with gate:
@@ -690,6 +691,10 @@ def _usage(meter: UsageMeter, started: float) -> DiagnosisUsage:
         latency_s=time.perf_counter() - started,
         llm_calls=meter.calls,
         cached=False,
+        cached_input_tokens=meter.cached_input_tokens,
+        cache_creation_input_tokens=meter.cache_creation_input_tokens,
+        list_cost_usd=meter.total_list_cost,
+        batch_api=meter.batch_api,
     )
 
 

@@ -1,0 +1,199 @@
+"""``batch_api=True``: a whole labelling run through the provider's batch API, resumable after any kill.
+
+The ordinary batch loop (:class:`~mast.batch.runner.BatchRunner`: resume, one result line per
+trace, the report) runs unchanged, with every trace started at once and the judge's model calls
+parked by a :class:`~mast.batch.provider_batch.ParkingBackend`. A driver beside it waits until
+every started trace is parked or finished (the event loop has settled), then lets the
+:class:`~mast.batch.provider_batch.BatchEngine` answer all parked requests in one round of
+batches; traces then resume, finish (their results are written) or park again (aggregation calls,
+batched re-asks), and the next round begins.
+
+Example:
+    >>> run = await arun_provider_batch(items, config, results_file)    # doctest: +SKIP
+    >>> run.cost_usd, run.list_cost_usd, run.batches_submitted          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mast.batch.batch_state import BatchStore
+from mast.batch.inputs import WorkItem
+from mast.batch.provider_batch import (
+    CURRENT_TRACE,
+    MAX_BATCH_BYTES,
+    MAX_BATCH_REQUESTS,
+    BatchEngine,
+    BatchProgress,
+    ParkingBackend,
+    RetryMode,
+    checkpoint,
+)
+from mast.batch.runner import BatchReport, BatchRunner, Outcome, ResultCallback
+from mast.batch.store import ResultsFile
+from mast.diagnosis import Diagnosis
+from mast.errors import JudgeError, MastError, UsageError
+from mast.judge.config import JudgeConfig
+from mast.judge.local import is_local
+from mast.trace import Trace
+
+SETTLE_TICKS = 25
+"""Event-loop turns without any parked call appearing or resuming before a round starts: the
+judge's steps between model calls are synchronous, so a few turns let every started trace reach
+its next call (windows are separate tasks, started one turn later)."""
+IDLE_WAIT_S = 0.02
+"""While some started trace is neither parked nor finished, the driver looks again after this long."""
+
+
+@dataclass
+class ProviderBatchRun:
+    """What a batch-API run did."""
+
+    report: BatchReport
+    results: list[Diagnosis | None]
+    """One result per item, in input order (``None``: not started)."""
+    cost_usd: float
+    """Dollars of the calls made in this run, at batch and cache rates."""
+    list_cost_usd: float
+    """The same tokens at list price (online, no cache)."""
+    batches_submitted: int
+    """Batches created at the provider by this run."""
+    online_calls: int
+    """Calls asked online (retries of failed items, re-asks)."""
+    cached_input_tokens: int = 0
+
+    @property
+    def saving_usd(self) -> float:
+        """List price minus what was paid."""
+        return self.list_cost_usd - self.cost_usd
+
+
+class _Driver:
+    """Counts the traces in flight and lets the engine answer a round once all of them are parked."""
+
+    def __init__(self, engine: BatchEngine) -> None:
+        self.engine = engine
+        self.active = 0
+        self.started = 0
+
+    async def run(self, runner_task: asyncio.Task[BatchReport]) -> None:
+        while not runner_task.done():
+            await self._settle(runner_task)
+            if runner_task.done():
+                return
+            everyone_parked = len(self.engine.waiting) >= self.active
+            if self.engine.parked and everyone_parked:
+                try:
+                    await self.engine.run_round()
+                except MastError as exc:
+                    self._fail_parked(exc)
+            else:
+                await asyncio.wait({runner_task}, timeout=IDLE_WAIT_S)
+
+    async def _settle(self, runner_task: asyncio.Task[BatchReport]) -> None:
+        stable = 0
+        last: tuple[int, int, int] | None = None
+        while stable < SETTLE_TICKS and not runner_task.done():
+            await asyncio.sleep(0)
+            now = (self.engine.activity, len(self.engine.parked), self.active)
+            stable = stable + 1 if now == last else 0
+            last = now
+
+    def _fail_parked(self, exc: MastError) -> None:
+        """The provider failed beyond retries: the waiting traces end in error (a rerun resumes the batches)."""
+        error = exc if isinstance(exc, JudgeError) else JudgeError(str(exc))
+        for key in list(self.engine.parked):
+            parked = self.engine.parked.pop(key)
+            for future in parked.futures:
+                if not future.done():
+                    future.set_exception(error)
+
+
+async def arun_provider_batch(
+    items: Sequence[WorkItem],
+    config: JudgeConfig,
+    results: ResultsFile,
+    *,
+    retry: RetryMode = "online",
+    max_requests: int = MAX_BATCH_REQUESTS,
+    max_bytes: int = MAX_BATCH_BYTES,
+    poll_interval: float | None = None,
+    on_result: ResultCallback | None = None,
+    on_progress: Callable[[BatchProgress], None] | None = None,
+    catch_sigint: bool = False,
+) -> ProviderBatchRun:
+    """Judge ``items`` through the provider's batch API, writing results to ``results``.
+
+    The batch state is kept beside the results file (:class:`~mast.batch.batch_state.BatchStore`);
+    the same call after a crash resumes it: nothing is submitted twice, and every trace gets one line.
+
+    Raises:
+        UsageError: a local model or the offline detectors (no batch API), or a state file of another model.
+        JudgeAPIError: the provider refused the batch endpoints (e.g. a provider litellm has no batch API for).
+    """
+    if config.kind == "detectors" or not config.model:
+        raise UsageError("--batch-api needs an LLM judge: set --model (the offline detectors make no calls)")
+    if is_local(config.model):
+        raise UsageError("--batch-api needs a provider model; a local model has no batch API")
+    from mast.batch import configured_judge
+    from mast.judge.backend import LiteLLMBackend
+
+    # No answer cache: it reads in a thread, which the driver cannot see settle; the results file
+    # and the saved batch answers already make a rerun free.
+    config = config.model_copy(update={"cache": False})
+    online = LiteLLMBackend.from_config(config)
+    store = BatchStore(results.path)
+    if results.overwrite:
+        store.clear()
+    engine = BatchEngine(
+        online, store, retry=retry, max_requests=max_requests, max_bytes=max_bytes,
+        poll_interval=poll_interval, on_progress=on_progress,
+    )
+    judge = configured_judge(config, backend=ParkingBackend(online, engine))
+    driver = _Driver(engine)
+    inner = judge.call
+
+    async def call(trace: Trace) -> Diagnosis:
+        driver.started += 1
+        CURRENT_TRACE.set((driver.started, trace.trace_id))  # this task's own context: its windows inherit it
+        driver.active += 1
+        try:
+            return await inner(trace)
+        finally:
+            driver.active -= 1
+
+    judge.call = call
+    totals = {"cost": 0.0, "list": 0.0, "cached": 0.0}
+
+    def noted(item: WorkItem, diagnosis: Diagnosis, outcome: Outcome) -> None:
+        if outcome == "judged":
+            usage = diagnosis.usage
+            totals["cost"] += usage.cost_usd or 0.0
+            totals["list"] += usage.list_cost_usd if usage.list_cost_usd is not None else usage.cost_usd or 0.0
+            totals["cached"] += usage.cached_input_tokens
+            checkpoint("result")
+        if on_result is not None:
+            on_result(item, diagnosis, outcome)
+
+    runner = BatchRunner(judge, concurrency=max(1, len(items)), results=results, on_result=noted)
+    started = time.monotonic()
+    runner_task = asyncio.create_task(runner.run(items, catch_sigint=catch_sigint))
+    try:
+        await driver.run(runner_task)
+        report = await runner_task
+    finally:
+        if not runner_task.done():
+            runner_task.cancel()
+    report.wall_s = time.monotonic() - started
+    return ProviderBatchRun(
+        report=report,
+        results=list(runner.results),
+        cost_usd=totals["cost"],
+        list_cost_usd=totals["list"],
+        batches_submitted=engine.batches_submitted,
+        online_calls=engine.online_calls,
+        cached_input_tokens=int(totals["cached"]),
+    )

@@ -24,7 +24,15 @@ from mast.batch import ResultsFile, scan
 from mast.batch.batch_state import BatchStore
 from mast.batch.provider_run import arun_provider_batch
 from mast.judge.config import JudgeConfig
-from mast.testing import FakeLLMServer, Reply, judge_answer, quote_steps, request_kind, request_text, window_answer
+from mast.testing import (
+    FakeLLMServer,
+    Reply,
+    judge_answer,
+    quote_steps,
+    request_kind,
+    request_text,
+    window_answer,
+)
 from mast.trace import Step, Trace
 
 DATA = Path(__file__).parent / "data" / "batch_api"

@@ -85,13 +85,20 @@ class _Driver:
             if runner_task.done():
                 return
             everyone_parked = len(self.engine.waiting) >= self.active
-            if self.engine.parked and everyone_parked:
-                try:
-                    await self.engine.run_round()
-                except MastError as exc:
-                    self._fail_parked(exc)
-            else:
+            if not (self.engine.parked and everyone_parked):
                 await asyncio.wait({runner_task}, timeout=IDLE_WAIT_S)
+                continue
+            round_task = asyncio.create_task(self.engine.run_round())
+            await asyncio.wait({round_task, runner_task}, return_when=asyncio.FIRST_COMPLETED)
+            if not round_task.done():  # the run was abandoned (Ctrl-C twice): stop polling; the state resumes it
+                round_task.cancel()
+                await asyncio.gather(round_task, return_exceptions=True)
+                return
+            error = round_task.exception()
+            if isinstance(error, MastError):
+                self._fail_parked(error)
+            elif error is not None:
+                raise error
 
     async def _settle(self, runner_task: asyncio.Task[BatchReport]) -> None:
         stable = 0

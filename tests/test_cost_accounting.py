@@ -98,3 +98,15 @@ def test_anthropic_requests_mark_the_static_prefix_for_caching() -> None:
     assert claude[2]["content"] == "the trace"
     # OpenAI caches a repeated prefix by itself: its request stays plain text.
     assert all(isinstance(m["content"], str) for m in _request("openai/gpt-4.1-mini")["messages"])
+
+
+def test_batch_api_for_a_provider_litellm_cannot_batch_is_a_one_line_usage_error() -> None:
+    from mast.errors import UsageError
+    from mast.judge.batch_api import ProviderBatchAPI, batch_providers
+
+    supported = batch_providers()
+    assert supported is not None and "openai" in supported
+    ProviderBatchAPI(LiteLLMBackend("openai/gpt-4.1-mini"))  # accepted
+    if "anthropic" not in supported:
+        with pytest.raises(UsageError, match="no batch API for provider 'anthropic'"):
+            ProviderBatchAPI(LiteLLMBackend("anthropic/claude-sonnet-4-5"))

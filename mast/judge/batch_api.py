@@ -14,6 +14,8 @@ priced at the batch rates.
 
 from __future__ import annotations
 
+import inspect
+import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -21,6 +23,7 @@ from typing import Any, TypeVar
 import litellm  # the package's __init__ has already pinned litellm to its bundled price map
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
+from mast.errors import UsageError
 from mast.judge.backend import LiteLLMBackend, _wait, classify_error, translate_error
 from mast.judge.pricing import call_cost, list_cost, usage_parts
 from mast.judge.protocol import Completion, Mode
@@ -103,6 +106,15 @@ def completion_from_body(backend: LiteLLMBackend, body: dict[str, Any]) -> Compl
     )
 
 
+def _litellm_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("litellm")
+    except PackageNotFoundError:
+        return "(unknown version)"
+
+
 def _info(batch: Any) -> BatchInfo:
     def get(key: str) -> Any:
         return batch.get(key) if isinstance(batch, dict) else getattr(batch, key, None)
@@ -127,12 +139,32 @@ def _info(batch: Any) -> BatchInfo:
     )
 
 
+def batch_providers() -> tuple[str, ...] | None:
+    """The providers the installed litellm can create batches for (``None``: it does not say)."""
+    try:
+        annotation = inspect.signature(litellm.create_batch).parameters["custom_llm_provider"].annotation
+    except (KeyError, TypeError, ValueError):
+        return None
+    names = typing.get_args(annotation)
+    return tuple(str(n) for n in names) or None
+
+
 class ProviderBatchAPI:
-    """The batch endpoints of the provider behind ``backend`` (same model, address and key)."""
+    """The batch endpoints of the provider behind ``backend`` (same model, address and key).
+
+    Raises:
+        UsageError: the installed litellm has no batch API for this provider.
+    """
 
     def __init__(self, backend: LiteLLMBackend) -> None:
         self.backend = backend
         self.provider = backend.provider()
+        supported = batch_providers()
+        if supported is not None and self.provider not in supported:
+            raise UsageError(
+                f"--batch-api: litellm {_litellm_version()} has no batch API for provider {self.provider!r} "
+                f"(it has: {', '.join(supported)}); run without --batch-api"
+            )
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"custom_llm_provider": self.provider, "max_retries": 0}

@@ -58,7 +58,7 @@ def example_traces(n: int) -> list[Trace]:
     return traces
 
 
-def run(traces: list[Trace], *, batch: bool, cache: bool, work: Path) -> tuple[list[Diagnosis], float, int]:
+async def run(traces: list[Trace], *, batch: bool, cache: bool, work: Path) -> tuple[list[Diagnosis], float, int]:
     started = time.perf_counter()
     with FakeLLMServer(prompt_cache=cache) as server:
         options: dict[str, Any] = {"model": SERVED_MODEL, "api_base": server.base_url, "api_key": "fake", "cache": False}
@@ -67,10 +67,10 @@ def run(traces: list[Trace], *, batch: bool, cache: bool, work: Path) -> tuple[l
             config = JudgeConfig.from_options(**options)
             items = list(scan(traces))
             with ResultsFile(out, overwrite=True) as results:
-                done = asyncio.run(arun_provider_batch(items, config, results, poll_interval=0.05))
+                done = await arun_provider_batch(items, config, results, poll_interval=0.05)
             diagnoses = [d for d in done.results if d is not None]
         else:
-            diagnoses = mast.classify_many(traces, concurrency=32, **options)
+            diagnoses = await mast.aclassify_many(traces, concurrency=32, **options)
         submitted = server.batches_submitted
     return diagnoses, time.perf_counter() - started, submitted
 
@@ -89,7 +89,8 @@ def price(diagnoses: list[Diagnosis], prices: Prices, *, batch: bool, claude: bo
     return total
 
 
-def main() -> None:
+async def main() -> None:
+    # One event loop for all four runs: litellm keeps its HTTP clients per loop.
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=1000)
     args = parser.parse_args()
@@ -98,7 +99,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for batch, cache in ((False, False), (False, True), (True, False), (True, True)):
-            diagnoses, seconds, submitted = run(traces, batch=batch, cache=cache, work=Path(tmp))
+            diagnoses, seconds, submitted = await run(traces, batch=batch, cache=cache, work=Path(tmp))
             judged = sum(d.status == "judged" for d in diagnoses)
             tokens_in = sum(d.usage.input_tokens for d in diagnoses)
             tokens_out = sum(d.usage.output_tokens for d in diagnoses)
@@ -121,4 +122,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    asyncio.run(main())

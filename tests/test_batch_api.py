@@ -265,6 +265,16 @@ def test_batch_status_and_cancel_then_rerun_recovers_the_cancelled_items(tmp_pat
     assert len(lines(out)) == 4 and "saved $" in rerun.stderr
 
 
+def test_batch_api_keeps_labels_selection_and_fail_on(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    with FakeLLMServer(verdicts_by_content) as server:
+        picked = mast_label(server, out, "--trace-id", "weather-loop", "--fail-on", "1.3")
+        assert picked.returncode == 3, picked.stderr  # --fail-on found 1.3 in the one trace picked
+        assert len(server.batch_items) == 1
+    [result] = lines(out)
+    assert result["trace_id"] == "weather-loop" and result["usage"]["batch_api"]
+
+
 def test_dry_run_with_batch_api_estimates_online_and_batch_cost(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "mast", "label", str(DATA), "-o", str(tmp_path / "r.jsonl"), "--model", MODEL,

@@ -63,6 +63,16 @@ def test_backend_prices_come_from_litellms_table() -> None:
     assert LiteLLMBackend("openai/no-such-model-anywhere").prices() is None
 
 
+def test_user_prices_win_over_the_table_and_get_the_documented_batch_and_cache_rates() -> None:
+    backend = LiteLLMBackend("openai/gpt-4.1-mini", price_input=2.0, price_output=8.0)  # $ per million tokens
+    prices = backend.prices()
+    assert prices is not None and (prices.input, prices.output) == (2e-06, 8e-06)
+    assert backend.estimate_cost(1_000_000, 1_000_000) == pytest.approx(10.0)
+    batch = call_cost(prices, input_tokens=1_000_000, output_tokens=0, cached_input_tokens=500_000, batch=True)
+    assert batch == pytest.approx((500_000 * 2e-06 + 500_000 * 2e-06 * CACHE_READ_FACTOR) * BATCH_FACTOR)
+    assert LiteLLMBackend("openai/no-such-model-anywhere", price_input=1.0, price_output=1.0).prices() is not None
+
+
 def test_online_run_records_cached_input_tokens_and_prices_them(tmp_path: Path) -> None:
     with FakeLLMServer(prompt_cache=True) as server:
         results = mast.classify_many(

@@ -132,6 +132,17 @@ class DiagnosisUsage(_Model):
     """Calls made, re-asks and chunk windows included (0 when cached)."""
     cached: bool = False
     """True when the answer came from the cache without a call."""
+    cached_input_tokens: int = 0
+    """Input tokens the provider read from its prompt cache (OpenAI ``cached_tokens``, Anthropic
+    ``cache_read_input_tokens``); part of ``input_tokens``, priced at the cached rate."""
+    cache_creation_input_tokens: int = 0
+    """Input tokens written to the provider's prompt cache (Anthropic ``cache_creation_input_tokens``);
+    part of ``input_tokens``, priced at the cache-write rate."""
+    list_cost_usd: float | None = None
+    """What the same tokens cost at the model's list price, without batch or cache discounts
+    (``None`` when the price is unknown or no call was made)."""
+    batch_api: bool = False
+    """True when the calls went through the provider's batch API (priced at its batch rates)."""
 
 
 class ErrorInfo(_Model):

@@ -1,7 +1,7 @@
 """A public test seam: a fake OpenAI-compatible LLM server on 127.0.0.1.
 
 Tests and benchmarks drive mast's real judge path (litellm, retries, parsing, cache) against
-:class:`FakeLLMServer` instead of a provider. It serves ``/v1/chat/completions`` and ``/v1/models``,
+:class:`FakeLLMServer` instead of a provider. It serves ``/v1/chat/completions``, ``/v1/models`` and the batch API,
 answers hundreds of concurrent connections (aiohttp on its own event loop in a background thread),
 and can script answers, inject faults and report what it received.
 
@@ -38,6 +38,7 @@ try:
 except ModuleNotFoundError as exc:  # litellm brings aiohttp today; say what to install if it stops
     raise ModuleNotFoundError("mast.testing needs aiohttp: pip install 'mast-judge[testing]'") from exc
 
+from mast._fake_batches import FakeBatchAPI
 from mast.judge.schema import DIAGNOSIS_SCHEMA_NAME, WINDOW_SCHEMA_NAME
 
 __all__ = [
@@ -273,8 +274,13 @@ def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-class FakeLLMServer:
+class FakeLLMServer(FakeBatchAPI):
     """An OpenAI-compatible chat-completions server on 127.0.0.1 for tests and benchmarks.
+
+    It also serves OpenAI's files and batches endpoints (``/v1/files``, ``/v1/batches``; see
+    :mod:`mast._fake_batches`): ``batch_delay`` / ``batch_hold`` say when a batch completes,
+    ``batch_faults`` fails or expires items, ``batches_submitted`` counts batches created, and
+    ``prompt_cache`` reports the system prompt as cached once seen.
 
     Args:
         responder: ``request body -> Reply | str | dict | None`` (may be async); ``None`` from it
@@ -297,6 +303,10 @@ class FakeLLMServer:
         faults: FaultPlan | None = None,
         models: Sequence[str] = ("fake-judge",),
         hang_limit: float = 300.0,
+        batch_delay: float = 0.0,
+        batch_hold: threading.Event | None = None,
+        batch_faults: Callable[[dict[str, Any]], str | None] | None = None,
+        prompt_cache: bool = False,
     ) -> None:
         self.responder = responder
         self.script: deque[Reply] = deque(script)
@@ -320,6 +330,25 @@ class FakeLLMServer:
         self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
         self._port: int | None = None
+        # -- the batch API (see _FakeBatches) --
+        self.batch_delay = batch_delay
+        """Seconds after creation before a batch completes."""
+        self.batch_hold = batch_hold
+        """While given and not set, batches stay ``in_progress`` (a test releases them)."""
+        self.batch_faults = batch_faults
+        """``request body -> None | "failed" | "expired"``: the fate of one batch item."""
+        self.prompt_cache = prompt_cache
+        """Report the system prompt as cached (``prompt_tokens_details.cached_tokens``) once seen."""
+        self.files: dict[str, dict[str, Any]] = {}
+        """Uploaded and produced files by id: ``{"object": <file object>, "content": bytes}``."""
+        self.batches: dict[str, dict[str, Any]] = {}
+        """Batches by id (OpenAI batch objects)."""
+        self.batch_items: list[RecordedRequest] = []
+        """Every request answered inside a batch."""
+        self.batch_hits: list[str] = []
+        """``METHOD path`` of every files/batches call, in order."""
+        self._seen_prefixes: set[str] = set()
+        self._due: dict[str, float] = {}
 
     # -- lifecycle --
 
@@ -334,6 +363,11 @@ class FakeLLMServer:
     def base_url(self) -> str:
         """``http://127.0.0.1:<port>/v1``: the ``api_base`` to give the judge."""
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def batches_submitted(self) -> int:
+        """Batches created (``POST /v1/batches``) since the server started."""
+        return len(self.batches)
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
@@ -404,6 +438,14 @@ class FakeLLMServer:
         app.router.add_post("/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._list_models)
         app.router.add_get("/models", self._list_models)
+        for prefix in ("/v1", ""):
+            app.router.add_post(f"{prefix}/files", self._file_create)
+            app.router.add_get(f"{prefix}/files/{{file_id}}", self._file_get)
+            app.router.add_get(f"{prefix}/files/{{file_id}}/content", self._file_content)
+            app.router.add_post(f"{prefix}/batches", self._batch_create)
+            app.router.add_get(f"{prefix}/batches", self._batch_list)
+            app.router.add_get(f"{prefix}/batches/{{batch_id}}", self._batch_get)
+            app.router.add_post(f"{prefix}/batches/{{batch_id}}/cancel", self._batch_cancel)
         # handler_cancellation: a client that gives up (timeout) ends its hanging handler.
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
         await self._runner.setup()
@@ -491,6 +533,10 @@ class FakeLLMServer:
         if reply.status >= 400:
             error = {"error": {"message": f"fake server error {reply.status}", "type": "fake_error", "code": reply.status}}
             return web.json_response(error, status=reply.status, headers=headers)
+        return web.json_response(self._completion_payload(body, reply), status=reply.status, headers=headers)
+
+    def _completion_payload(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        """The chat-completion JSON for a successful reply (online or inside a batch)."""
         content = reply.content if reply.content is not None else default_answer(body)
         if reply.invalid_json:
             text = "Sure! Here is my verdict: {failure_modes: [1.1 present, oops"
@@ -516,19 +562,36 @@ class FakeLLMServer:
             _estimate_tokens(request_text(body)),
             _estimate_tokens(text),
         )
-        payload = {
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        if self.prompt_cache:
+            usage["prompt_tokens_details"] = {"cached_tokens": min(prompt_tokens, self._cached_prefix(body))}
+        return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": str(body.get("model") or self.models[0]),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "usage": usage,
         }
-        return web.json_response(payload, status=reply.status, headers=headers)
+
+    def _cached_prefix(self, body: Mapping[str, Any]) -> int:
+        """Tokens of the leading system messages when this exact prefix was seen before (like a provider cache)."""
+        prefix: list[Any] = []
+        for message in body.get("messages") or []:
+            if message.get("role") != "system":
+                break
+            prefix.append(message.get("content"))
+        if not prefix:
+            return 0
+        key = orjson.dumps(prefix).decode()
+        with self._lock:
+            seen = key in self._seen_prefixes
+            self._seen_prefixes.add(key)
+        return _estimate_tokens(request_text({"messages": [{"content": c} for c in prefix]})) if seen else 0
 
 
 def _tool_name(body: Mapping[str, Any]) -> str:

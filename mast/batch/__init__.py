@@ -84,6 +84,8 @@ async def aclassify_many(
     shard: str | tuple[int, int] | None = None,
     raise_on_error: bool = False,
     on_result: ResultCallback | None = None,
+    batch_api: bool = False,
+    batch_retry: str = "online",
     **options: Any,
 ) -> list[Diagnosis]:
     """Judge many traces concurrently; one result per trace, in input order.
@@ -108,6 +110,10 @@ async def aclassify_many(
         shard: ``"i/n"`` or ``(i, n)``: judge only shard ``i`` of ``n`` (see the module docs).
         raise_on_error: raise the first failure and cancel the rest, instead of ``error`` results.
         on_result: called with ``(item, diagnosis, outcome)`` as each result arrives.
+        batch_api: send the calls through the provider's batch API (about half price, results
+            within 24 h; needs ``output``, beside which the batch state is kept; see
+            :mod:`mast.batch.provider_run`). A rerun after any interruption resumes the same batches.
+        batch_retry: ``online`` or ``batch``: how failed, expired or invalid batch items are asked again.
         **options: judge options (``model``, ``api_base``, ``temperature``...; see
             :class:`~mast.judge.config.JudgeConfig`).
 
@@ -121,6 +127,12 @@ async def aclassify_many(
     """
     if config is not None and options:
         raise UsageError("pass judge options either in config= or as keyword arguments, not both")
+    if batch_api:
+        if judge_fn is not None:
+            raise UsageError("batch_api=True judges with the configured model; it does not take judge_fn=")
+        return await _via_batch_api(traces_or_paths, config or JudgeConfig.from_options(**options), output,
+                                    overwrite=overwrite, format=format, recursive=recursive, shard=shard,
+                                    retry=batch_retry, on_result=on_result)
     batch_judge = _batch_judge(judge_fn, config, options)
     items = list(scan(_as_inputs(traces_or_paths), format=format, recursive=recursive, shard=_shard(shard)))
     if raise_on_error:
@@ -146,6 +158,34 @@ async def aclassify_many(
         if jsonl != Path(output):
             write_table(read_results(jsonl), output)
     return [r if r is not None else runner.not_started_result(items[i]) for i, r in enumerate(runner.results)]
+
+
+async def _via_batch_api(
+    traces_or_paths: TracesOrPaths,
+    config: JudgeConfig,
+    output: str | os.PathLike[str] | None,
+    *,
+    overwrite: bool,
+    format: str,
+    recursive: bool,
+    shard: str | tuple[int, int] | None,
+    retry: str,
+    on_result: ResultCallback | None,
+) -> list[Diagnosis]:
+    from mast.batch.provider_run import arun_provider_batch
+
+    if output is None:
+        raise UsageError("batch_api=True needs output= (the batch state is kept beside the results file)")
+    if retry not in ("online", "batch"):
+        raise UsageError(f"batch_retry must be 'online' or 'batch' (got {retry!r})")
+    items = list(scan(_as_inputs(traces_or_paths), format=format, recursive=recursive, shard=_shard(shard)))
+    jsonl = results_path(output)
+    with ResultsFile(jsonl, overwrite=overwrite) as results:
+        run = await arun_provider_batch(items, config, results, retry="batch" if retry == "batch" else "online",
+                                        on_result=on_result)
+    if jsonl != Path(output):
+        write_table(read_results(jsonl), output)
+    return [r for r in run.results if r is not None]
 
 
 def classify_many(traces_or_paths: TracesOrPaths, **kwargs: Any) -> list[Diagnosis]:

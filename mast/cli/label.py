@@ -87,6 +87,13 @@ NOT_ASSESSED = "—"
 @file_options
 @selection_options
 @fail_on_option
+@click.option("--batch-api", is_flag=True, envvar="MAST_BATCH_API",
+              help="Send the calls through the provider's batch API (about half price, results within 24 h); "
+                   "resumable: rerun the same command after any interruption.")
+@click.option("--batch-status", is_flag=True, help="Show the batches recorded for OUTPUT and stop.")
+@click.option("--batch-cancel", is_flag=True, help="Cancel the batches of OUTPUT still running at the provider.")
+@click.option("--batch-retry", type=click.Choice(["online", "batch"]), default="online", show_default=True,
+              help="Ask failed, expired or invalid batch items again online, or in a follow-up batch.")
 def command(
     paths: tuple[str, ...],
     output: Path,
@@ -110,6 +117,10 @@ def command(
     sample_seed: int = 0,
     trace_ids: tuple[str, ...] = (),
     fail_on: str | None = None,
+    batch_api: bool = False,
+    batch_status: bool = False,
+    batch_cancel: bool = False,
+    batch_retry: str = "online",
 ) -> None:
     """Label every trace under PATHS with the MAST failure modes, into a resumable results file.
 
@@ -145,11 +156,22 @@ def command(
     gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
     walk = {"include": include, "exclude": exclude, "outputs": (output, jsonl)}
     pick: dict[str, Any] = {"limit": limit, "sample": sample, "seed": sample_seed, "trace_ids": trace_ids}
+    progress_on = stderr.is_terminal if show_progress is None else show_progress
+    if batch_api or batch_status or batch_cancel:
+        from mast.cli.label_batch import BatchCommand, run_batch_command
+
+        def read_items() -> list[WorkItem]:
+            return pick_items(_read_inputs([*paths, *sources.traces()], format_, recursive, shard_pair, progress_on, walk), **pick)
+
+        sys.exit(run_batch_command(BatchCommand(
+            output=output, judge_config=judge_config, status=batch_status, cancel=batch_cancel,
+            retry="batch" if batch_retry == "batch" else "online", dry_run=dry_run, overwrite=overwrite,
+            read_items=read_items, sources=sources, fail_on=gate, show_progress=progress_on, as_json=as_json,
+        )))
     judge = configured_judge(judge_config)
     notice = judge_notice(judge_config) if not judge_config.jury else None
     if notice:
         stderr.print(f"mast: {notice}", markup=False, highlight=False)
-    progress_on = stderr.is_terminal if show_progress is None else show_progress
 
     if not overwrite:
         check_one_judge(jsonl, judge.info)  # before reading inputs: a mixed file is refused at once

@@ -29,6 +29,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from mast.errors import JudgeAPIError
 from mast.judge.backend_errors import classify_error, retry_after_seconds, setup_failure, translate_error
 from mast.judge.config import JudgeConfig, StructuredOutput
+from mast.judge.pricing import Prices, call_cost, list_cost, usage_parts
 from mast.judge.protocol import Backend, Completion, Mode, UsageMeter
 from mast.judge.schema import OutputSpec
 from mast.otel import judge_call_span
@@ -62,6 +63,8 @@ _STRICT_PROVIDERS = ("openai", "azure")
 _SELF_HOSTED_PREFIXES = ("openai/", "hosted_vllm/", "llamafile/", "llama_cpp/")
 # Keywords OpenAI's strict structured outputs reject; kept for grammar-based servers (llama.cpp).
 _UNSUPPORTED_STRICT = ("maxLength", "minLength")
+# Providers whose Claude models take Anthropic's cache_control breakpoints (litellm passes them on).
+_CACHE_CONTROL_PROVIDERS = ("anthropic", "vertex_ai", "bedrock")
 
 
 class LiteLLMBackend:
@@ -96,8 +99,12 @@ class LiteLLMBackend:
         self._info_known = False
         self.free = free
         """True for a local model: every call costs 0."""
-        self.prices = (price_input, price_output) if price_input is not None and price_output is not None else None
-        """Dollars per million (input, output) tokens given by the user; they win over litellm's table."""
+        self.user_prices = (
+            Prices(input=price_input / 1_000_000, output=price_output / 1_000_000)
+            if price_input is not None and price_output is not None else None
+        )
+        """List prices given by the user (``--price-input``/``--price-output``, dollars per million
+        tokens); they win over litellm's table, cache and batch rates derived by the documented factors."""
         # A self-hosted OpenAI-compatible server (llama.cpp, vLLM) turns json_schema into a grammar.
         self.constrained = free or (api_base is not None and model.startswith(_SELF_HOSTED_PREFIXES))
 
@@ -124,6 +131,10 @@ class LiteLLMBackend:
         return cls(model, **values)
 
     # -- model facts --
+
+    def provider(self) -> str:
+        """The provider litellm routes this model to (``openai``, ``anthropic``, ``azure``...)."""
+        return self._provider() or "openai"
 
     def _provider(self) -> str | None:
         try:
@@ -179,12 +190,28 @@ class LiteLLMBackend:
         except Exception:  # a tokenizer litellm cannot load: about 4 characters per token
             return len(text) // 3 + 1
 
-    def _cost(self, response: Any) -> float | None:
+    def prices(self) -> Prices | None:
+        """The model's per-token rates (list, cached, batch): the user's, else litellm's table; ``None`` when unknown."""
         if self.free:
-            return 0.0
-        if self.prices is not None:
-            usage = getattr(response, "usage", None)
-            return self._priced(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
+            return Prices(input=0.0, output=0.0)
+        if self.user_prices is not None:
+            return self.user_prices
+        return Prices.from_model_info(self._model_info())
+
+    def _cost(self, response: Any, usage: tuple[int, int, int, int]) -> tuple[float | None, float | None]:
+        """``(cost, list cost)`` of an online answer: cache discounts from the table's rates."""
+        prices = self.prices()
+        if prices is not None:
+            tokens_in, tokens_out, read, write = usage
+            cost = call_cost(
+                prices, input_tokens=tokens_in, output_tokens=tokens_out, cached_input_tokens=read,
+                cache_creation_input_tokens=write,
+            )
+            return cost, list_cost(prices, input_tokens=tokens_in, output_tokens=tokens_out)
+        known = self._litellm_cost(response)
+        return known, known
+
+    def _litellm_cost(self, response: Any) -> float | None:
         if self._model_info() is None:
             return None
         # litellm prices every response it returns (``_hidden_params["response_cost"]``, from the
@@ -206,8 +233,8 @@ class LiteLLMBackend:
         """
         if self.free:
             return 0.0
-        if self.prices is not None:
-            return self._priced(input_tokens, output_tokens)
+        if self.user_prices is not None:
+            return list_cost(self.user_prices, input_tokens=input_tokens, output_tokens=output_tokens)
         if self._model_info() is None:
             return None
         try:
@@ -217,10 +244,6 @@ class LiteLLMBackend:
         except Exception:  # price not in litellm's table
             return None
         return float(prompt) + float(completion)
-
-    def _priced(self, input_tokens: int, output_tokens: int) -> float:
-        assert self.prices is not None
-        return (input_tokens * self.prices[0] + output_tokens * self.prices[1]) / 1_000_000
 
     # -- the call --
 
@@ -275,7 +298,16 @@ class LiteLLMBackend:
             kwargs["response_format"] = {"type": "json_object"}
             kwargs["messages"] = _with_schema_message(messages, output)
         kwargs.update(self.extra)
+        if self._wants_cache_control():
+            kwargs["messages"] = _with_cache_breakpoint(kwargs["messages"])
         return kwargs
+
+    def _wants_cache_control(self) -> bool:
+        """Anthropic caches a prefix only where the request marks it (OpenAI caches on its own)."""
+        provider = self._provider()
+        if provider == "anthropic":
+            return True
+        return provider in _CACHE_CONTROL_PROVIDERS and "claude" in self.model.lower()
 
     async def complete(
         self, messages: list[dict[str, Any]], *, output: OutputSpec, mode: Mode, max_tokens: int
@@ -315,18 +347,22 @@ class LiteLLMBackend:
         tool_calls = getattr(message, "tool_calls", None)
         if tool_calls:
             tool_args = tool_calls[0].function.arguments
-        usage = getattr(response, "usage", None)
+        usage = usage_parts(getattr(response, "usage", None))
         try:
             raw = response.model_dump()
         except Exception:  # a provider object without model_dump: keep what can be kept
             raw = None
+        cost, list_price = self._cost(response, usage)
         return Completion(
             text=message.content,
             tool_args=tool_args,
             finish_reason=choice.finish_reason,
-            input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            cost_usd=self._cost(response),
+            input_tokens=usage[0],
+            output_tokens=usage[1],
+            cost_usd=cost,
+            cached_input_tokens=usage[2],
+            cache_creation_input_tokens=usage[3],
+            list_cost_usd=list_price,
             raw=raw,
             attempts=attempts,
         )
@@ -343,6 +379,24 @@ def _with_schema_message(messages: list[dict[str, Any]], output: OutputSpec) -> 
     }
     position = 1 if messages and messages[0].get("role") == "system" else 0
     return [*messages[:position], note, *messages[position:]]
+
+
+def _with_cache_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mark the end of the static prefix (the leading system messages) as an Anthropic cache breakpoint.
+
+    Everything before the trace (taxonomy, instructions, examples, the schema in JSON mode) is
+    byte-identical across traces, so the provider serves it from its cache after the first call.
+    """
+    last_static = -1
+    for index, message in enumerate(messages):
+        if message.get("role") != "system":
+            break
+        last_static = index
+    if last_static < 0 or not isinstance(messages[last_static].get("content"), str):
+        return messages
+    marked = dict(messages[last_static])
+    marked["content"] = [{"type": "text", "text": marked["content"], "cache_control": {"type": "ephemeral"}}]
+    return [*messages[:last_static], marked, *messages[last_static + 1 :]]
 
 
 def _strip_keywords(schema: dict[str, Any], keywords: tuple[str, ...]) -> dict[str, Any]:

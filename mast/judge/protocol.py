@@ -30,6 +30,14 @@ class Completion:
     output_tokens: int = 0
     cost_usd: float | None = None
     """Dollars from litellm's price table; ``None`` when the model's price is unknown."""
+    cached_input_tokens: int = 0
+    """Of ``input_tokens``, those read from the provider's prompt cache."""
+    cache_creation_input_tokens: int = 0
+    """Of ``input_tokens``, those written to the provider's prompt cache (Anthropic)."""
+    list_cost_usd: float | None = None
+    """Dollars at list price (no batch or cache discount); ``None`` when unknown."""
+    batch_api: bool = False
+    """Answered through the provider's batch API."""
     raw: dict[str, Any] | None = None
     """The provider's response, as a dict."""
     attempts: int = 1
@@ -52,6 +60,10 @@ class UsageMeter:
     cost_usd: float | None = None
     calls: int = 0
     price_unknown: bool = False
+    cached_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    list_cost_usd: float | None = None
+    batch_api: bool = False
     completions: list[Completion] = field(default_factory=list)
 
     def add(self, completion: Completion) -> None:
@@ -59,6 +71,12 @@ class UsageMeter:
         self.calls += 1
         self.input_tokens += completion.input_tokens
         self.output_tokens += completion.output_tokens
+        self.cached_input_tokens += completion.cached_input_tokens
+        self.cache_creation_input_tokens += completion.cache_creation_input_tokens
+        self.batch_api = self.batch_api or completion.batch_api
+        list_cost = completion.list_cost_usd if completion.list_cost_usd is not None else completion.cost_usd
+        if list_cost is not None:
+            self.list_cost_usd = (self.list_cost_usd or 0.0) + list_cost
         if completion.cost_usd is None:
             self.price_unknown = True
         else:
@@ -69,6 +87,11 @@ class UsageMeter:
     def total_cost(self) -> float | None:
         """Dollars spent, or ``None`` when any call's price was unknown (never a misleading 0)."""
         return None if self.price_unknown else self.cost_usd
+
+    @property
+    def total_list_cost(self) -> float | None:
+        """Dollars at list price (no batch or cache discount), ``None`` when any call's price was unknown."""
+        return None if self.price_unknown else self.list_cost_usd
 
 
 class Backend(Protocol):

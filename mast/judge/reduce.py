@@ -262,6 +262,12 @@ def _usage(diagnoses: Sequence[Diagnosis], latency_s: float) -> DiagnosisUsage:
         latency_s=latency_s,
         llm_calls=calls,
         cached=calls == 0 and any(d.usage.cached for d in diagnoses),
+        cached_input_tokens=sum(d.usage.cached_input_tokens for d in diagnoses),
+        cache_creation_input_tokens=sum(d.usage.cache_creation_input_tokens for d in diagnoses),
+        list_cost_usd=None if unknown else sum(
+            (d.usage.list_cost_usd if d.usage.list_cost_usd is not None else d.usage.cost_usd) or 0.0 for d in diagnoses
+        ),
+        batch_api=any(d.usage.batch_api for d in diagnoses),
     )
 
 

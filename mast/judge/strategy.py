@@ -131,7 +131,8 @@ class Strategy:
     ) -> Outcome:
         windows = self._plan(material, fence, backend, context, limits)
         spec = self.spec("window", limits)
-        gate = asyncio.Semaphore(WINDOW_CONCURRENCY)
+        # A batch-API backend parks every call until its batch returns: all windows must ask at once.
+        gate = asyncio.Semaphore(getattr(backend, "window_concurrency", WINDOW_CONCURRENCY))
 
         async def judge_window(number: int, window: Window) -> Answer:
             async with gate:

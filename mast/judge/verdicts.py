@@ -94,6 +94,10 @@ def usage_of(meter: UsageMeter | None, started: float) -> DiagnosisUsage:
         latency_s=time.perf_counter() - started,
         llm_calls=meter.calls,
         cached=False,
+        cached_input_tokens=meter.cached_input_tokens,
+        cache_creation_input_tokens=meter.cache_creation_input_tokens,
+        list_cost_usd=meter.total_list_cost,
+        batch_api=meter.batch_api,
     )
 
 

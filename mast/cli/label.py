@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -20,22 +18,19 @@ from rich.progress import (
 from rich.table import Table
 
 from mast.batch import (
-    BatchJudge,
     BatchReport,
-    BatchRunner,
-    ResultsFile,
+    DryRunPlan,
     WorkItem,
-    configured_judge,
+    count_files,
+    file_error_line,
+    label,
+    plan,
+    result_error_line,
     results_path,
-    scan,
 )
-from mast.batch.inputs import Reloader, ResumeKey, parse_shard
-from mast.batch.runner import file_error_line, result_error_line, reusable_results
-from mast.batch.table import TABLE_SUFFIXES, write_table
 from mast.cli._judge_options import judge_options
 from mast.cli._shared import stderr, write_line
 from mast.diagnosis import Diagnosis
-from mast.errors import UsageError
 from mast.judge.config import JudgeConfig
 from mast.taxonomy import load_taxonomy
 
@@ -66,6 +61,14 @@ NOT_ASSESSED = "—"
               help="Source format (see `mast formats`).")
 @click.option("--recursive/--no-recursive", default=True, show_default=True, help="Walk sub-folders.")
 @click.option("--shard", metavar="I/N", help="Judge only shard I of N (stable hash of the trace id).")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True, envvar="MAST_ENGINE",
+              help="local: this process; ray: a Ray cluster (pip install 'mast-judge[ray]'), same results file.")
+@click.option("--address", envvar="RAY_ADDRESS", help="--engine ray: the cluster to join ('auto': the running one) "
+              "[default: start Ray on this machine].")
+@click.option("--actors", type=click.IntRange(1, 4096), help="--engine ray: judge actors (each with -j calls in flight) "
+              "[default: one per 2 CPUs, at least 2].")
+@click.option("--router", type=click.Path(exists=True, dir_okay=False, path_type=Path), envvar="MAST_ROUTER",
+              help="litellm Router YAML (model_list of deployments with rpm/tpm, routing_strategy, fallbacks).")
 @click.option("--progress/--no-progress", "show_progress", default=None,
               help="Progress bar on stderr [default: when stderr is a terminal].")
 @click.option("--json", "as_json", is_flag=True, help="Print the final report as JSON on stdout.")
@@ -81,6 +84,10 @@ def command(
     format_: str,
     recursive: bool,
     shard: str | None,
+    engine: str,
+    address: str | None,
+    actors: int | None,
+    router: Path | None,
     show_progress: bool | None,
     as_json: bool,
     judge_config: JudgeConfig,
@@ -108,53 +115,31 @@ def command(
       $ cat part-*.jsonl > results.jsonl
     A trace's shard is a stable hash of its id: shards never overlap and together cover the input.
     """  # noqa: D301 - click's \b keeps a paragraph unwrapped
-    shard_pair = parse_shard(shard) if shard else None
-    for given in paths:
-        if not Path(given).exists():
-            raise UsageError(f"{given}: no such file or folder")
-    if output.suffix.lower() not in (".jsonl", ".ndjson", *TABLE_SUFFIXES):
-        raise UsageError(f"-o {output}: use a name ending in .jsonl (or .csv / .parquet for a table as well)")
-    jsonl = results_path(output)
-    judge = configured_judge(judge_config)
-    if judge.notice:
-        stderr.print(f"mast: {judge.notice}", markup=False, highlight=False)
     progress_on = stderr.is_terminal if show_progress is None else show_progress
-
+    common = {"config": judge_config, "overwrite": overwrite, "format": format_, "recursive": recursive,
+              "shard": shard, "on_notice": _notice}
     if dry_run:
-        items = _read_inputs(paths, format_, recursive, shard_pair, progress_on)
-        _dry_run(items, judge, jsonl, overwrite, as_json)
-        sys.exit(2 if any(i.whole_file for i in items) else 0)
-
-    runner = BatchRunner(judge, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd)
-    # The lock comes first: a second run on the same output stops before reading any input.
-    with ResultsFile(jsonl, overwrite=overwrite) as results:
-        if results.repaired:
-            stderr.print(f"mast: {jsonl}: {results.repaired}", markup=False, highlight=False)
-        items = _read_inputs(paths, format_, recursive, shard_pair, progress_on)
-        runner.results_file = results
-        bar = _ProgressBar(runner, total=sum(1 for i in items if not i.whole_file), enabled=progress_on)
-        runner.on_result = bar.on_result
-        with bar:
-            asyncio.run(runner.run(items, catch_sigint=True))
-    report = runner.report
-    if jsonl != output:
-        write_table(jsonl, output)
+        with stderr.status("reading traces...", spinner="dots") if progress_on else nullcontext():
+            dry = plan(paths, output, **common)
+        _print_plan(dry, as_json)
+        sys.exit(2 if dry.files_skipped else 0)
+    expected = count_files(paths, recursive=recursive) if progress_on else 0
+    engine_options = {"address": address, "actors": actors} if engine == "ray" else None
+    if router is not None:
+        common["router"] = router
+    with _ProgressBar(total=expected, enabled=progress_on) as bar:
+        report = label(paths, output, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd,
+                       engine=engine, engine_options=engine_options,  # type: ignore[arg-type]
+                       on_progress=bar.on_progress, catch_sigint=True, **common)
+    jsonl = results_path(output)
     _print_summary(report, judge_config, jsonl, output)
     if as_json:
         write_line(report.model_dump_json())
     sys.exit(_exit_code(report))
 
 
-def _read_inputs(
-    paths: Sequence[str], format_: str, recursive: bool, shard: tuple[int, int] | None, spinner: bool
-) -> list[WorkItem]:
-    """Every trace to consider; unreadable files are reported here, one line each."""
-    with stderr.status("reading traces...", spinner="dots") if spinner else nullcontext():
-        items = list(scan(paths, format=format_, recursive=recursive, shard=shard))
-    for item in items:
-        if item.whole_file:
-            stderr.print(f"mast: skipped {file_error_line(item)}", markup=False, highlight=False)
-    return items
+def _notice(line: str) -> None:
+    stderr.print(f"mast: {line}", markup=False, highlight=False)
 
 
 def _exit_code(report: BatchReport) -> int:
@@ -167,11 +152,14 @@ def _exit_code(report: BatchReport) -> int:
 
 
 class _ProgressBar:
-    """done/total, errors, tokens, dollars and ETA on stderr, updated as results arrive."""
+    """done/total, errors, tokens, dollars and ETA on stderr, updated as results arrive.
 
-    def __init__(self, runner: BatchRunner, *, total: int, enabled: bool) -> None:
-        self.runner = runner
+    The total starts from a cheap count of the input files and grows when files hold several traces.
+    """
+
+    def __init__(self, *, total: int, enabled: bool) -> None:
         self.enabled = enabled
+        self.expected = total
         self.progress = Progress(
             TextColumn("[bold]labelling"),
             BarColumn(),
@@ -187,7 +175,7 @@ class _ProgressBar:
             transient=False,
         )
         self.errors_shown = 0
-        self.task = self.progress.add_task("label", total=total, errors=0, tokens="0", cost=0.0)
+        self.task = self.progress.add_task("label", total=total or None, errors=0, tokens="0", cost=0.0)
 
     def __enter__(self) -> _ProgressBar:
         self.progress.start()
@@ -196,19 +184,20 @@ class _ProgressBar:
     def __exit__(self, *exc: object) -> None:
         self.progress.stop()
 
-    def on_result(self, item: WorkItem, diagnosis: Diagnosis, outcome: str) -> None:
+    def on_progress(self, report: BatchReport, item: WorkItem, outcome: str, diagnosis: Diagnosis | None) -> None:
         if item.whole_file:
+            self.progress.console.print(f"mast: skipped {file_error_line(item)}", markup=False, highlight=False)
             return
-        report = self.runner.report
-        self.progress.update(
-            self.task,
-            total=report.total,
-            completed=report.done,
-            errors=report.failed,
-            tokens=_tokens(report.input_tokens + report.output_tokens),
-            cost=report.cost_usd,
-        )
-        if diagnosis.status == "error" and outcome != "resumed":
+        if self.enabled:
+            self.progress.update(
+                self.task,
+                total=max(self.expected, report.total),
+                completed=report.done,
+                errors=report.failed,
+                tokens=_tokens(report.input_tokens + report.output_tokens),
+                cost=report.cost_usd,
+            )
+        if diagnosis is not None and diagnosis.status == "error" and outcome != "resumed":
             self.errors_shown += 1
             if self.errors_shown <= MAX_ERROR_LINES:
                 line = result_error_line(diagnosis)
@@ -228,60 +217,26 @@ def _tokens(count: int) -> str:
 # -- dry run -------------------------------------------------------------------------------------
 
 
-def _dry_run(items: Sequence[WorkItem], judge: BatchJudge, jsonl: Path, overwrite: bool, as_json: bool) -> None:
-    """Print what the run would judge and what it would cost; nothing is sent."""
-    done: set[ResumeKey] = set()
-    if not overwrite and jsonl.exists():
-        done = set(reusable_results(jsonl, judge.info, {item.key for item in items}))
-    done_content = {(trace_id, trace_hash) for trace_id, trace_hash, _, _ in done}
-    # An identical trace (same id and content) from another file or record costs no call.
-    todo = [i for i in items if i.error is None and i.resume_key not in done and i.key not in done_content]
-    unique = list({i.key: i for i in todo}.values())
-    input_tokens = output_tokens = 0
-    cost: float | None = 0.0
-    reloader = Reloader()
-    if judge.estimate is not None and judge.start is not None and unique:
-        asyncio.run(judge.start())  # the backend counts tokens; starting it sends nothing
-    for item in unique:
-        if judge.estimate is None:
-            break
-        trace = item.trace if item.trace is not None else reloader.load(item)
-        estimate = judge.estimate(trace)
-        input_tokens += estimate.input_tokens
-        output_tokens += estimate.output_tokens
-        cost = None if cost is None or estimate.cost_usd is None else cost + estimate.cost_usd
-    traces = sum(1 for i in items if not i.whole_file)
-    plan = {
-        "traces": traces,
-        "already_done": sum(1 for i in items if i.resume_key in done),
-        "unreadable": sum(1 for i in items if i.error is not None and not i.whole_file),
-        "files_skipped": sum(1 for i in items if i.whole_file),
-        "to_judge": len(unique),
-        "estimated_input_tokens": input_tokens if judge.estimate else None,
-        "estimated_output_tokens": output_tokens if judge.estimate else None,
-        "estimated_cost_usd": cost if judge.estimate else None,
-        "model": judge.info.model,
-        "judge": judge.info.kind,
-    }
+def _print_plan(dry: DryRunPlan, as_json: bool) -> None:
+    """Print what the run would judge and what it would cost; nothing was sent."""
     if as_json:
-        import orjson
-
-        write_line(orjson.dumps(plan).decode())
-    else:
-        table = Table(title="dry run: nothing was sent", show_header=False, title_justify="left")
-        table.add_column(style="bold")
-        table.add_column(justify="right")
-        table.add_row("judge", f"{plan['judge']}" + (f" ({plan['model']})" if plan["model"] else ""))
-        table.add_row("traces", str(traces))
-        table.add_row("already in output", str(plan["already_done"]))
-        table.add_row("to judge", str(len(unique)))
-        if plan["unreadable"] or plan["files_skipped"]:
-            table.add_row("unreadable records / files", f"{plan['unreadable']} / {plan['files_skipped']}")
-        if judge.estimate is not None:
-            table.add_row("est. input tokens", f"{input_tokens:,}")
-            table.add_row("est. output tokens", f"{output_tokens:,}")
-            table.add_row("est. cost", "unknown (no price for this model)" if cost is None else f"${cost:.4f}")
-        stderr.print(table)
+        write_line(dry.model_dump_json())
+        return
+    table = Table(title="dry run: nothing was sent", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_row("judge", dry.judge + (f" ({dry.model})" if dry.model else ""))
+    table.add_row("traces", str(dry.traces))
+    table.add_row("already in output", str(dry.already_done))
+    table.add_row("to judge", str(dry.to_judge))
+    if dry.unreadable or dry.files_skipped:
+        table.add_row("unreadable records / files", f"{dry.unreadable} / {dry.files_skipped}")
+    if dry.estimated_input_tokens is not None:
+        cost = dry.estimated_cost_usd
+        table.add_row("est. input tokens", f"{dry.estimated_input_tokens:,}")
+        table.add_row("est. output tokens", f"{dry.estimated_output_tokens or 0:,}")
+        table.add_row("est. cost", "unknown (no price for this model)" if cost is None else f"${cost:.4f}")
+    stderr.print(table)
 
 
 # -- summary -------------------------------------------------------------------------------------

@@ -49,10 +49,11 @@ from typing import Any, Literal, TypeAlias
 
 import orjson
 import pandas as pd
-from pydantic import ValidationError
 
 from mast.diagnosis import Diagnosis, ModeVerdict
 from mast.errors import EvaluationError
+from mast.results import read_results
+from mast.results import to_dataframe as to_dataframe  # one implementation; this name stays for older imports
 from mast.taxonomy import Taxonomy, load_taxonomy, normalize_code
 
 LABEL_COLUMNS = ("trace_id", "code", "present", "annotator", "confidence", "evidence")
@@ -257,43 +258,14 @@ def _from_wide(frame: pd.DataFrame, taxonomy: Taxonomy, source: str) -> pd.DataF
 def read_diagnoses(path: str | os.PathLike[str]) -> list[Diagnosis]:
     """Read a ``results.jsonl`` of :class:`~mast.diagnosis.Diagnosis` lines (or a JSON list of them).
 
-    A torn last line (no newline, not valid) is what a running or killed batch leaves; it is skipped,
-    as ``mast label`` itself does on resume.
+    The one reader is :func:`mast.results.read_results` (a torn last line is skipped, as ``mast
+    label`` itself does on resume); this name stays for the evaluation's callers.
 
     Raises:
-        EvaluationError: naming the line that is not a valid diagnosis.
+        EvaluationError: naming the line that is not a valid diagnosis
+            (:class:`~mast.errors.ResultsFileError`, an EvaluationError).
     """
-    file = Path(path)
-    diagnoses: list[Diagnosis] = []
-    try:
-        with file.open("rb") as handle:
-            if _first_char(handle) == b"[":
-                return [_diagnosis(record, file, n) for n, record in enumerate(iter_json_records(file), start=1)]
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    diagnoses.append(Diagnosis.model_validate_json(line))
-                except ValidationError as exc:
-                    if not line.endswith(b"\n"):
-                        break  # a torn last line: what a batch still writing (or killed) leaves behind
-                    first = exc.errors()[0]
-                    loc = ".".join(str(p) for p in first.get("loc", ()))
-                    raise EvaluationError(
-                        f"{file}:{number}: not a mast diagnosis ({loc}: {first.get('msg')})"
-                    ) from exc
-    except OSError as exc:
-        raise EvaluationError(f"cannot read {file}: {exc.strerror or exc}") from exc
-    return diagnoses
-
-
-def _diagnosis(record: Any, file: Path, number: int) -> Diagnosis:
-    try:
-        return Diagnosis.model_validate(record)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first.get("loc", ()))
-        raise EvaluationError(f"{file} record {number}: not a mast diagnosis ({loc}: {first.get('msg')})") from exc
+    return read_results(path)
 
 
 def verdict_evidence(verdict: ModeVerdict) -> str:
@@ -331,55 +303,6 @@ def labels_from_diagnoses(
     # One judge per results file: its name is kept in attrs, not as a second "annotator" to vote with.
     table["annotator"] = None
     return table
-
-
-def to_dataframe(diagnoses: Iterable[Diagnosis], *, taxonomy: Taxonomy | None = None) -> pd.DataFrame:
-    """One row per diagnosis: a nullable boolean column per mode code plus status, usage and first failure.
-
-    Mode columns hold True/False, or <NA> where the mode was not assessed. This is the one
-    implementation of "diagnoses as a DataFrame"; :mod:`mast.analysis` and the report read it.
-
-    Example:
-        >>> to_dataframe([]).columns[:3].tolist()
-        ['trace_id', 'status', '1.1']
-    """
-    tax = taxonomy or load_taxonomy()
-    records: list[dict[str, Any]] = []
-    for d in diagnoses:
-        row: dict[str, Any] = {"trace_id": d.trace_id, "status": d.status}
-        verdicts = {v.code: v.present for v in d.failure_modes}
-        for code in tax.codes:
-            row[code] = verdicts.get(code)
-        first = d.first_failure
-        row.update(
-            {
-                "n_modes": sum(1 for code in tax.codes if verdicts.get(code)),
-                "task_completed": d.task_completed,
-                "first_failure_step": first.step if first else None,
-                "first_failure_agent": first.agent if first else None,
-                "first_failure_code": first.code if first else None,
-                "source_path": d.source.path,
-                "source_format": d.source.format,
-                "judge_kind": d.judge.kind,
-                "judge_model": d.judge.model,
-                "input_tokens": d.usage.input_tokens,
-                "output_tokens": d.usage.output_tokens,
-                "cost_usd": d.usage.cost_usd,
-                "latency_s": d.usage.latency_s,
-                "llm_calls": d.usage.llm_calls,
-                "cached": d.usage.cached,
-                "error": d.error.message if d.error else None,
-            }
-        )
-        records.append(row)
-    columns = ["trace_id", "status", *tax.codes, "n_modes", "task_completed", "first_failure_step",
-               "first_failure_agent", "first_failure_code", "source_path", "source_format", "judge_kind",
-               "judge_model", "input_tokens", "output_tokens", "cost_usd", "latency_s", "llm_calls",
-               "cached", "error"]
-    frame = pd.DataFrame.from_records(records, columns=columns)
-    frame = frame.astype({code: "boolean" for code in tax.codes})
-    frame = frame.astype({"first_failure_step": "Int64", "task_completed": "boolean"})
-    return frame
 
 
 # --- reading files --------------------------------------------------------------------------------

@@ -83,7 +83,7 @@ def _shared(entry: dict[str, Any], share: int) -> dict[str, Any]:
 def router_group(config: dict[str, Any], model: str | None) -> str:
     """The ``model_name`` to call: the judge's model when the file names it, else the first one."""
     names = [entry["model_name"] for entry in config["model_list"]]
-    return model if model in names else str(names[0])
+    return model if model is not None and model in names else str(names[0])
 
 
 def router_judge(config: JudgeConfig, router_file: str | os.PathLike[str], *, share: int = 1) -> BatchJudge:
@@ -115,14 +115,14 @@ def router_judge(config: JudgeConfig, router_file: str | os.PathLike[str], *, sh
 
 def _router_backend(config: JudgeConfig, settings: dict[str, Any]) -> Any:
     """A :class:`~mast.judge.backend.LiteLLMBackend` whose calls go through ``litellm.Router``."""
-    import litellm
+    from litellm.router import Router
 
     from mast.judge.backend import LiteLLMBackend, translate_error
 
     class RouterBackend(LiteLLMBackend):
         """Sends each completion to the Router: it picks a deployment, retries, cools down, falls back."""
 
-        router = litellm.Router(**settings)
+        router = Router(**settings)
 
         async def complete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
             request = self._request(messages, kwargs["output"], kwargs["mode"], kwargs["max_tokens"])

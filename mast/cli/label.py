@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any, Literal
 
 import click
 from rich.progress import (
@@ -84,7 +85,7 @@ def command(
     format_: str,
     recursive: bool,
     shard: str | None,
-    engine: str,
+    engine: Literal["local", "ray"],
     address: str | None,
     actors: int | None,
     router: Path | None,
@@ -116,7 +117,7 @@ def command(
     A trace's shard is a stable hash of its id: shards never overlap and together cover the input.
     """  # noqa: D301 - click's \b keeps a paragraph unwrapped
     progress_on = stderr.is_terminal if show_progress is None else show_progress
-    common = {"config": judge_config, "overwrite": overwrite, "format": format_, "recursive": recursive,
+    common: dict[str, Any] = {"config": judge_config, "overwrite": overwrite, "format": format_, "recursive": recursive,
               "shard": shard, "on_notice": _notice}
     if dry_run:
         with stderr.status("reading traces...", spinner="dots") if progress_on else nullcontext():
@@ -129,7 +130,7 @@ def command(
         common["router"] = router
     with _ProgressBar(total=expected, enabled=progress_on) as bar:
         report = label(paths, output, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd,
-                       engine=engine, engine_options=engine_options,  # type: ignore[arg-type]
+                       engine=engine, engine_options=engine_options,
                        on_progress=bar.on_progress, catch_sigint=True, **common)
     jsonl = results_path(output)
     _print_summary(report, judge_config, jsonl, output)

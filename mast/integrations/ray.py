@@ -106,6 +106,9 @@ def label_dataset(
     batch_size = max(1, min(64, concurrency_per_actor // 2))
     batches_per_actor = math.ceil(concurrency_per_actor / batch_size) + 1
     read = ds.flat_map(read_rows, fn_kwargs={"format": format, "shard": shard}, num_cpus=READ_CPUS)
+    # One file may hold thousands of traces: cut the read blocks into batch-sized ones, so every actor
+    # gets work and each batch is a task of its own (a task slices its block into batches one by one).
+    read = read.repartition(target_num_rows_per_block=batch_size)
     return read.map_batches(
         TraceJudge,
         batch_size=batch_size,
@@ -171,7 +174,8 @@ def label_files(
         report.repaired = results.repaired
         index = _index(results, config)
         skip = ray.put((set(index.done), set(index.content)))
-        ds = label_dataset(ray.data.from_items(files) if files else ray.data.from_items([]), actors=actors,
+        source = ray.data.from_items(files, override_num_blocks=max(1, min(len(files), 1000)))
+        ds = label_dataset(source, actors=actors,
                            concurrency_per_actor=concurrency, router=router, format=format,
                            shard=parse_shard(shard) if shard else None, config=config, _skip=skip, _budget=ledger)
         writer = _Writer(results, index, report, on_progress)

@@ -149,10 +149,13 @@ def label(
     if engine == "ray":
         from mast.integrations.ray import label_files
 
+        if rpm or tpm:
+            raise UsageError("--engine ray shares rate limits through --router (rpm/tpm per deployment), not --rpm/--tpm")
+
         report = label_files(
             paths, jsonl, config=config, concurrency=concurrency, budget_usd=budget_usd, overwrite=overwrite,
             format=format, recursive=recursive, shard=shard, router=router, on_progress=on_progress,
-            on_notice=on_notice, **(engine_options or {}),
+            on_notice=on_notice, breaker=breaker, **(engine_options or {}),
         )
     else:
         from mast.batch import configured_judge

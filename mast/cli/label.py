@@ -61,7 +61,8 @@ NOT_ASSESSED = "—"
 @click.option("--format", "format_", default="auto", show_default=True, envvar="MAST_FORMAT",
               help="Source format (see `mast formats`).")
 @click.option("--recursive/--no-recursive", default=True, show_default=True, help="Walk sub-folders.")
-@click.option("--shard", metavar="I/N", help="Judge only shard I of N (stable hash of the trace id).")
+@click.option("--shard", metavar="I/N", help="Judge only shard I of N (stable hash of the trace id): the "
+              "no-dependency way to split a corpus across machines (see --engine ray).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True, envvar="MAST_ENGINE",
               help="local: this process; ray: a Ray cluster (pip install 'mast-judge[ray]'), same results file.")
 @click.option("--address", envvar="RAY_ADDRESS", help="--engine ray: the cluster to join ('auto': the running one) "
@@ -109,12 +110,9 @@ def command(
     stopped the run; 2 bad usage, or input files/records that could not be read; 130 interrupted.
 
     \b
-    Several machines: run the same inputs with a different shard on each, then concatenate:
-      machine 1$ mast label runs/ --shard 1/3 -o part-1.jsonl
-      machine 2$ mast label runs/ --shard 2/3 -o part-2.jsonl
-      machine 3$ mast label runs/ --shard 3/3 -o part-3.jsonl
-      $ cat part-*.jsonl > results.jsonl
-    A trace's shard is a stable hash of its id: shards never overlap and together cover the input.
+    Beyond one machine: --engine ray (pip install 'mast-judge[ray]') runs the same labelling on a
+    Ray cluster into the same results file; --router spreads calls over several keys/providers.
+    Without Ray, run each machine on its own --shard I/N and concatenate the outputs.
     """  # noqa: D301 - click's \b keeps a paragraph unwrapped
     progress_on = stderr.is_terminal if show_progress is None else show_progress
     common: dict[str, Any] = {"config": judge_config, "overwrite": overwrite, "format": format_, "recursive": recursive,

@@ -52,7 +52,7 @@ import pandas as pd
 
 from mast.diagnosis import Diagnosis, ModeVerdict
 from mast.errors import EvaluationError
-from mast.results import read_results
+from mast.results import iter_results, read_results
 from mast.results import to_dataframe as to_dataframe  # one implementation; this name stays for older imports
 from mast.taxonomy import Taxonomy, load_taxonomy, normalize_code
 
@@ -340,7 +340,7 @@ def read_labels(
     kind = sniff_format(path) if format == "auto" else format
     name = str(path)
     if kind == "diagnoses":
-        return labels_from_diagnoses(read_diagnoses(path), taxonomy=tax, source=name)
+        return labels_from_diagnoses(iter_results(path), taxonomy=tax, source=name)
     if kind in ("long", "wide"):
         frame = _read_tabular(path)
         frame.attrs["source"] = name

@@ -30,7 +30,7 @@ from typing import Any
 from mast.batch.inputs import WorkItem, parse_shard
 from mast.batch.report import BatchReport, Outcome
 from mast.batch.resume import ResumeIndex
-from mast.batch.runner import ProgressCallback, copy_for
+from mast.batch.runner import Breaker, ProgressCallback, copy_for
 from mast.diagnosis import Diagnosis, SourceRef
 from mast.errors import UsageError
 from mast.integrations._ray_udfs import BudgetLedger, TraceJudge, read_rows
@@ -149,6 +149,7 @@ def label_files(
     router: str | os.PathLike[str] | None = None,
     on_progress: ProgressCallback | None = None,
     on_notice: Callable[[str], None] | None = None,
+    breaker: Breaker | None = None,
 ) -> BatchReport:
     """``mast label --engine ray``: every trace under ``paths`` into the results JSONL ``output``.
 
@@ -178,11 +179,9 @@ def label_files(
         ds = label_dataset(source, actors=actors,
                            concurrency_per_actor=concurrency, router=router, format=format,
                            shard=parse_shard(shard) if shard else None, config=config, _skip=skip, _budget=ledger)
-        writer = _Writer(results, index, report, on_progress)
+        writer = _Writer(results, index, report, on_progress, breaker)
         if files:
-            for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
-                for row in batch.to_pylist():
-                    writer.take(row)
+            _drain(ds, writer)
         if writer.retried:
             report.retried = results.drop_lines(writer.retried)
     if ledger is not None and report.not_started:
@@ -192,6 +191,15 @@ def label_files(
                           f"{report.not_started} traces not started. Run again with a higher --budget-usd to continue")
     report.wall_s = time.monotonic() - started
     return report
+
+
+def _drain(ds: ray.data.Dataset, writer: _Writer) -> None:
+    """Write every result as its block arrives; stop reading when the breaker stops the run."""
+    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+        for row in batch.to_pylist():
+            writer.take(row)
+            if writer.report.stopped == "failed":
+                return  # what is in flight is abandoned with the pipeline; nothing more is written
 
 
 def _index(results: ResultsFile, config: JudgeConfig) -> ResumeIndex:
@@ -209,11 +217,12 @@ class _Writer:
     """The driver's side: append each result once, count it, report progress."""
 
     def __init__(self, results: ResultsFile, index: ResumeIndex, report: BatchReport,
-                 on_progress: ProgressCallback | None) -> None:
+                 on_progress: ProgressCallback | None, breaker: Breaker | None) -> None:
         self.results = results
         self.index = index
         self.report = report
         self.on_progress = on_progress
+        self.breaker = breaker
         self.seen: set[tuple[Any, ...]] = set()
         self.retried: set[int] = set()
         self.count = 0
@@ -256,6 +265,9 @@ class _Writer:
                 self.retried.add(stale)
             kind: Outcome = "duplicate" if outcome == "duplicate" else "unreadable" if outcome == "unreadable" else "judged"
             self.report.count_diagnosis(diagnosis, kind)
+            reason = self.breaker.record(diagnosis, None) if self.breaker is not None and kind == "judged" else None
+            if reason is not None:
+                self.report.stopped, self.report.message = "failed", reason
         if self.on_progress is not None:
             self.on_progress(self.report, item, "unreadable" if outcome == "file_error" else _outcome(outcome), diagnosis)
 

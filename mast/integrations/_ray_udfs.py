@@ -139,7 +139,7 @@ class TraceJudge:
 
     async def __call__(self, batch: Any) -> AsyncIterator[Any]:
         """Judge every row of ``batch`` (an Arrow table) concurrently; yield the results as one table."""
-        import pyarrow as pa
+        import pyarrow as pa  # type: ignore[import-untyped]
 
         if not self.started:
             self.started = True

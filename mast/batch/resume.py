@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from mast.diagnosis import Diagnosis, JudgeInfo
+from mast.diagnosis import Diagnosis, DiagnosisUsage, JudgeInfo
 from mast.errors import ResultsFileError
-from mast.results import iter_lines
+from mast.results import ResultsFile, iter_lines
+
+if TYPE_CHECKING:
+    from mast.batch.inputs import WorkItem
 
 ContentKey = tuple[str, str | None]
 """``(trace_id, trace_hash)``: what a trace holds."""
@@ -163,3 +166,23 @@ class ResumeIndex:
     def modes(self, mask: int) -> list[str]:
         """The mode codes of a bit mask."""
         return [code for code, bit in self.codes.items() if mask >> bit & 1]
+
+
+def reusable_results(path: str | os.PathLike[str], info: JudgeInfo, wanted: Iterable[ContentKey]) -> dict[Any, Diagnosis]:
+    """Results in a results file that a run of the judge ``info`` over traces ``wanted`` can reuse.
+
+    Keyed by :func:`resume_key`. Reads each reusable line whole: for small files and tests; the
+    batch itself keeps only a :class:`~mast.batch.resume.ResumeIndex`.
+    """
+    wanted = set(wanted)
+    index = ResumeIndex.build(path, info)
+    if not index.done:
+        return {}
+    with ResultsFile(path) as results:
+        return {key: results.read_at(done.offset) for key, done in index.done.items() if key[:2] in wanted}
+
+
+def copy_for(item: WorkItem, diagnosis: Diagnosis) -> Diagnosis:
+    """The result of an identical trace, for ``item``: its own source, and no call (as a cache hit)."""
+    usage = DiagnosisUsage(cost_usd=0.0, cached=True) if diagnosis.status != "error" else DiagnosisUsage()
+    return diagnosis.model_copy(update={"source": item.source, "usage": usage}, deep=True)

@@ -12,13 +12,10 @@ unless ``raise_on_error`` or the :class:`Breaker` says the whole run must stop (
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
-from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from collections.abc import Callable, Iterable, Iterator
+from typing import Literal
 
 from mast.batch.inputs import WorkItem
 from mast.batch.limits import Budget, RateLimiter
@@ -28,10 +25,22 @@ from mast.batch.resume import (
     ContentKey,
     ResumeIndex,
     content_key,
+    copy_for,
     judge_fingerprint,
     resume_key,
+    reusable_results,
 )
-from mast.diagnosis import Diagnosis, DiagnosisUsage, ErrorInfo, JudgeInfo, ModeVerdict
+from mast.batch.seams import (
+    PREPARE_AHEAD,
+    REQUEST_GATE,
+    BatchJudge,
+    Breaker,
+    Estimate,
+    JudgeFn,
+    RunStopped,
+    _Gate,
+)
+from mast.diagnosis import Diagnosis, ErrorInfo
 from mast.errors import MastError, UsageError, error_info
 from mast.results import ResultsFile
 from mast.trace import Trace
@@ -59,109 +68,12 @@ __all__ = [
     "reusable_results",
 ]
 
-JudgeFn = Callable[[Trace], Awaitable[Diagnosis]]
-"""Judge one trace. Raising is fine: the batch turns the error into an ``error`` result."""
-
 ResultCallback = Callable[[WorkItem, Diagnosis, Outcome], None]
 """Called with every result whole (a resumed one is read back from the output for it)."""
 
 ProgressCallback = Callable[[BatchReport, WorkItem, Outcome, "Diagnosis | None"], None]
 """Called after every result with the running report; the diagnosis is ``None`` for a resumed
 result (not read back: a rerun of a million traces reads only keys)."""
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """What judging one trace is expected to cost, before any call."""
-
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float | None
-    """``None`` when the model's price is unknown."""
-
-
-@dataclass
-class BatchJudge:
-    """A judge as the batch sees it.
-
-    Attributes:
-        call: judges one trace.
-        info: the judge's identity, written into ``error`` results; results in the output whose
-            ``judge`` has the same :func:`judge_fingerprint` are reused on resume.
-        estimate: expected tokens and cost of one trace (needed by budgets, token limits, dry runs).
-        empty_verdicts: the not-assessed verdicts put into ``error`` results (one per mode).
-        notice: a line for the user about this judge (e.g. that no model is configured).
-        start: set the judge up inside the batch's event loop (backend, local model server).
-        close: release what the judge holds when the batch ends.
-        gated: ``call`` holds :data:`REQUEST_GATE` only around its model calls. The batch then
-            prepares (renders, redacts, counts) the next traces while ``concurrency`` requests are
-            in flight, instead of only once a slot frees.
-    """
-
-    call: JudgeFn
-    info: JudgeInfo
-    estimate: Callable[[Trace], Estimate] | None = None
-    empty_verdicts: list[ModeVerdict] = field(default_factory=list)
-    notice: str | None = None
-    start: Callable[[], Coroutine[Any, Any, None]] | None = None
-    close: Callable[[], Coroutine[Any, Any, None]] | None = None
-    gated: bool = False
-
-
-class Breaker(Protocol):
-    """Decides, after each judged trace, whether the whole run must stop (a circuit breaker).
-
-    ``record`` sees every result judged this run and the exception behind it when the judge raised
-    (``None`` otherwise; an ``error`` result still names the exception type in ``diagnosis.error``).
-    It returns why the run must stop (a bad API key, an unknown model: every other trace would fail
-    the same way), or ``None`` to go on.
-    """
-
-    def record(self, diagnosis: Diagnosis, exc: BaseException | None) -> str | None:
-        """Why the run must stop, or ``None``."""
-
-
-class RunStopped(Exception):
-    """The run stopped (a fatal failure elsewhere) before this trace's model call: it counts as not started."""
-
-
-class _Gate(asyncio.Semaphore):
-    """The bound on model calls in flight, which refuses entry once the run has failed.
-
-    Traces prepared ahead wait here; when a fatal failure stops the run they must not call the model
-    (every call would fail the same way), so they end as not started and nothing is written for them.
-    """
-
-    closed = False
-
-    async def acquire(self) -> Literal[True]:
-        await super().acquire()
-        if self.closed:
-            self.release()
-            raise RunStopped("the run stopped before this trace was sent")
-        return True
-
-
-REQUEST_GATE: ContextVar[asyncio.Semaphore | None] = ContextVar("mast_request_gate", default=None)
-"""The batch's bound on model calls in flight, seen by a gated judge's ``call`` (tasks inherit it)."""
-
-PREPARE_AHEAD = 2
-"""With a gated judge, up to this many times ``concurrency`` traces are started at once: the extra
-ones are prepared while the others wait on the provider; model calls in flight stay at ``concurrency``."""
-
-
-def reusable_results(path: str | os.PathLike[str], info: JudgeInfo, wanted: Iterable[ContentKey]) -> dict[Any, Diagnosis]:
-    """Results in a results file that a run of the judge ``info`` over traces ``wanted`` can reuse.
-
-    Keyed by :func:`resume_key`. Reads each reusable line whole: for small files and tests; the
-    batch itself keeps only a :class:`~mast.batch.resume.ResumeIndex`.
-    """
-    wanted = set(wanted)
-    index = ResumeIndex.build(path, info)
-    if not index.done:
-        return {}
-    with ResultsFile(path) as results:
-        return {key: results.read_at(done.offset) for key, done in index.done.items() if key[:2] in wanted}
 
 
 class BatchRunner:
@@ -545,9 +457,3 @@ def _reload(item: WorkItem) -> Trace:
         return reloader.load(item)
     finally:
         reloader.close()
-
-
-def copy_for(item: WorkItem, diagnosis: Diagnosis) -> Diagnosis:
-    """The result of an identical trace, for ``item``: its own source, and no call (as a cache hit)."""
-    usage = DiagnosisUsage(cost_usd=0.0, cached=True) if diagnosis.status != "error" else DiagnosisUsage()
-    return diagnosis.model_copy(update={"source": item.source, "usage": usage}, deep=True)

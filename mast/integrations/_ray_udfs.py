@@ -21,7 +21,7 @@ from mast.judge.config import JudgeConfig
 from mast.trace import Trace
 
 RESULT_COLUMNS = ("trace_id", "trace_hash", "status", "outcome", "source_path", "source_format", "source_record",
-                  "judge_model", "input_tokens", "output_tokens", "cost_usd", "llm_calls", "error", "diagnosis",
+                  "judge_model", "input_tokens", "output_tokens", "cost_usd", "llm_calls", "cached", "error", "diagnosis",
                   "worker_pid")
 """Flat columns of a result row (besides one ``mode_<code>`` column per failure mode)."""
 
@@ -198,7 +198,7 @@ class TraceJudge:
             "trace_id": d.trace_id, "trace_hash": d.trace_hash, "status": d.status, "outcome": outcome,
             "source_path": d.source.path, "source_format": d.source.format, "source_record": d.source.record,
             "judge_model": d.judge.model, "input_tokens": d.usage.input_tokens, "output_tokens": d.usage.output_tokens,
-            "cost_usd": d.usage.cost_usd, "llm_calls": d.usage.llm_calls,
+            "cost_usd": d.usage.cost_usd, "llm_calls": d.usage.llm_calls, "cached": d.usage.cached,
             "error": d.error.message if d.error else None, "diagnosis": d.model_dump_json(), "worker_pid": os.getpid(),
         }
         for verdict in d.failure_modes:

@@ -253,23 +253,48 @@ class _Writer:
             self.report.count(done.status, "resumed", self.index.modes(done.present), self.index.modes(done.assessed))
         else:
             self.report.total += 1
-            if outcome == "duplicate":
-                same = self.results.read_at(self.index.content[key[:2]])
-                diagnosis = copy_for(item, same)
-                self.results.append(diagnosis)
-            else:
-                self.results.append_line(str(row["diagnosis"]).encode())
-                diagnosis = Diagnosis.model_validate_json(str(row["diagnosis"]))
-            stale = self.index.errors.pop(key, None)
-            if stale is not None:
-                self.retried.add(stale)
-            kind: Outcome = "duplicate" if outcome == "duplicate" else "unreadable" if outcome == "unreadable" else "judged"
-            self.report.count_diagnosis(diagnosis, kind)
-            reason = self.breaker.record(diagnosis, None) if self.breaker is not None and kind == "judged" else None
-            if reason is not None:
-                self.report.stopped, self.report.message = "failed", reason
+            diagnosis = self._write(row, item, outcome, key)
+        if self.on_progress is not None and (diagnosis is None and row.get("status") == "error"):
+            diagnosis = Diagnosis.model_validate_json(str(row["diagnosis"]))  # the CLI prints error lines
         if self.on_progress is not None:
             self.on_progress(self.report, item, "unreadable" if outcome == "file_error" else _outcome(outcome), diagnosis)
+
+    def _write(self, row: dict[str, Any], item: WorkItem, outcome: str, key: tuple[Any, ...]) -> Diagnosis | None:
+        """Append the result; count it from its flat columns (parsing every Diagnosis would load the driver)."""
+        diagnosis: Diagnosis | None = None
+        if outcome == "duplicate":
+            diagnosis = copy_for(item, self.results.read_at(self.index.content[key[:2]]))
+            self.results.append(diagnosis)
+            self.report.count_diagnosis(diagnosis, "duplicate")
+        else:
+            self.results.append_line(str(row["diagnosis"]).encode())
+            self._count(row, "unreadable" if outcome == "unreadable" else "judged")
+        stale = self.index.errors.pop(key, None)
+        if stale is not None:
+            self.retried.add(stale)
+        if self.breaker is not None and outcome == "judged":
+            diagnosis = diagnosis or Diagnosis.model_validate_json(str(row["diagnosis"]))
+            reason = self.breaker.record(diagnosis, None)
+            if reason is not None:
+                self.report.stopped, self.report.message = "failed", reason
+        return diagnosis
+
+    def _count(self, row: dict[str, Any], kind: Outcome) -> None:
+        status = str(row["status"])
+        judged = status == "judged"
+        modes = [(name[5:], value) for name, value in row.items() if name.startswith("mode_")]
+        self.report.count(status, kind, [c for c, v in modes if judged and v], [c for c, v in modes if judged and v is not None])
+        if kind != "judged":
+            return
+        report = self.report
+        report.input_tokens += int(row["input_tokens"] or 0)
+        report.output_tokens += int(row["output_tokens"] or 0)
+        report.llm_calls += int(row["llm_calls"] or 0)
+        report.cached += int(bool(row["cached"]))
+        if row["cost_usd"] is not None:
+            report.cost_usd += float(row["cost_usd"])
+        elif row["llm_calls"]:
+            report.cost_unknown += 1
 
 
 def _outcome(value: str) -> Outcome:

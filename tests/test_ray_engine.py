@@ -24,6 +24,8 @@ from mast.testing import FakeLLMServer, Reply
 
 ray = pytest.importorskip("ray")
 
+pytestmark = pytest.mark.timeout(1200)  # Ray starts processes and actors: minutes on a busy 2-core machine
+
 MODEL = "openai/gpt-4o-mini"
 
 
@@ -32,21 +34,27 @@ def ray_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     from mast.integrations import ray as mast_ray
 
     temp = tmp_path_factory.mktemp("ray")
+    saved = {name: os.environ.get(name) for name in ("RAY_TMPDIR", "RAY_AUTH_MODE")}
     os.environ["RAY_TMPDIR"] = str(temp)
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a session on 127.0.0.1 for this test run only
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # a session on 127.0.0.1 for this test run only
     mast_ray.init(num_cpus=2, temp_dir=str(temp))
     try:
         yield
     finally:
         mast_ray.shutdown()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
     folder = tmp_path / "runs"
     folder.mkdir()
-    chat_jsonl(folder / "a.jsonl", 7, tag="a")
-    chat_jsonl(folder / "b.jsonl", 5, tag="b")
+    chat_jsonl(folder / "a.jsonl", 4, tag="a")
+    chat_jsonl(folder / "b.jsonl", 3, tag="b")
     (folder / "broken.json").write_text("{ not json")
     return folder
 
@@ -68,17 +76,17 @@ def test_ray_and_local_engines_give_the_same_verdicts_and_ray_resumes(
         server.reset()
         on_ray = label([corpus], tmp_path / "ray.jsonl", config=config(server), concurrency=4, engine="ray",
                        engine_options={"actors": 2})
-        assert len(server.chat_requests) == 12
+        assert len(server.chat_requests) == 7
         server.reset()
         again = label([corpus], tmp_path / "ray.jsonl", config=config(server), concurrency=4, engine="ray",
                       engine_options={"actors": 2})
         assert server.chat_requests == []  # every finished key skipped
     assert verdicts(tmp_path / "local.jsonl") == verdicts(tmp_path / "ray.jsonl")
-    assert len(verdicts(tmp_path / "ray.jsonl")) == 12
+    assert len(verdicts(tmp_path / "ray.jsonl")) == 7
     for report in (local, on_ray):
-        assert report.statuses["judged"] == 12 and len(report.file_errors) == 1 and report.total == 12
-    assert on_ray.mode_counts == local.mode_counts and on_ray.llm_calls == 12
-    assert again.resumed == 12 and again.statuses["judged"] == 12
+        assert report.statuses["judged"] == 7 and len(report.file_errors) == 1 and report.total == 7
+    assert on_ray.mode_counts == local.mode_counts and on_ray.llm_calls == 7
+    assert again.resumed == 7 and again.statuses["judged"] == 7
 
 
 def _judge_actor_pids() -> list[int]:
@@ -97,7 +105,7 @@ def _judge_actor_pids() -> list[int]:
 def test_a_killed_worker_is_retried_and_nothing_is_lost_or_written_twice(
     ray_session: None, tmp_path: Path
 ) -> None:
-    n = 40
+    n = 24
     path = chat_jsonl(tmp_path / "runs.jsonl", n)
     out = tmp_path / "results.jsonl"
     killed: list[int] = []

@@ -99,28 +99,6 @@ def router_judge(config: JudgeConfig, router_file: str | os.PathLike[str], *, sh
     settings = load_router_config(router_file, share=share)
     group = router_group(settings, config.model)
     config = config.model_copy(update={"model": group})
-    return Judge(config, backend=_router_backend(config, settings))
+    from mast.judge.backend_router import router_backend
 
-
-def _router_backend(config: JudgeConfig, settings: dict[str, Any]) -> Any:
-    """A :class:`~mast.judge.backend.LiteLLMBackend` whose calls go through ``litellm.Router``."""
-    from litellm.router import Router
-
-    from mast.judge.backend import LiteLLMBackend, translate_error
-
-    class RouterBackend(LiteLLMBackend):
-        """Sends each completion to the Router: it picks a deployment, retries, cools down, falls back."""
-
-        router = Router(**settings)
-
-        async def complete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
-            request = self._request(messages, kwargs["output"], kwargs["mode"], kwargs["max_tokens"])
-            for name in ("api_base", "api_key", "num_retries", "max_retries"):
-                request.pop(name, None)  # the deployments hold their own; retries are the Router's
-            try:
-                response = await self.router.acompletion(**request)
-            except Exception as exc:
-                raise translate_error(exc, model=self.model, attempts=1) from exc
-            return self._completion(response, 1)
-
-    return RouterBackend.from_config(config, api_base=None, api_key=None)
+    return Judge(config, backend=router_backend(config, settings))

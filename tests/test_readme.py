@@ -33,6 +33,18 @@ NOT_RUN = {
     "mast label s3-mount/runs/ -o results.jsonl --engine ray --address auto": "a running Ray cluster",
     "mast label runs/ -o results.jsonl --model judge --router router.yaml --engine ray":
         "Ray and a Router file with provider keys: tests/test_ray_engine.py and tests/test_router_config.py",
+    "mast label runs/ -o jury.jsonl --jury openai/gpt-4.1-mini,anthropic/claude-3-5-haiku-latest,detectors":
+        "an Anthropic juror: the fake server speaks OpenAI's protocol (tests/test_jury.py runs juries on it)",
+    "mast classify run.json --jury jury.yaml --reducer at_least:2 --quorum 2":
+        "a jury file the user writes (tests/test_jury.py reads one)",
+    "mast evaluate --pred jury.jsonl --gold gold.csv --jurors": "the jury run above (tests/test_jury.py)",
+    "mast label phoenix://localhost:6006/my-project -o results.jsonl --write-back":
+        "a Phoenix server (tests/test_phoenix.py runs these against a real one)",
+    "mast label phoenix://localhost:6006/my-project -o results.jsonl --since 2h --root-span support-agent --limit 100":
+        "a Phoenix server (tests/test_phoenix.py)",
+    "mast push results.jsonl phoenix://localhost:6006/my-project": "a Phoenix server (tests/test_phoenix.py)",
+    "mast watch phoenix://localhost:6006/my-project -o results.jsonl --every 60s --write-back --budget-usd 5":
+        "a Phoenix server and a loop that runs until stopped (tests/test_phoenix.py, tests/test_watch.py)",
 }
 EXIT = {"--fail-on": {3}}
 """Expected exit statuses other than 0, by an option the command carries."""
@@ -80,9 +92,10 @@ def test_the_readme_commands_run_offline(sandbox: Path, monkeypatch: pytest.Monk
             if command in NOT_RUN:
                 continue
             args = shlex.split(command)[1:]
-            if "classify" in args or "--budget-usd" in args:
+            if "classify" in args or "--budget-usd" in args or "--model" in args:
                 # `export MAST_MODEL=openai/gpt-4.1-mini OPENAI_API_KEY=...` before them: a provider.
-                monkeypatch.setenv("MAST_MODEL", "openai/gpt-4.1-mini")
+                if "--model" not in args:
+                    monkeypatch.setenv("MAST_MODEL", "openai/gpt-4.1-mini")
                 monkeypatch.setenv("MAST_API_BASE", server.base_url)
                 monkeypatch.setenv("OPENAI_API_KEY", "test-key")
             else:
@@ -92,6 +105,10 @@ def test_the_readme_commands_run_offline(sandbox: Path, monkeypatch: pytest.Monk
                 # Each README line is an example on its own; one judge per results file (a second
                 # judge's run into the same -o is refused, see test_first_hour).
                 Path("results.jsonl").unlink(missing_ok=True)
+            if args[0] == "diff" or "--base" in args:
+                # Two labelled runs of an agent: here the examples' results twice (no change to find).
+                shutil.copy("results.jsonl", "v1.jsonl")
+                shutil.copy("results.jsonl", "v2.jsonl")
             if args[0] == "evaluate" and "judge_a.jsonl" in args:
                 shutil.copy("results.jsonl", "judge_a.jsonl")
                 shutil.copy("results.jsonl", "judge_b.jsonl")

@@ -57,6 +57,8 @@ def assemble_trace(
     warnings: Iterable[str] = (),
     derive_task: bool = True,
     derive_final_output: bool = True,
+    derive_usage: bool = True,
+    derive_agents: bool = True,
     **fields: Any,
 ) -> Trace:
     """The :class:`Trace` of ``steps``: stated fields kept, missing agents/usage/task/final output derived.
@@ -73,10 +75,16 @@ def assemble_trace(
         warnings: what the reader had to guess or skip.
         derive_task: ``False`` for sources that never state a task (deriving would only guess).
         derive_final_output: ``False`` for sources whose last message is not the answer.
+        derive_usage: ``False`` for sources whose stated total (even none) is the whole story, when
+            summing the steps would count one reply's usage twice.
+        derive_agents: ``False`` for sources that declare every agent (``known_agents`` is the list).
         fields: any other :class:`Trace` field (``trace_id``, ``framework``, ``status``, ``metadata``...).
     """
     known = list(known_agents)
-    agents = timeline.agents(known) if timeline is not None else agents_from_steps(steps, known)
+    if not derive_agents:
+        agents = known
+    else:
+        agents = timeline.agents(known) if timeline is not None else agents_from_steps(steps, known)
     notes = list(warnings)
     if timeline is not None:
         notes.extend(w for w in timeline.warnings if w not in notes)
@@ -86,7 +94,7 @@ def assemble_trace(
         agents=agents,
         task=task if task is not None or not derive_task else first_user_text(steps),
         final_output=final_output if final_output is not None or not derive_final_output else closing_answer(steps),
-        usage=usage or sum_usage(steps),
+        usage=usage if usage is not None or not derive_usage else sum_usage(steps),
         warnings=notes,
         **fields,
     )

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from mast.normalize._build import assemble_trace
 from mast.normalize._common import sum_usage, text_of
 from mast.normalize._messages import Msg, name_from_system_prompt, to_messages
 from mast.normalize._timeline import Timeline
@@ -307,17 +308,21 @@ def build_trace(
     if not timeline.steps:
         warnings.append("the spans produced no steps")
     warnings.extend(timeline.warnings)
-    return Trace(
-        trace_id=trace_id,
+    return assemble_trace(
+        timeline.steps,
         source=source,
-        framework=framework or (frameworks.most_common(1)[0][0] if frameworks else None) or next(iter(sorted(timeline.framework_hints)), None),
+        known_agents=agents,
         task=task or timeline.task(),
-        agents=agents,
-        steps=timeline.steps,
         final_output=final_output,
+        usage=sum_usage(timeline.steps),
+        derive_task=False,
+        derive_final_output=False,
+        derive_usage=False,
+        derive_agents=False,
+        trace_id=trace_id,
+        framework=framework or (frameworks.most_common(1)[0][0] if frameworks else None) or next(iter(sorted(timeline.framework_hints)), None),
         status=status,
         error=errors[0].error if errors else None,
-        usage=sum_usage(timeline.steps),
         started_at=min(starts) if starts else None,
         ended_at=max(ends) if ends else None,
         metadata=meta,

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from mast.errors import TraceFormatError
+from mast.normalize._build import assemble_trace
 from mast.normalize._common import text_of, usage_from
 from mast.normalize._messages import Msg, apply_prompt_names, as_dict, from_anthropic, maybe_json
 from mast.normalize._sniff import json_head
@@ -270,19 +271,19 @@ class AnthropicMessages(TraceFormat):
             warnings.append("a recorded request has no readable response body")
         last_response = next((resp for _, resp, _ in reversed(calls) if resp), None)
         known = [Agent(name=agent_name, model=model)] if any(s.agent == agent_name for s in timeline.steps) else []
-        return Trace(
-            trace_id=str((last_response or {}).get("id") or ""),
+        return assemble_trace(
+            timeline.steps,
             source=self.source(raw, variant=variant),
+            timeline=timeline,
+            known_agents=known,
+            usage=usage,  # summed per response: a reply's steps share its usage
+            derive_usage=False,
+            warnings=warnings,
+            trace_id=str((last_response or {}).get("id") or ""),
             framework=next(iter(sorted(timeline.framework_hints)), None),
-            task=timeline.task(),
-            agents=timeline.agents(known),
-            steps=timeline.steps,
-            final_output=timeline.final_answer(),
             status="error" if error else "ok" if last_response else "unknown",
             error=error,
-            usage=usage,
             metadata=metadata,
-            warnings=[*warnings, *timeline.warnings],
         )
 
 

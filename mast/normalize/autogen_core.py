@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from mast.errors import TraceFormatError
-from mast.normalize._common import agents_from_steps, parse_time, sum_usage, text_of, tool_call, usage_from
+from mast.normalize._build import assemble_trace
+from mast.normalize._common import parse_time, text_of, tool_call, usage_from
 from mast.normalize._logs_common import LogParse
 from mast.normalize._sniff import json_head
 from mast.normalize.base import RawInput, TraceFormat, register
@@ -154,16 +155,17 @@ class AutogenCoreFormat(TraceFormat):
         task = next((s.content for s in out.steps if s.role == "user" and s.content), None)
         last = next((s for s in reversed(out.steps) if s.role == "assistant" and s.kind == "message" and s.content), None)
         metadata = {k: v for k, v in data.items() if k != "messages"} if isinstance(data, dict) else {}
-        yield Trace(
+        # The first user text unstripped, and an answer only when AgentChat says the run stopped.
+        yield assemble_trace(
+            out.steps,
             source=self.source(raw, variant=out.variant),
-            framework="autogen",
             task=task,
-            agents=agents_from_steps(out.steps),
-            steps=out.steps,
+            derive_task=False,
             final_output=last.content if last is not None and isinstance(data, dict) and "stop_reason" in data else None,
-            usage=sum_usage(out.steps),
-            metadata={**metadata, **out.metadata},
+            derive_final_output=False,
             warnings=out.warnings,
+            framework="autogen",
+            metadata={**metadata, **out.metadata},
         )
 
 

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import orjson
 
 from mast.errors import TraceFormatError
+from mast.normalize._build import assemble_trace
 from mast.normalize._common import as_dict, parse_time, text_of, tool_call
 from mast.normalize._readable import with_instructions
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
@@ -286,17 +287,21 @@ class _Rollout:
         if not self.steps:
             raise TraceFormatError("Codex rollout holds no messages, tool calls or events to rebuild a run from", path=source.path)
         run_id = self.meta.get("id")
-        return Trace(
-            trace_id=str(run_id) if run_id else "",
+        return assemble_trace(
+            self.steps,
             source=source,
-            framework="codex",
+            known_agents=[Agent(name=AGENT, role="coding agent (OpenAI Codex CLI)", model=model, system_prompt=system_prompt)],
             task=with_instructions(self.task, given, "session instructions / AGENTS.md"),
-            agents=[Agent(name=AGENT, role="coding agent (OpenAI Codex CLI)", model=model, system_prompt=system_prompt)],
-            steps=self.steps,
             final_output=self.final_output if self.final_output is not None else self.last_agent_message,
+            usage=self.usage,
+            derive_task=False,
+            derive_final_output=False,
+            derive_usage=False,
+            derive_agents=False,
+            trace_id=str(run_id) if run_id else "",
+            framework="codex",
             status=self.status,
             error=self.error,
-            usage=self.usage,
             started_at=parse_time(self.meta.get("timestamp")) or next((s.started_at for s in self.steps if s.started_at), None),
             ended_at=parse_time(self.lines[-1][1].get("timestamp")) if self.lines else None,
             metadata=metadata,

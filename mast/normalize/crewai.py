@@ -25,6 +25,7 @@ from typing import Any, Literal
 import orjson
 
 from mast.errors import TraceFormatError
+from mast.normalize._build import assemble_trace
 from mast.normalize._common import as_dict, parse_time, sum_usage, text_of, usage_from
 from mast.normalize._messages import CREWAI_DELEGATION_TOOLS, Msg, from_openai, name_from_system_prompt
 from mast.normalize._timeline import Timeline
@@ -198,16 +199,20 @@ class _Crew:
         if self.skipped:
             metadata["not_rendered"] = dict(self.skipped)
         status: Literal["ok", "error", "unknown"] = "error" if self.errors else ("ok" if self.final else "unknown")
-        return Trace(
+        return assemble_trace(
+            steps,
             source=source,
-            framework="crewai",
+            known_agents=agents,
             task=self.task,
-            agents=agents,
-            steps=steps,
             final_output=self.final,
+            usage=sum_usage(steps),
+            derive_task=False,
+            derive_final_output=False,
+            derive_usage=False,
+            derive_agents=False,
+            framework="crewai",
             status=status,
             error=self.errors[-1] if self.errors else None,
-            usage=sum_usage(steps),
             metadata=metadata,
             warnings=list(self.timeline.warnings),
         )
@@ -263,15 +268,19 @@ def _outputs_trace(data: Any, source: SourceInfo) -> Trace:
         raise TraceFormatError("CrewAI output lists no tasks", path=source.path)
     task = descriptions[0] if len(descriptions) == 1 else "\n\n".join(f"Task {i + 1}: {d}" for i, d in enumerate(descriptions))
     failed = [e for e, _ in entries if str(e.get("status", "")).lower() in ("failed", "error")]
-    return Trace(
+    return assemble_trace(
+        timeline.steps,
         source=source.model_copy(update={"variant": variant}),
-        framework="crewai",
+        known_agents=timeline.agents(),
         task=task,
-        agents=timeline.agents(),
-        steps=timeline.steps,
         final_output=final or None,
-        status="error" if failed else "ok",
         usage=usage,
+        derive_task=False,
+        derive_final_output=False,
+        derive_usage=False,
+        derive_agents=False,
+        framework="crewai",
+        status="error" if failed else "ok",
         metadata=metadata,
         warnings=list(timeline.warnings),
     )

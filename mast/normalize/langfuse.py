@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from mast.errors import TraceFormatError
+from mast.normalize._build import assemble_trace
 from mast.normalize._common import parse_time, text_of, usage_from
 from mast.normalize._messages import Msg, as_dict, maybe_json, to_messages
 from mast.normalize._otel_attrs import (
@@ -307,17 +308,13 @@ class LangfuseChatML(TraceFormat):
             metadata["unrendered"] = failed
         if other:
             metadata["non_chat_payloads"] = other
-        yield Trace(
+        yield assemble_trace(
+            timeline.steps,
             source=self.source(raw),
-            task=timeline.task(),
-            agents=timeline.agents(),
-            steps=timeline.steps,
-            final_output=timeline.final_answer(),
+            timeline=timeline,
+            derive_usage=False,
             metadata=metadata,
-            warnings=[
-                "Langfuse ChatML rendering: observations in file order, no times; messages Langfuse could not render are missing",
-                *timeline.warnings,
-            ],
+            warnings=["Langfuse ChatML rendering: observations in file order, no times; messages Langfuse could not render are missing"],
         )
 
 

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from mast.errors import TraceFormatError
+from mast.normalize._build import assemble_trace
 from mast.normalize._common import usage_from
 from mast.normalize._messages import CHAT_ROLES, Msg, apply_prompt_names, from_item, to_messages, type_of
 from mast.normalize._sniff import sniffed_json
@@ -224,17 +225,16 @@ def build_chat_trace(
     known = [Agent(name=agent_name, model=model if isinstance(model, str) else None)] if any(
         s.agent == agent_name for s in timeline.steps
     ) else []
-    trace = Trace(
+    trace = assemble_trace(
+        timeline.steps,
         source=source,
-        framework=next(iter(sorted(timeline.framework_hints)), None),
-        task=timeline.task(),
-        agents=timeline.agents(known),
-        steps=timeline.steps,
-        final_output=timeline.final_answer(),
-        status="ok" if response is not None else "unknown",
+        timeline=timeline,
+        known_agents=known,
         usage=usage,
+        derive_usage=False,
+        framework=next(iter(sorted(timeline.framework_hints)), None),
+        status="ok" if response is not None else "unknown",
         metadata=metadata,
-        warnings=list(timeline.warnings),
     )
     if not trace.steps:
         raise (raw.fail("the message list holds no messages with content", record=record) if raw else TraceFormatError("no messages with content"))

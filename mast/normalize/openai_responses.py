@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from mast.errors import TraceFormatError
+from mast.normalize._build import assemble_trace
 from mast.normalize._common import usage_from
 from mast.normalize._messages import RESPONSES_ITEM_TYPES, Msg, from_responses, type_of
 from mast.normalize._sniff import sniffed_json
@@ -147,19 +148,18 @@ class OpenAIResponses(TraceFormat):
         status = "unknown"
         if response is not None:
             status = "error" if response.get("error") or response.get("status") == "failed" else "ok"
-        known = [Agent(name="assistant", model=model if isinstance(model, str) else None)]
-        return Trace(
-            trace_id=str((response or {}).get("id") or ""),
+        known = [Agent(name="assistant", model=model if isinstance(model, str) else None)] if any(s.agent == "assistant" for s in timeline.steps) else []
+        return assemble_trace(
+            timeline.steps,
             source=self.source(raw, record),
-            task=timeline.task(),
-            agents=timeline.agents(known) if any(s.agent == "assistant" for s in timeline.steps) else timeline.agents(),
-            steps=timeline.steps,
-            final_output=timeline.final_answer(),
+            timeline=timeline,
+            known_agents=known,
+            usage=usage,
+            derive_usage=False,
+            trace_id=str((response or {}).get("id") or ""),
             status=status,
             error=str((response or {}).get("error")) if (response or {}).get("error") else None,
-            usage=usage,
             metadata=metadata,
-            warnings=list(timeline.warnings),
         )
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from mast.errors import TraceFormatError
+from mast.normalize._build import assemble_trace
 from mast.normalize._common import as_dict, parse_time, sum_usage, text_of, tool_call, usage_from
 from mast.normalize._sniff import sniffed_json
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
@@ -227,17 +228,21 @@ def _trace(events: list[Any], source: SourceInfo, record: dict[str, Any] | None 
         metadata["not_rendered"] = dict(builder.skipped)
     if builder.models[1:]:
         metadata["models"] = builder.models
-    return Trace(
-        trace_id=str(run_id),
+    return assemble_trace(
+        builder.steps,
         source=source,
-        framework="openhands",
+        known_agents=[Agent(name=agent_name, role="OpenHands software agent", model=model, system_prompt=builder.system_prompt)],
         task=text_of(record["instruction"]) if record.get("instruction") else builder.task,
-        agents=[Agent(name=agent_name, role="OpenHands software agent", model=model, system_prompt=builder.system_prompt)],
-        steps=builder.steps,
         final_output=patch if isinstance(patch, str) and patch.strip() else builder.final,
+        usage=usage,
+        derive_task=False,
+        derive_final_output=False,
+        derive_usage=False,
+        derive_agents=False,
+        trace_id=str(run_id),
+        framework="openhands",
         status=status,
         error=error,
-        usage=usage,
         started_at=next((s.started_at for s in builder.steps if s.started_at), None),
         ended_at=next((s.started_at for s in reversed(builder.steps) if s.started_at), None),
         labels={k: record[k] for k in _GRADES if k in record},

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from mast.errors import TraceFormatError
+from mast.normalize._build import assemble_trace
 from mast.normalize._common import as_dict, parse_time, text_of, tool_call, usage_from
 from mast.normalize._sniff import sniffed_json
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
@@ -285,16 +286,20 @@ def build_trace(memory: list[Any], source: SourceInfo, row: dict[str, Any] | Non
             step.model = model
     status: Literal["ok", "error", "unknown"] = "error" if row.get("agent_error") else ("ok" if final is not None else "unknown")
     question = row.get("question")
-    return Trace(
+    return assemble_trace(
+        builder.steps,
         source=source,
-        framework="smolagents",
+        known_agents=[Agent(name=builder.agent, role=f"smolagents {row.get('agent_action_type') or 'agent'}", model=model, system_prompt=builder.system_prompt)],
         task=text_of(question) if question else builder.task,
-        agents=[Agent(name=builder.agent, role=f"smolagents {row.get('agent_action_type') or 'agent'}", model=model, system_prompt=builder.system_prompt)],
-        steps=builder.steps,
         final_output=final,
+        usage=usage_from(row.get("token_counts")),
+        derive_task=False,
+        derive_final_output=False,
+        derive_usage=False,
+        derive_agents=False,
+        framework="smolagents",
         status=status,
         error=text_of(row["agent_error"]) if row.get("agent_error") else None,
-        usage=usage_from(row.get("token_counts")),
         started_at=parse_time(row.get("start_time")),
         ended_at=parse_time(row.get("end_time")),
         labels={k: row[k] for k in _ROW_LABELS if k in row},

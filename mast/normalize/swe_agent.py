@@ -20,6 +20,7 @@ from typing import Any, Literal
 import orjson
 
 from mast.errors import TraceFormatError
+from mast.normalize._build import assemble_trace
 from mast.normalize._common import as_dict, leftover, text_of, tool_call
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, ToolResult, Trace, Usage
@@ -181,17 +182,21 @@ def parse_traj(data: dict[str, Any], source: SourceInfo) -> Trace:
     metadata["info"] = leftover(info, ("submission",))
     metadata["states"] = [_state(e.get("state")) for e in trajectory if isinstance(e, dict) and "state" in e]
     submission = info.get("submission")
-    return Trace(
-        trace_id=str(problem.get("id") or ""),
+    return assemble_trace(
+        builder.steps,
         source=source,
-        framework="swe-agent",
+        known_agents=agents,
         task=builder.task or (problem.get("text") if isinstance(problem.get("text"), str) else None),
-        agents=agents,
-        steps=builder.steps,
         final_output=submission if isinstance(submission, str) and submission.strip() else None,
+        usage=_usage(info.get("model_stats")),
+        derive_task=False,
+        derive_final_output=False,
+        derive_usage=False,
+        derive_agents=False,
+        trace_id=str(problem.get("id") or ""),
+        framework="swe-agent",
         status=status,
         error=exit_status if status == "error" else None,
-        usage=_usage(info.get("model_stats")),
         metadata=metadata,
     )
 

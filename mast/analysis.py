@@ -66,7 +66,8 @@ def results_frame(
     ``role`` picks the side of files holding both a judge's and humans' labels (mast-lint).
     """
     tax = taxonomy or load_taxonomy()
-    from mast.evaluation.labels import read_diagnoses, read_labels, to_dataframe
+    from mast.evaluation.labels import read_labels
+    from mast.results import iter_results, to_dataframe
 
     if isinstance(source, pd.DataFrame):
         frame = _wide(source, tax) if not {"code", "present"} <= set(source.columns) else _pivot(source, tax)
@@ -79,7 +80,7 @@ def results_frame(
         if not path.is_file():
             raise EvaluationError(f"{path}: no such file")
         if sniff_format(path) == "diagnoses":
-            frame = to_dataframe(read_diagnoses(path), taxonomy=tax)
+            frame = to_dataframe(iter_results(path), taxonomy=tax)  # streamed: only the columns are held
         else:  # mast-lint files hold a judge's and humans' labels; the humans' are read here
             frame = _pivot(read_labels(path, role=role, taxonomy=tax), tax)
     else:

@@ -13,7 +13,8 @@ messages (exit 2 for bad input or usage, 1 for other failures)::
     │   │                        every call would fail the same way (never retried; stops a batch)
     │   └── JudgeOutputError  the model answered, but never with valid output
     ├── SourceError           a trace store (Phoenix...) unreachable, refusing, or answering an error
-    └── EvaluationError       labels that cannot be read or compared (exit 2)
+    ├── EvaluationError       labels that cannot be read or compared (exit 2)
+    └── ResultsFileError      a results file with a bad line (also a UsageError and an EvaluationError)
 
 Errors from libraries underneath (litellm, json, pydantic) are translated at one boundary each and
 chained with ``raise ... from exc`` so ``--debug`` still shows the cause.
@@ -119,6 +120,21 @@ class EvaluationError(MastError):
     """Labels or predictions that cannot be read or compared."""
 
     exit_code = 2
+
+
+class ResultsFileError(UsageError, EvaluationError):
+    """A results file that cannot be read, or a line in it that is not a Diagnosis.
+
+    Both a usage error (``mast label`` resuming from it) and an evaluation error (``mast evaluate``
+    reading it): one reader, one error, caught as either.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
 
 
 def one_line(exc: BaseException) -> str:

@@ -75,10 +75,10 @@ def test_bad_line_in_the_middle_is_an_error_naming_the_line(tmp_path: Path) -> N
     path.write_bytes(
         _diagnosis("t0").model_dump_json().encode() + b"\n{not json\n" + _diagnosis("t1").model_dump_json().encode() + b"\n"
     )
-    with pytest.raises(UsageError, match=r"results.jsonl:2: line is not JSON"):
+    with pytest.raises(UsageError, match=r"results.jsonl:2: not JSON"):
         list(ResultsFile.read(path))
     path.write_bytes(b'{"trace_id": "x"}\n' + _diagnosis("t1").model_dump_json().encode() + b"\n")
-    with pytest.raises(UsageError, match=r":1: line is not a Diagnosis"):
+    with pytest.raises(UsageError, match=r":1: not a mast diagnosis"):
         list(ResultsFile.read(path))
 
 

@@ -28,6 +28,11 @@ NOT_RUN = {
     "mast classify run.json --model local --max-output-tokens 1600": "the local model: tests/test_judge_local.py (slow)",
     "mast label runs/ -o results.jsonl --model local/path/to/qwen2.5-7b-instruct-q4_k_m.gguf --concurrency 1":
         "a 7B model file the user downloads",
+    "mast label runs/ -o results.jsonl --engine ray --actors 4 -j 64":
+        "starts Ray on this machine: the Ray engine is tests/test_ray_engine.py's (same verdicts, resume)",
+    "mast label s3-mount/runs/ -o results.jsonl --engine ray --address auto": "a running Ray cluster",
+    "mast label runs/ -o results.jsonl --model judge --router router.yaml --engine ray":
+        "Ray and a Router file with provider keys: tests/test_ray_engine.py and tests/test_router_config.py",
     "mast label runs/ -o jury.jsonl --jury openai/gpt-4.1-mini,anthropic/claude-3-5-haiku-latest,detectors":
         "an Anthropic juror: the fake server speaks OpenAI's protocol (tests/test_jury.py runs juries on it)",
     "mast classify run.json --jury jury.yaml --reducer at_least:2 --quorum 2":

@@ -16,9 +16,10 @@ Example:
     ...                              output="results.jsonl")          # doctest: +SKIP
     >>> mast.to_dataframe(results).groupby("status").size()          # doctest: +SKIP
 
-(``to_dataframe`` is :func:`mast.evaluation.labels.to_dataframe`.)
+(``to_dataframe`` is :func:`mast.results.to_dataframe`.)
 
-Several machines: give each the same inputs and its own shard, then concatenate the outputs::
+Many machines: :func:`label` with ``engine="ray"`` (see :mod:`mast.integrations.ray`). Without Ray,
+give each machine the same inputs and its own shard, then concatenate the outputs::
 
     machine 1$ mast label runs/ --shard 1/3 -o part-1.jsonl
     machine 2$ mast label runs/ --shard 2/3 -o part-2.jsonl
@@ -32,34 +33,65 @@ input, whatever the machine or the order of the files.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mast.batch.inputs import WorkItem, parse_shard, scan
-from mast.batch.judges import BatchJudge, FunctionJudge, JudgeFn, judge_for
-from mast.batch.runner import BatchReport, BatchRunner, Estimate, ResultCallback, judge_fingerprint
-from mast.batch.store import ResultsFile
+from mast.batch.inputs import WorkItem, count_files, parse_shard, scan
+from mast.batch.judges import BatchJudge, FunctionJudge, JudgeFn, configured_judge
+from mast.batch.labelling import (
+    DryRunPlan,
+    Selection,
+    check_output,
+    label,
+    plan,
+    read_work_items,
+    results_path,
+)
+from mast.batch.report import file_error_line, result_error_line
+from mast.batch.runner import (
+    BatchReport,
+    BatchRunner,
+    Breaker,
+    Estimate,
+    ProgressCallback,
+    ResultCallback,
+    judge_fingerprint,
+)
 from mast.batch.table import TABLE_SUFFIXES, read_results, write_table
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
 from mast.judge.config import JudgeConfig
+from mast.results import ResultsFile
 from mast.trace import Trace
 
 __all__ = [
     "BatchJudge",
     "BatchReport",
     "BatchRunner",
+    "Breaker",
+    "DryRunPlan",
     "Estimate",
     "FunctionJudge",
     "JudgeFn",
+    "ProgressCallback",
+    "ResultCallback",
     "ResultsFile",
+    "TABLE_SUFFIXES",
+    "Selection",
     "WorkItem",
     "aclassify_many",
+    "check_output",
     "classify_many",
     "configured_judge",
+    "count_files",
+    "file_error_line",
     "judge_fingerprint",
+    "label",
+    "plan",
+    "read_work_items",
     "read_results",
+    "result_error_line",
     "results_path",
     "scan",
     "write_table",
@@ -134,11 +166,10 @@ async def aclassify_many(
                                     overwrite=overwrite, format=format, recursive=recursive, shard=shard,
                                     retry=batch_retry, on_result=on_result)
     batch_judge = _batch_judge(judge_fn, config, options)
-    items = list(scan(_as_inputs(traces_or_paths), format=format, recursive=recursive, shard=_shard(shard)))
+    skip = [results_path(output)] if output is not None else []
+    items = scan(_as_inputs(traces_or_paths), format=format, recursive=recursive, shard=_shard(shard), skip=skip)
     if raise_on_error:
-        for item in items:
-            if item.error is not None:
-                raise item.error
+        items = _raising(items)
     runner = BatchRunner(
         batch_judge,
         concurrency=concurrency,
@@ -156,8 +187,16 @@ async def aclassify_many(
             runner.results_file = results
             await runner.run(items)
         if jsonl != Path(output):
-            write_table(read_results(jsonl), output)
-    return [r if r is not None else runner.not_started_result(items[i]) for i, r in enumerate(runner.results)]
+            write_table(jsonl, output)
+    return runner.results
+
+
+def _raising(items: Iterable[WorkItem]) -> Iterator[WorkItem]:
+    """The items, raising the first unreadable one's error (``raise_on_error``)."""
+    for item in items:
+        if item.error is not None:
+            raise item.error
+        yield item
 
 
 async def _via_batch_api(
@@ -207,33 +246,8 @@ def _shard(value: str | tuple[int, int] | None) -> tuple[int, int] | None:
     return parse_shard(value)
 
 
-def results_path(output: str | os.PathLike[str]) -> Path:
-    """The JSONL file a batch writing ``output`` appends to and resumes from.
-
-    Results always go to JSONL; for ``x.csv`` or ``x.parquet`` that is ``x.jsonl`` beside it, and the
-    table is exported from it when the batch ends.
-    """
-    path = Path(output)
-    if path.suffix.lower() in TABLE_SUFFIXES:
-        return path.with_suffix(".jsonl")
-    return path
-
-
 def _batch_judge(judge: JudgeFn | BatchJudge | None, config: JudgeConfig | None, options: dict[str, Any]) -> BatchJudge:
     if isinstance(judge, BatchJudge):
         return judge
     configured = configured_judge(config or JudgeConfig.from_options(**options))
     return configured if judge is None else FunctionJudge(judge, configured)
-
-
-def configured_judge(config: JudgeConfig) -> BatchJudge:
-    """The judge ``config`` describes, for a batch (:func:`mast.batch.judges.judge_for`).
-
-    Raises:
-        UsageError: an LLM judge without a model, or an unknown taxonomy.
-    """
-    from mast.judge.jury import Jury, is_jury
-
-    if is_jury(config):  # several models or samples per trace: the jury is a batch judge as it is
-        return Jury(config)
-    return judge_for(config)

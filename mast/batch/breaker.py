@@ -41,10 +41,11 @@ class CircuitBreaker:
         self.tripped: str | None = None
         """The stop message once tripped, else ``None``."""
 
-    def record(self, diagnosis: Diagnosis | None) -> str | None:
+    def record(self, diagnosis: Diagnosis | None, exc: BaseException | None = None) -> str | None:
         """Note one finished trace; return the stop message when this result trips the breaker.
 
-        Any result other than a setup error (a success, another kind of failure, ``None`` for a
+        A :class:`~mast.batch.seams.Breaker`: ``exc`` (the exception behind an ``error`` result) is not
+        needed, the result names its type. Any result other than a setup error (a success, another kind of failure, ``None`` for a
         trace that produced nothing) breaks the run of identical errors.
         """
         error = diagnosis.error if diagnosis is not None and diagnosis.status == "error" else None

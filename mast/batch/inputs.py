@@ -17,18 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mast.batch.resume import ContentKey, ResumeKey
 from mast.diagnosis import SourceRef
 from mast.errors import TraceFormatError, UsageError
 from mast.normalize import iter_paths, iter_traces, looks_like_path
 from mast.trace import Trace
 
-ContentKey = tuple[str, str | None]
-"""``(trace_id, trace_hash)``: what a trace holds."""
-ResumeKey = tuple[str, str | None, str | None, int | None]
-"""``(trace_id, trace_hash, source path, source record)``: one input, as results record it."""
-
-KEEP_BYTES = 256 * 2**20
-"""Keep parsed traces in memory while the input files read so far stay under this many bytes."""
+KEEP_BYTES: int | None = None
+"""Keep parsed traces in memory while the input files read so far stay under this many bytes
+(``None``: always). The batch consumes :func:`scan` lazily, one item per free slot, so every item
+keeps its trace until judged and nothing piles up; a caller that lists every item first passes a
+byte budget, and the items beyond it are read again by :class:`Reloader`."""
 
 
 @dataclass(slots=True)
@@ -99,7 +98,8 @@ def scan(
     format: str = "auto",
     recursive: bool = True,
     shard: tuple[int, int] | None = None,
-    keep_bytes: int = KEEP_BYTES,
+    keep_bytes: int | None = KEEP_BYTES,
+    skip: Iterable[str | os.PathLike[str]] = (),
 ) -> Iterator[WorkItem]:
     """Every trace of ``inputs`` as a work item, in input order.
 
@@ -109,13 +109,16 @@ def scan(
         format: source format name, or ``auto``.
         recursive: walk sub-folders of folders.
         shard: ``(i, n)``: keep only the traces of shard ``i`` of ``n`` (unreadable files go to all).
-        keep_bytes: keep parsed traces while the files read so far stay under this many bytes.
+        keep_bytes: keep parsed traces while the files read so far stay under this many bytes
+            (``None``: always; right for a lazy consumer).
+        skip: files never read as input (the batch's own output: it grows while the scan goes on).
 
     Raises:
         UsageError: a path that does not exist.
     """
     index = 0
     read_bytes = 0
+    skipped = {_file_id(Path(p)) for p in skip} - {None}
     for given in inputs:
         if isinstance(given, Trace):
             if in_shard(given.trace_id, shard):
@@ -124,10 +127,14 @@ def scan(
         elif isinstance(given, os.PathLike) or (isinstance(given, str) and looks_like_path(given)):
             for path in iter_paths([given], recursive=recursive):
                 try:
-                    read_bytes += path.stat().st_size
+                    stat = path.stat()
                 except OSError:
-                    pass
-                keep = read_bytes <= keep_bytes
+                    stat = None
+                if stat is not None:
+                    if (stat.st_dev, stat.st_ino) in skipped:
+                        continue
+                    read_bytes += stat.st_size
+                keep = keep_bytes is None or read_bytes <= keep_bytes
                 for item in _file_items(path, format, shard, keep=keep, start=index):
                     yield item
                     index += 1
@@ -135,6 +142,29 @@ def scan(
             for item in _object_items(given, format, shard, start=index):
                 yield item
                 index += 1
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino)
+
+
+def count_files(inputs: Iterable[Any], *, recursive: bool = True) -> int:
+    """A cheap count of the inputs: files found under the paths (nothing is read), plus other inputs.
+
+    A progress total to start from: exact when every file holds one trace; the batch raises it as
+    files turn out to hold more.
+    """
+    count = 0
+    for given in inputs:
+        if isinstance(given, os.PathLike) or (isinstance(given, str) and looks_like_path(given)):
+            count += sum(1 for _ in iter_paths([given], recursive=recursive))
+        else:
+            count += 1
+    return count
 
 
 def _item(index: int, trace: Trace, *, keep: bool, position: int = 0, format: str = "auto") -> WorkItem:

@@ -25,7 +25,7 @@ from mast.judge.strategy import Gate
 from mast.taxonomy import Taxonomy
 from mast.trace import Trace
 
-__all__ = ["BatchJudge", "FunctionJudge", "JudgeFn", "judge_for"]
+__all__ = ["BatchJudge", "FunctionJudge", "JudgeFn", "configured_judge", "judge_for"]
 
 JudgeFn = Callable[[Trace], Awaitable[Diagnosis]]
 """Judge one trace. Raising is fine: the batch turns the error into an ``error`` result."""
@@ -71,6 +71,19 @@ def judge_for(config: JudgeConfig) -> Judge:
         UsageError: an LLM judge without a model, or an unknown taxonomy.
     """
     return Judge(config)
+
+
+def configured_judge(config: JudgeConfig) -> BatchJudge:
+    """The judge ``config`` describes, for a batch (:func:`judge_for`), or its jury.
+
+    Raises:
+        UsageError: an LLM judge without a model, or an unknown taxonomy.
+    """
+    from mast.judge.jury import Jury, is_jury
+
+    if is_jury(config):  # several models or samples per trace: the jury is a batch judge as it is
+        return Jury(config)
+    return judge_for(config)
 
 
 class FunctionJudge:

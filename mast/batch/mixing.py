@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import os
 
-from mast.batch.runner import judge_fingerprint
-from mast.batch.store import ResultsFile
+import orjson
+
+from mast.batch.resume import judge_fingerprint
 from mast.diagnosis import JudgeInfo
 from mast.errors import UsageError
+from mast.results import iter_records
 
 __all__ = ["check_one_judge"]
 
 
 def check_one_judge(path: str | os.PathLike[str], info: JudgeInfo) -> None:
     """Raise when the results file at ``path`` holds results of a judge other than ``info``.
+
+    Streamed: each line is parsed as plain JSON and each distinct ``judge`` fingerprinted once, so a
+    rerun over a big file holds no results.
 
     Raises:
         UsageError: naming the other judge(s), with ``--overwrite`` / another ``-o`` as the way out.
@@ -29,10 +34,15 @@ def check_one_judge(path: str | os.PathLike[str], info: JudgeInfo) -> None:
         return
     identity = frozenset(info.params)
     mine = judge_fingerprint(info, identity)
+    same: dict[bytes, bool] = {}
     others: dict[str, int] = {}
-    for _, diagnosis in ResultsFile.read(path):
-        if judge_fingerprint(diagnosis.judge, identity) != mine:
-            name = diagnosis.judge.model or diagnosis.judge.kind
+    for _, record in iter_records(path):
+        judge = record.get("judge") or {}
+        raw = orjson.dumps(judge, option=orjson.OPT_SORT_KEYS)
+        if raw not in same:
+            same[raw] = judge_fingerprint(JudgeInfo.model_validate(judge), identity) == mine
+        if not same[raw]:
+            name = judge.get("model") or judge.get("kind") or "llm"
             others[name] = others.get(name, 0) + 1
     if others:
         found = ", ".join(f"{count} by {name}" for name, count in others.items())

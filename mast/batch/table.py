@@ -1,6 +1,6 @@
 """Results files as tables: CSV or Parquet export of a ``results.jsonl``.
 
-The table itself is :func:`mast.evaluation.labels.to_dataframe` (one row per trace, a nullable
+The table itself is :func:`mast.results.to_dataframe` (one row per trace, a nullable
 boolean column per mode): there is one implementation of "diagnoses as a DataFrame", and this
 module only reads results and writes files.
 """
@@ -13,23 +13,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from mast.batch.store import ResultsFile
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
+from mast.results import iter_results, read_results, to_dataframe
 
 TABLE_SUFFIXES = (".csv", ".parquet")
 """File endings :func:`write_table` can write."""
 
-
-def read_results(path: str | os.PathLike[str]) -> list[Diagnosis]:
-    """Every result in a ``results.jsonl`` file, in file order (a torn last line is left out).
-
-    Raises:
-        UsageError: the file is missing or holds a line that is not a Diagnosis.
-    """
-    if not Path(path).is_file():
-        raise UsageError(f"{path}: no such results file")
-    return [diagnosis for _, diagnosis in ResultsFile.read(path)]
+__all__ = ["TABLE_SUFFIXES", "read_results", "write_table"]
 
 
 def write_table(
@@ -46,14 +37,14 @@ def write_table(
     Raises:
         UsageError: another file ending, or Parquet without pyarrow installed.
     """
-    from mast.evaluation.labels import to_dataframe
-
     target = Path(path)
     suffix = target.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise UsageError(f"{target}: cannot tell the table format; use a name ending in .csv or .parquet")
     if isinstance(diagnoses, str | os.PathLike):
-        diagnoses = read_results(diagnoses)
+        if not Path(diagnoses).is_file():
+            raise UsageError(f"{diagnoses}: no such results file")
+        diagnoses = iter_results(diagnoses)  # streamed: only the table's columns are held
     frame = to_dataframe(diagnoses, form=form)
     if suffix == ".parquet" and importlib.util.find_spec("pyarrow") is None:
         raise UsageError("writing Parquet needs pyarrow: pip install 'mast-judge[parquet]'")

@@ -208,8 +208,9 @@ class Watcher:
             report.labelled.append(diagnosis) if outcome in ("judged", "duplicate") else None
         )
         await runner.run(items)
-        for item, result in zip(items, runner.results, strict=True):
-            if result is None:
+        results = runner.results
+        for item, result in zip(items, results, strict=True):
+            if _not_started(result):
                 continue  # not started (budget): stays pending
             entry = self.state.pending[item.trace_id]
             if result.status == "error":
@@ -217,10 +218,15 @@ class Watcher:
                 if entry.attempts < MAX_ATTEMPTS:
                     continue
             del self.state.pending[item.trace_id]
-        report.results = [d for d in runner.results if d is not None]
+        report.results = [d for d in results if not _not_started(d)]
         report.cost_usd = runner.report.cost_usd
         self.state.spent_usd += runner.report.cost_usd
 
     def close(self) -> None:
         """Release the store's connections."""
         self.source.close()
+
+
+def _not_started(result: Diagnosis) -> bool:
+    """The runner's placeholder for a trace it did not start (budget): never written, stays pending."""
+    return result.status == "error" and result.error is not None and result.error.type == "NotStarted"

@@ -9,13 +9,12 @@ folder walk reads (see :mod:`mast.batch.walk`). Kept out of the commands so each
 from __future__ import annotations
 
 import fnmatch
-import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import click
 
-from mast.batch.inputs import WorkItem
+from mast.batch.pick import pick_items as pick_items  # moved to the batch (mast label's API uses it)
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
 from mast.taxonomy import Taxonomy
@@ -56,52 +55,6 @@ def fail_on_option(func: F) -> F:
         "--fail-on", "fail_on", metavar="CODES", envvar="MAST_FAIL_ON",
         help="Exit 3 when any of these modes is found, e.g. '1.3,3.*' (comma-separated codes or globs).",
     )(func)
-
-
-def _where(item: WorkItem) -> set[str]:
-    path = item.source.path
-    if path is None:
-        return {item.trace_id}
-    names = {item.trace_id, path}
-    if item.source.record is not None:
-        names.add(f"{path}#{item.source.record}")
-    return names
-
-
-def pick_items(
-    items: Sequence[WorkItem],
-    *,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    trace_ids: Sequence[str] = (),
-) -> list[WorkItem]:
-    """The items to judge: by id or source, then a seeded random subset, then the first ``limit``.
-
-    Unreadable whole files stay (they are reported, never judged). Items keep input order and are
-    renumbered so a batch can index its results by position.
-
-    Raises:
-        UsageError: a ``--trace-id`` that matches no trace.
-    """
-    files = [i for i in items if i.whole_file]
-    chosen = [i for i in items if not i.whole_file]
-    if trace_ids:
-        wanted = set(trace_ids)
-        chosen = [i for i in chosen if _where(i) & wanted]
-        found = set().union(*(_where(i) for i in chosen)) if chosen else set()
-        missing = [t for t in trace_ids if t not in found]
-        if missing:
-            raise UsageError(f"--trace-id {missing[0]!r}: no such trace (`mast normalize PATH` lists ids)")
-    if sample is not None and sample < len(chosen):
-        keep = set(random.Random(seed).sample(range(len(chosen)), sample))
-        chosen = [item for n, item in enumerate(chosen) if n in keep]
-    if limit is not None:
-        chosen = chosen[:limit]
-    result = [*files, *chosen]
-    for index, item in enumerate(result):
-        item.index = index
-    return result
 
 
 def parse_fail_on(text: str | None, taxonomy: Taxonomy) -> list[str]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from mast.batch.table import read_results, write_table
+from mast.batch import read_results, write_table
 from mast.cli._shared import stderr
 
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from collections.abc import Sequence
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 from rich.progress import (
@@ -21,35 +20,24 @@ from rich.progress import (
 from rich.table import Table
 
 from mast.batch import (
-    BatchJudge,
     BatchReport,
-    BatchRunner,
-    ResultsFile,
+    DryRunPlan,
+    Selection,
     WorkItem,
-    configured_judge,
+    count_files,
+    file_error_line,
+    label,
+    plan,
+    read_work_items,
+    result_error_line,
     results_path,
-    scan,
 )
-from mast.batch.inputs import Reloader, ResumeKey, parse_shard
-from mast.batch.mixing import check_one_judge
-from mast.batch.runner import file_error_line, result_error_line, reusable_results
-from mast.batch.table import TABLE_SUFFIXES, write_table
-from mast.batch.walk import no_traces_error, select_files
 from mast.cli._judge_options import judge_options
-from mast.cli._run_control import (
-    fail_on_option,
-    file_options,
-    gate_exit,
-    modes_found,
-    parse_fail_on,
-    pick_items,
-    selection_options,
-)
+from mast.cli._run_control import fail_on_option, file_options, gate_exit, parse_fail_on, selection_options
 from mast.cli._shared import plural, stderr, write_line
 from mast.cli._source_options import SourceInputs, source_options
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
-from mast.judge.classify import judge_notice
 from mast.judge.config import JudgeConfig
 from mast.taxonomy import load_taxonomy
 
@@ -80,7 +68,16 @@ NOT_ASSESSED = "—"
 @click.option("--format", "format_", default="auto", show_default=True, envvar="MAST_FORMAT",
               help="Source format (see `mast formats`).")
 @click.option("--recursive/--no-recursive", default=True, show_default=True, help="Walk sub-folders.")
-@click.option("--shard", metavar="I/N", help="Judge only shard I of N (stable hash of the trace id).")
+@click.option("--shard", metavar="I/N", help="Judge only shard I of N (stable hash of the trace id): the "
+              "no-dependency way to split a corpus across machines (see --engine ray).")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True, envvar="MAST_ENGINE",
+              help="local: this process; ray: a Ray cluster (pip install 'mast-judge[ray]'), same results file.")
+@click.option("--address", envvar="RAY_ADDRESS", help="--engine ray: the cluster to join ('auto': the running one) "
+              "[default: start Ray on this machine].")
+@click.option("--actors", type=click.IntRange(1, 4096), help="--engine ray: judge actors (each with -j calls in flight) "
+              "[default: one per 2 CPUs, at least 2].")
+@click.option("--router", type=click.Path(exists=True, dir_okay=False, path_type=Path), envvar="MAST_ROUTER",
+              help="litellm Router YAML (model_list of deployments with rpm/tpm, routing_strategy, fallbacks).")
 @click.option("--progress/--no-progress", "show_progress", default=None,
               help="Progress bar on stderr [default: when stderr is a terminal].")
 @click.option("--json", "as_json", is_flag=True, help="Print the final report as JSON on stdout.")
@@ -106,6 +103,10 @@ def command(
     format_: str,
     recursive: bool,
     shard: str | None,
+    engine: Literal["local", "ray"],
+    address: str | None,
+    actors: int | None,
+    router: Path | None,
     show_progress: bool | None,
     as_json: bool,
     judge_config: JudgeConfig,
@@ -135,97 +136,71 @@ def command(
 
     \b
     Exit status: 0 every trace judged; 1 some trace ended in error or unjudgeable, or the budget
-    stopped the run; 2 bad usage, or input files/records that could not be read; 130 interrupted.
+    stopped the run; 2 bad usage, or input files/records that could not be read; 3 --fail-on found
+    a listed mode (and nothing else went wrong); 130 interrupted.
 
     \b
-    Several machines: run the same inputs with a different shard on each, then concatenate:
-      machine 1$ mast label runs/ --shard 1/3 -o part-1.jsonl
-      machine 2$ mast label runs/ --shard 2/3 -o part-2.jsonl
-      machine 3$ mast label runs/ --shard 3/3 -o part-3.jsonl
-      $ cat part-*.jsonl > results.jsonl
-    A trace's shard is a stable hash of its id: shards never overlap and together cover the input.
+    Beyond one machine: --engine ray (pip install 'mast-judge[ray]') runs the same labelling on a
+    Ray cluster into the same results file; --router spreads calls over several keys/providers.
+    Without Ray, run each machine on its own --shard I/N and concatenate the outputs.
     """  # noqa: D301 - click's \b keeps a paragraph unwrapped
     paths = sources.take_urls(paths)  # phoenix://HOST:PORT/PROJECT inputs (mast.cli._source_options)
-    shard_pair = parse_shard(shard) if shard else None
     for given in paths:
         if not Path(given).exists():
             raise UsageError(f"{given}: no such file or folder")
-    if output.suffix.lower() not in (".jsonl", ".ndjson", *TABLE_SUFFIXES):
-        raise UsageError(f"-o {output}: use a name ending in .jsonl (or .csv / .parquet for a table as well)")
-    jsonl = results_path(output)
-    gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
-    walk = {"include": include, "exclude": exclude, "outputs": (output, jsonl)}
-    pick: dict[str, Any] = {"limit": limit, "sample": sample, "seed": sample_seed, "trace_ids": trace_ids}
     progress_on = stderr.is_terminal if show_progress is None else show_progress
+    gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
+    select = Selection(include=include, exclude=exclude, limit=limit, sample=sample, sample_seed=sample_seed,
+                       trace_ids=trace_ids)
+    common: dict[str, Any] = {"config": judge_config, "overwrite": overwrite, "format": format_, "recursive": recursive,
+              "shard": shard, "on_notice": _notice}
     if batch_api or batch_status or batch_cancel:
+        # The provider's batch API (issue 14): every trace is read first, then submitted at once.
         from mast.cli.label_batch import BatchCommand, run_batch_command
 
         def read_items() -> list[WorkItem]:
-            return pick_items(_read_inputs([*paths, *sources.traces()], format_, recursive, shard_pair, progress_on, walk), **pick)
+            return read_work_items(paths, output, format=format_, recursive=recursive, shard=shard,
+                                   select=replace(select, traces=sources.traces()), on_notice=_notice)
 
         sys.exit(run_batch_command(BatchCommand(
-            output=output, judge_config=judge_config, status=batch_status, cancel=batch_cancel,
+            output=Path(output), judge_config=judge_config, status=batch_status, cancel=batch_cancel,
             retry="batch" if batch_retry == "batch" else "online", dry_run=dry_run, overwrite=overwrite,
             read_items=read_items, sources=sources, fail_on=gate, show_progress=progress_on, as_json=as_json,
         )))
-    judge = configured_judge(judge_config)
-    notice = judge_notice(judge_config) if not judge_config.jury else None
-    if notice:
-        stderr.print(f"mast: {notice}", markup=False, highlight=False)
-
-    if not overwrite:
-        check_one_judge(jsonl, judge.info)  # before reading inputs: a mixed file is refused at once
     if dry_run:
-        items = pick_items(_read_inputs([*paths, *sources.traces()], format_, recursive, shard_pair, progress_on, walk), **pick)
-        _dry_run(items, judge, jsonl, overwrite, as_json)
-        sys.exit(2 if any(i.whole_file for i in items) else 0)
-
-    runner = BatchRunner(judge, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd)
-    # The lock comes first: a second run on the same output stops before reading any input.
-    with ResultsFile(jsonl, overwrite=overwrite) as results:
-        if results.repaired:
-            stderr.print(f"mast: {jsonl}: {results.repaired}", markup=False, highlight=False)
-        sources.mark(jsonl)
-        items = pick_items(_read_inputs([*paths, *sources.traces()], format_, recursive, shard_pair, progress_on, walk), **pick)
-        runner.results_file = results
-        bar = _ProgressBar(runner, total=sum(1 for i in items if not i.whole_file), enabled=progress_on)
-        runner.on_result = bar.on_result
-        with bar:
-            asyncio.run(runner.run(items, catch_sigint=True))
-    report = runner.report
+        common["select"] = replace(select, traces=sources.traces())
+        with stderr.status("reading traces...", spinner="dots") if progress_on else nullcontext():
+            dry = plan(paths, output, **common)
+        _print_plan(dry, as_json)
+        sys.exit(2 if dry.files_skipped else 0)
+    expected = count_files(paths, recursive=recursive) if progress_on else 0
+    engine_options = {"address": address, "actors": actors} if engine == "ray" else None
+    if router is not None:
+        common["router"] = router
+    jsonl = results_path(output)
+    sources.mark(jsonl)
+    common["select"] = replace(select, traces=sources.traces())
+    with _ProgressBar(total=expected, enabled=progress_on) as bar:
+        report = label(paths, output, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd,
+                       engine=engine, engine_options=engine_options,
+                       on_progress=bar.on_progress, catch_sigint=True, **common)
     sources.after_run(jsonl)  # --write-back / --emit-otel
-    if jsonl != output:
-        write_table(jsonl, output)
     _print_summary(report, judge_config, jsonl, output)
     if as_json:
         write_line(report.model_dump_json())
-    sys.exit(gate_exit(_exit_code(report), _gated(runner.results, gate)))
+    sys.exit(gate_exit(_exit_code(report), _gated(report, gate)))
 
 
-def _gated(results: Sequence[Diagnosis | None], codes: Sequence[str]) -> list[str]:
-    found = modes_found(results, codes)
+def _gated(report: BatchReport, codes: list[str]) -> list[str]:
+    """The ``--fail-on`` codes judged present in any trace of this run (resumed ones included)."""
+    found = [code for code in codes if report.mode_counts.get(code)]
     if found:
         stderr.print(f"mast: --fail-on: found {', '.join(found)}", markup=False, highlight=False)
     return found
 
 
-def _read_inputs(
-    paths: Sequence[Any], format_: str, recursive: bool, shard: tuple[int, int] | None, spinner: bool,
-    walk: dict[str, Any],
-) -> list[WorkItem]:
-    """Every trace to consider; skipped and unreadable files are reported here; none at all is an error."""
-    selection = select_files(paths, recursive=recursive, **walk)
-    with stderr.status("reading traces...", spinner="dots") if spinner else nullcontext():
-        items = list(scan(selection.files, format=format_, recursive=recursive, shard=shard))
-    summary = selection.skipped_summary()
-    if summary:
-        stderr.print(f"mast: {summary}", markup=False, highlight=False)
-    for item in items:
-        if item.whole_file:
-            stderr.print(f"mast: skipped {file_error_line(item)}", markup=False, highlight=False)
-    if not items and shard is None:  # a shard of a small input may rightly be empty
-        raise no_traces_error(paths, selection)
-    return items
+def _notice(line: str) -> None:
+    stderr.print(f"mast: {line}", markup=False, highlight=False)
 
 
 def _exit_code(report: BatchReport) -> int:
@@ -238,11 +213,14 @@ def _exit_code(report: BatchReport) -> int:
 
 
 class _ProgressBar:
-    """done/total, errors, tokens, dollars and ETA on stderr, updated as results arrive."""
+    """done/total, errors, tokens, dollars and ETA on stderr, updated as results arrive.
 
-    def __init__(self, runner: BatchRunner, *, total: int, enabled: bool) -> None:
-        self.runner = runner
+    The total starts from a cheap count of the input files and grows when files hold several traces.
+    """
+
+    def __init__(self, *, total: int, enabled: bool) -> None:
         self.enabled = enabled
+        self.expected = total
         self.progress = Progress(
             TextColumn("[bold]labelling"),
             BarColumn(),
@@ -259,7 +237,7 @@ class _ProgressBar:
         )
         self.errors_shown = 0
         self.reasons_shown: set[str] = set()
-        self.task = self.progress.add_task("label", total=total, errors=0, tokens="0", cost=0.0)
+        self.task = self.progress.add_task("label", total=total or None, errors=0, tokens="0", cost=0.0)
 
     def __enter__(self) -> _ProgressBar:
         self.progress.start()
@@ -268,19 +246,20 @@ class _ProgressBar:
     def __exit__(self, *exc: object) -> None:
         self.progress.stop()
 
-    def on_result(self, item: WorkItem, diagnosis: Diagnosis, outcome: str) -> None:
+    def on_progress(self, report: BatchReport, item: WorkItem, outcome: str, diagnosis: Diagnosis | None) -> None:
         if item.whole_file:
+            self.progress.console.print(f"mast: skipped {file_error_line(item)}", markup=False, highlight=False)
             return
-        report = self.runner.report
-        self.progress.update(
-            self.task,
-            total=report.total,
-            completed=report.done,
-            errors=report.failed,
-            tokens=_tokens(report.input_tokens + report.output_tokens),
-            cost=report.cost_usd,
-        )
-        if diagnosis.status == "error" and outcome != "resumed":
+        if self.enabled:
+            self.progress.update(
+                self.task,
+                total=max(self.expected, report.total),
+                completed=report.done,
+                errors=report.failed,
+                tokens=_tokens(report.input_tokens + report.output_tokens),
+                cost=report.cost_usd,
+            )
+        if diagnosis is not None and diagnosis.status == "error" and outcome != "resumed":
             reason = diagnosis.error.message if diagnosis.error is not None else ""
             if reason in self.reasons_shown and diagnosis.error is not None and diagnosis.error.type == "JudgeSetupError":
                 return  # the same setup error (no key, unknown model) for every trace: said once
@@ -304,57 +283,26 @@ def _tokens(count: int) -> str:
 # -- dry run -------------------------------------------------------------------------------------
 
 
-def _dry_run(items: Sequence[WorkItem], judge: BatchJudge, jsonl: Path, overwrite: bool, as_json: bool) -> None:
-    """Print what the run would judge and what it would cost; nothing is sent."""
-    done: set[ResumeKey] = set()
-    if not overwrite and jsonl.exists():
-        done = set(reusable_results(jsonl, judge.info, {item.key for item in items}))
-    done_content = {(trace_id, trace_hash) for trace_id, trace_hash, _, _ in done}
-    # An identical trace (same id and content) from another file or record costs no call.
-    todo = [i for i in items if i.error is None and i.resume_key not in done and i.key not in done_content]
-    unique = list({i.key: i for i in todo}.values())
-    input_tokens = output_tokens = 0
-    cost: float | None = 0.0
-    reloader = Reloader()
-    if unique:
-        asyncio.run(judge.start())  # the backend counts tokens; starting it sends nothing
-    for item in unique:
-        trace = item.trace if item.trace is not None else reloader.load(item)
-        estimate = judge.estimate(trace)
-        input_tokens += estimate.input_tokens
-        output_tokens += estimate.output_tokens
-        cost = None if cost is None or estimate.cost_usd is None else cost + estimate.cost_usd
-    traces = sum(1 for i in items if not i.whole_file)
-    plan = {
-        "traces": traces,
-        "already_done": sum(1 for i in items if i.resume_key in done),
-        "unreadable": sum(1 for i in items if i.error is not None and not i.whole_file),
-        "files_skipped": sum(1 for i in items if i.whole_file),
-        "to_judge": len(unique),
-        "estimated_input_tokens": input_tokens,
-        "estimated_output_tokens": output_tokens,
-        "estimated_cost_usd": cost,
-        "model": judge.info.model,
-        "judge": judge.info.kind,
-    }
+def _print_plan(dry: DryRunPlan, as_json: bool) -> None:
+    """Print what the run would judge and what it would cost; nothing was sent."""
     if as_json:
-        import orjson
-
-        write_line(orjson.dumps(plan).decode())
-    else:
-        table = Table(title="dry run: nothing was sent", show_header=False, title_justify="left")
-        table.add_column(style="bold")
-        table.add_column(justify="right")
-        table.add_row("judge", f"{plan['judge']}" + (f" ({plan['model']})" if plan["model"] else ""))
-        table.add_row("traces", str(traces))
-        table.add_row("already in output", str(plan["already_done"]))
-        table.add_row("to judge", str(len(unique)))
-        if plan["unreadable"] or plan["files_skipped"]:
-            table.add_row("unreadable records / files", f"{plan['unreadable']} / {plan['files_skipped']}")
-        table.add_row("est. input tokens", f"{input_tokens:,}")
-        table.add_row("est. output tokens", f"{output_tokens:,}")
+        write_line(dry.model_dump_json())
+        return
+    table = Table(title="dry run: nothing was sent", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_row("judge", dry.judge + (f" ({dry.model})" if dry.model else ""))
+    table.add_row("traces", str(dry.traces))
+    table.add_row("already in output", str(dry.already_done))
+    table.add_row("to judge", str(dry.to_judge))
+    if dry.unreadable or dry.files_skipped:
+        table.add_row("unreadable records / files", f"{dry.unreadable} / {dry.files_skipped}")
+    if dry.estimated_input_tokens is not None:
+        cost = dry.estimated_cost_usd
+        table.add_row("est. input tokens", f"{dry.estimated_input_tokens:,}")
+        table.add_row("est. output tokens", f"{dry.estimated_output_tokens or 0:,}")
         table.add_row("est. cost", "unknown (no price for this model)" if cost is None else f"${cost:.4f}")
-        stderr.print(table)
+    stderr.print(table)
 
 
 # -- summary -------------------------------------------------------------------------------------

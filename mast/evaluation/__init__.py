@@ -16,9 +16,9 @@ Example:
 from mast.evaluation.agreement import inter_annotator, majority_vote
 from mast.evaluation.attribution import evaluate_attribution, read_attribution_gold, read_who_and_when
 from mast.evaluation.core import compare_judges, evaluate
-from mast.evaluation.frames import to_dataframe
 from mast.evaluation.labels import label_table, labels_from_diagnoses, read_diagnoses, read_labels
 from mast.evaluation.report import AttributionReport, EvaluationReport
+from mast.results import to_dataframe
 
 __all__ = [
     "AttributionReport",

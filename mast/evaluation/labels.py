@@ -49,11 +49,11 @@ from typing import Any, Literal, TypeAlias
 
 import orjson
 import pandas as pd
-from pydantic import ValidationError
 
 from mast.diagnosis import Diagnosis, ModeVerdict
 from mast.errors import EvaluationError
-from mast.evaluation.frames import to_dataframe as to_dataframe  # its home was here; kept importable
+from mast.results import iter_results, read_results
+from mast.results import to_dataframe as to_dataframe  # one implementation; this name stays for older imports
 from mast.taxonomy import Taxonomy, load_taxonomy, normalize_code
 
 LABEL_COLUMNS = ("trace_id", "code", "present", "annotator", "confidence", "evidence")
@@ -258,43 +258,14 @@ def _from_wide(frame: pd.DataFrame, taxonomy: Taxonomy, source: str) -> pd.DataF
 def read_diagnoses(path: str | os.PathLike[str]) -> list[Diagnosis]:
     """Read a ``results.jsonl`` of :class:`~mast.diagnosis.Diagnosis` lines (or a JSON list of them).
 
-    A torn last line (no newline, not valid) is what a running or killed batch leaves; it is skipped,
-    as ``mast label`` itself does on resume.
+    The one reader is :func:`mast.results.read_results` (a torn last line is skipped, as ``mast
+    label`` itself does on resume); this name stays for the evaluation's callers.
 
     Raises:
-        EvaluationError: naming the line that is not a valid diagnosis.
+        EvaluationError: naming the line that is not a valid diagnosis
+            (:class:`~mast.errors.ResultsFileError`, an EvaluationError).
     """
-    file = Path(path)
-    diagnoses: list[Diagnosis] = []
-    try:
-        with file.open("rb") as handle:
-            if _first_char(handle) == b"[":
-                return [_diagnosis(record, file, n) for n, record in enumerate(iter_json_records(file), start=1)]
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    diagnoses.append(Diagnosis.model_validate_json(line))
-                except ValidationError as exc:
-                    if not line.endswith(b"\n"):
-                        break  # a torn last line: what a batch still writing (or killed) leaves behind
-                    first = exc.errors()[0]
-                    loc = ".".join(str(p) for p in first.get("loc", ()))
-                    raise EvaluationError(
-                        f"{file}:{number}: not a mast diagnosis ({loc}: {first.get('msg')})"
-                    ) from exc
-    except OSError as exc:
-        raise EvaluationError(f"cannot read {file}: {exc.strerror or exc}") from exc
-    return diagnoses
-
-
-def _diagnosis(record: Any, file: Path, number: int) -> Diagnosis:
-    try:
-        return Diagnosis.model_validate(record)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first.get("loc", ()))
-        raise EvaluationError(f"{file} record {number}: not a mast diagnosis ({loc}: {first.get('msg')})") from exc
+    return read_results(path)
 
 
 def verdict_evidence(verdict: ModeVerdict) -> str:
@@ -378,7 +349,7 @@ def read_labels(
     kind = sniff_format(path) if format == "auto" else format
     name = str(path)
     if kind == "diagnoses":
-        return labels_from_diagnoses(read_diagnoses(path), taxonomy=tax, source=name)
+        return labels_from_diagnoses(iter_results(path), taxonomy=tax, source=name)
     if kind in ("long", "wide"):
         from mast.evaluation.sourcekeys import add_source_keys
 

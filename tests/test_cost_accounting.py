@@ -89,7 +89,8 @@ def test_online_run_records_cached_input_tokens_and_prices_them(tmp_path: Path) 
             cached_input_tokens=usage.cached_input_tokens,
         )
         assert usage.cost_usd == pytest.approx(expected)
-        assert usage.list_cost_usd is not None and usage.cost_usd < usage.list_cost_usd
+        assert usage.cost_usd is not None and usage.list_cost_usd is not None
+        assert usage.cost_usd < usage.list_cost_usd
         assert not usage.batch_api
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -234,7 +234,7 @@ def _label_on_ray(
 
 
 def _items(files: Sequence[Path], jsonl: Path, format: str, recursive: bool, shard: str | None,
-           select: Selection) -> Iterator[WorkItem]:
+           select: Selection) -> Iterable[WorkItem]:
     """The traces of ``files`` (and the stores' traces), sharded and picked, as a stream."""
     return pick(scan([*files, *select.traces], format=format, recursive=recursive,
                      shard=parse_shard(shard) if shard else None, skip=[jsonl]),

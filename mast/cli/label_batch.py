@@ -99,7 +99,7 @@ def run_batch_command(command: BatchCommand) -> int:
             },
         }
         write_line(orjson.dumps(summary).decode())
-    return gate_exit(label._exit_code(run.report), label._gated(run.report, command.fail_on))  # noqa: SLF001
+    return gate_exit(label._exit_code(run.report), label._gated(run.report, list(command.fail_on)))  # noqa: SLF001
 
 
 def _progress_line(progress: BatchProgress) -> None:

@@ -146,7 +146,9 @@ def test_router_shifts_traffic_away_from_a_deployment_that_answers_429(tmp_path:
             "router_settings:\n  routing_strategy: simple-shuffle\n  num_retries: 3\n  allowed_fails: 0\n"
             "  cooldown_time: 600\n"
         )
-        report = label([path], out, model="judge", cache=False, max_retries=0, router=router, concurrency=2)
+        # The Router fails over on its own; mast's own retry (2) covers a call that lost the race to
+        # the cooldown while two were in flight, so every trace still ends judged.
+        report = label([path], out, model="judge", cache=False, max_retries=2, router=router, concurrency=2)
         assert len(limited.chat_requests) >= 1  # it was tried...
         answered = sum(d.usage.llm_calls for d in iter_results(out))
         assert len(healthy.chat_requests) == answered >= 1  # ...and every answer came from the healthy one

@@ -23,3 +23,12 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MAST_CACHE_DIR", str(tmp_path_factory.mktemp("mast-cache")))
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+@pytest.fixture
+def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the transport's exponential back-off tiny; a Retry-After header is still honoured as sent."""
+    from mast.judge import backend
+
+    monkeypatch.setattr(backend, "RETRY_INITIAL_WAIT", 0.01)
+    monkeypatch.setattr(backend, "RETRY_MAX_WAIT", 0.05)

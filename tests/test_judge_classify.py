@@ -12,7 +12,6 @@ import pytest
 from _data import TRACES
 from _sync import hold_until_in_flight
 
-import mast.judge.backend as backend_module
 from mast.diagnosis import Diagnosis
 from mast.errors import JudgeAPIError, JudgeOutputError, UsageError
 from mast.judge import Judge, JudgeConfig, aclassify, classify, judge_notice
@@ -24,11 +23,7 @@ from mast.trace import Step, ToolCall, ToolResult, Trace
 TAX = load_taxonomy()
 
 
-@pytest.fixture(autouse=True)
-def _fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep exponential back-off tiny; a Retry-After header is still honoured as sent."""
-    monkeypatch.setattr(backend_module, "RETRY_INITIAL_WAIT", 0.01)
-    monkeypatch.setattr(backend_module, "RETRY_MAX_WAIT", 0.05)
+pytestmark = pytest.mark.usefixtures("fast_backoff")
 
 
 def short_trace(trace_id: str = "t-short") -> Trace:

@@ -15,7 +15,6 @@ import mast
 from mast.cli import main
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
-from mast.judge import backend as backend_module
 from mast.judge.jury import Jury, parse_jury
 from mast.judge.reduce import agreement, decide, parse_reducer
 from mast.taxonomy import load_taxonomy
@@ -27,10 +26,7 @@ ALL = TAX.codes
 QUOTE = "ls -la ./logs"
 
 
-@pytest.fixture(autouse=True)
-def _fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(backend_module, "RETRY_INITIAL_WAIT", 0.01)
-    monkeypatch.setattr(backend_module, "RETRY_MAX_WAIT", 0.05)
+pytestmark = pytest.mark.usefixtures("fast_backoff")
 
 
 def trace(trace_id: str = "jury-t1") -> Trace:

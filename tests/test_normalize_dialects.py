@@ -24,7 +24,7 @@ from mast.normalize._dialects import (
 from mast.normalize._messages import forget_history, from_item, to_messages
 from mast.normalize._msg_common import Msg
 
-BUILT_IN = {
+BUILT_IN: dict[str, dict[str, Any]] = {
     "openai": {"role": "user", "content": "Summarise the report."},
     "anthropic": {"role": "assistant", "content": [{"type": "tool_use", "id": "tu_1", "name": "grep", "input": {"q": "x"}}]},
     "otel_genai": {"role": "assistant", "parts": [{"type": "text", "content": "Done."}]},

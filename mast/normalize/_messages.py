@@ -8,6 +8,9 @@ spelling of a message dict is a dialect in its own ``_dialect_<name>.py`` module
 This module holds what is not one dialect's: message lists, request and response bodies,
 :func:`history_messages` (re-sent histories read incrementally), history keys and agent names from
 prompts. :class:`mast.normalize._timeline.Timeline` turns messages into ordered steps.
+
+Formats import what they read messages with from here: :class:`Msg`, the shared helpers and each
+built-in dialect's reader are re-exported (``import X as X``).
 """
 
 from __future__ import annotations
@@ -22,19 +25,25 @@ import orjson
 
 from mast.normalize._common import text_of, usage_from
 from mast.normalize._dialect_anthropic import ANTHROPIC_BLOCKS as ANTHROPIC_BLOCKS
-from mast.normalize._dialect_anthropic import from_anthropic
-from mast.normalize._dialect_gemini import from_gemini
+from mast.normalize._dialect_anthropic import from_anthropic as from_anthropic
+from mast.normalize._dialect_gemini import from_gemini as from_gemini
 from mast.normalize._dialect_langchain import LANGCHAIN_TYPES as LANGCHAIN_TYPES
-from mast.normalize._dialect_langchain import from_langchain
-from mast.normalize._dialect_openai import from_openai
+from mast.normalize._dialect_langchain import from_langchain as from_langchain
+from mast.normalize._dialect_openai import from_openai as from_openai
 from mast.normalize._dialect_otel import from_otel as from_otel
-from mast.normalize._dialect_responses import RESPONSES_ITEM_TYPES, from_responses
+from mast.normalize._dialect_responses import RESPONSES_ITEM_TYPES as RESPONSES_ITEM_TYPES
+from mast.normalize._dialect_responses import from_responses as from_responses
 from mast.normalize._dialect_vercel import from_vercel as from_vercel
 from mast.normalize._dialects import dialect_of, is_message
 from mast.normalize._msg_common import CHAT_ROLES as CHAT_ROLES
 from mast.normalize._msg_common import ROLE_ALIASES as ROLE_ALIASES
-from mast.normalize._msg_common import Msg, as_dict, compact, maybe_json, norm_role, parts_text
+from mast.normalize._msg_common import Msg as Msg
+from mast.normalize._msg_common import as_dict as as_dict
+from mast.normalize._msg_common import compact as compact
 from mast.normalize._msg_common import listed as listed
+from mast.normalize._msg_common import maybe_json as maybe_json
+from mast.normalize._msg_common import norm_role as norm_role
+from mast.normalize._msg_common import parts_text
 from mast.normalize._msg_common import result_text as result_text
 from mast.normalize._msg_common import type_of as type_of
 from mast.trace import ToolResult

@@ -53,7 +53,9 @@ _RECOGNISERS: list[Callable[[dict[str, Any]], bool]] = []
 def _reindex() -> None:
     _ORDERED[:] = sorted(_DIALECTS.values(), key=lambda d: (d.order, d.name))
     recognisers: list[Callable[[dict[str, Any]], bool]] = []
-    for dialect in _ORDERED:
+    # Membership does not depend on the order asked; the late, catch-all spellings (OpenAI chat)
+    # are by far the commonest, so they are asked first.
+    for dialect in reversed(_ORDERED):
         check = dialect.is_message or dialect.matches
         if all(check is not seen for seen in recognisers):  # dialects may share one predicate
             recognisers.append(check)
@@ -90,4 +92,7 @@ def dialect_of(item: dict[str, Any]) -> MessageDialect | None:
 
 def is_message(item: dict[str, Any]) -> bool:
     """True when some dialect counts the dict as a message."""
-    return any(check(item) for check in _RECOGNISERS)
+    for check in _RECOGNISERS:
+        if check(item):
+            return True
+    return False

@@ -23,8 +23,11 @@ the formats). Adding one is one new module plus its tests; nothing else is edite
   :class:`~mast.normalize._logs_common.LogParse`, ``framework``, the MAD ``mas_names`` it serves).
   The ``framework_log`` format and the MAD reader find it in the registry.
 * **A message dialect** (a spelling of chat messages inside any format): a module
-  ``_dialect_<name>.py`` calling :func:`~mast.normalize._dialects.register_dialect`; every format
-  that reads messages (:func:`~mast.normalize._messages.to_messages`) then understands it.
+  ``_dialect_<name>.py`` calling :func:`~mast.normalize._dialects.register_dialect` (``matches``,
+  ``read``, ``order``; ``is_message`` when counting as a message differs from being read). The
+  built-in dialects (OpenAI chat, Anthropic, OTel GenAI, LangChain, Gemini, Vercel AI, Responses,
+  Pydantic AI) are such modules too; every format that reads messages
+  (:func:`~mast.normalize._messages.to_messages`) asks the registry.
 
 Whatever the source, the trace is assembled by one builder,
 :func:`~mast.normalize._build.assemble_trace`: the format passes its steps and what the source

@@ -13,7 +13,7 @@ from typing import Any
 
 from mast.normalize._common import text_of, tool_call, usage_from
 from mast.normalize._dialects import MessageDialect, register_dialect
-from mast.normalize._messages import Msg
+from mast.normalize._msg_common import Msg
 from mast.trace import ToolCall, ToolResult, Usage
 
 REQUEST_PARTS = frozenset({"system-prompt", "user-prompt", "tool-return", "retry-prompt", "builtin-tool-return"})

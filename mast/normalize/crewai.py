@@ -26,7 +26,7 @@ import orjson
 
 from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
-from mast.normalize._common import as_dict, parse_time, sum_usage, text_of, usage_from
+from mast.normalize._common import as_dict, parse_time, text_of, usage_from
 from mast.normalize._messages import CREWAI_DELEGATION_TOOLS, Msg, from_openai, name_from_system_prompt
 from mast.normalize._timeline import Timeline
 from mast.normalize.base import RawInput, TraceFormat, register
@@ -205,10 +205,8 @@ class _Crew:
             known_agents=agents,
             task=self.task,
             final_output=self.final,
-            usage=sum_usage(steps),
             derive_task=False,
             derive_final_output=False,
-            derive_usage=False,
             derive_agents=False,
             framework="crewai",
             status=status,

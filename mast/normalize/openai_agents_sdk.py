@@ -24,12 +24,13 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from mast.errors import TraceFormatError
+from mast.normalize._build import assemble_trace
 from mast.normalize._common import as_dict, parse_time, text_of, usage_from
 from mast.normalize._messages import Msg, compact, from_openai, from_responses
 from mast.normalize._sniff import sniffed_json
 from mast.normalize._timeline import Timeline
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
-from mast.trace import Agent, SourceInfo, Step, Trace, Usage
+from mast.trace import Agent, SourceInfo, Step, Trace
 
 _CAMEL = {
     "currentAgent": "current_agent",
@@ -111,21 +112,12 @@ def _state_trace(state: dict[str, Any], source: SourceInfo) -> Trace:
         metadata["pending_approvals"] = pending
     names = [current] + [s.agent for s in timeline.steps if s.agent] + list(as_dict(state.get("tool_use_tracker")))
     known = [Agent(name=n) for n in dict.fromkeys(names) if n.lower() not in ("user", "tool", "system")]
-    return Trace(
-        trace_id=str(trace_info.get("id") or ""),
-        source=source,
-        framework="openai-agents",
-        task=timeline.task(),
-        agents=timeline.agents(known),
-        steps=timeline.steps,
-        final_output=None if interrupted else timeline.final_answer(),
-        status="unknown",
+    return assemble_trace(
+        timeline.steps, source=source, timeline=timeline, known_agents=known,
+        final_output=None, derive_final_output=not interrupted,  # a paused run has given no answer yet
         usage=usage,
-        metadata=metadata,
-        warnings=[
-            *([f"run paused for human approval of {len(pending)} tool call(s); the trace ends there"] if pending else []),
-            *timeline.warnings,
-        ],
+        warnings=[f"run paused for human approval of {len(pending)} tool call(s); the trace ends there"] if pending else [],
+        trace_id=str(trace_info.get("id") or ""), framework="openai-agents", status="unknown", metadata=metadata,
     )
 
 
@@ -246,21 +238,11 @@ def _export_trace(trace_id: str, info: dict[str, Any], spans: list[dict[str, Any
         metadata["not_rendered"] = dict(skipped)
     status: Literal["ok", "error", "unknown"] = "error" if errors else ("ok" if known else "unknown")
     final = timeline.final_answer() or next((s.content for s in reversed(timeline.steps) if s.kind == "llm" and s.content and not s.tool_calls), None)
-    return Trace(
-        trace_id=trace_id,
-        source=source,
-        framework="openai-agents",
-        task=timeline.task(),
-        agents=timeline.agents(known.values()),
-        steps=timeline.steps,
-        final_output=final,
-        status=status,
-        error=errors[-1] if errors else None,
-        usage=_sum(timeline.steps),
-        started_at=timeline.first_time(),
-        ended_at=max((s.ended_at for s in timeline.steps if s.ended_at), default=None),
+    return assemble_trace(
+        timeline.steps, source=source, timeline=timeline, known_agents=known.values(), final_output=final, warnings=warnings,
+        trace_id=trace_id, framework="openai-agents", status=status, error=errors[-1] if errors else None,
+        started_at=timeline.first_time(), ended_at=max((s.ended_at for s in timeline.steps if s.ended_at), default=None),
         metadata=metadata,
-        warnings=[*warnings, *timeline.warnings],
     )
 
 
@@ -279,14 +261,6 @@ def _generation(timeline: Timeline, data: dict[str, Any], agent: str, error: str
         timeline.add(msg, agent=agent, kind="llm", model=model, usage=usage if position == 0 else None, error=error, attributes=extra, **fields)
     if not outputs:
         timeline.add_step(kind="llm", agent=agent, role="assistant", model=model, usage=usage, error=error, attributes=extra, **common)
-
-
-def _sum(steps: list[Step]) -> Usage | None:
-    total: Usage | None = None
-    for step in steps:
-        if step.usage is not None:
-            total = step.usage if total is None else total + step.usage
-    return total
 
 
 # --- the format -----------------------------------------------------------------------------------

@@ -6,9 +6,10 @@ import re
 from collections.abc import Iterator
 
 from mast.errors import TraceFormatError
+from mast.normalize._build import assemble_trace
 from mast.normalize._common import agents_from_steps
 from mast.normalize.base import RawInput, TraceFormat, register
-from mast.trace import SourceInfo, Step, Trace
+from mast.trace import Agent, SourceInfo, Step, Trace
 
 # "Name:", "Name (to Other):", "[Name]:", "### Name" at the start of a line marks a new turn.
 _TURN = re.compile(
@@ -58,12 +59,20 @@ def parse_text_log(text: str, *, source: SourceInfo | None = None, warning: str 
             if block.strip():
                 steps.append(Step(index=len(steps), kind="message", content=block.strip(), source_ref=f"char:{text.find(block, offset)}"))
             offset += len(block)
-    trace = Trace(source=source or SourceInfo(format="plain_text"), framework=framework, steps=steps, agents=agents_from_steps(steps))
-    if warning:
-        trace.warnings.append(warning)
-    if steps and steps[0].agent is None:
-        trace.task = steps[0].content[:2000]
-    return trace
+    agents = agents_from_steps(steps)
+    return assemble_trace(
+        steps, source=source or SourceInfo(format="plain_text"), known_agents=agents, derive_agents=False,
+        task=steps[0].content[:2000] if steps and steps[0].agent is None else None, derive_task=False,
+        warnings=[warning] if warning else [], trace_id=_first_id(steps, agents), framework=framework,
+    )
 
+
+def _first_id(steps: list[Step], agents: list[Agent]) -> str:
+    """The id plain-text traces have always had: the content hash of steps and agents, taken without the task.
+
+    (The task is the first paragraph when it has no speaker; hashing it too would change every
+    plain-text trace id, and with them every cached verdict.)
+    """
+    return "sha256:" + Trace(steps=steps, agents=agents).content_hash()[:16]
 
 register(PlainText())

@@ -102,7 +102,7 @@ def _import_format_modules() -> None:
             importlib.import_module(f"{__name__}.{name}")
 
 
-EXTENSION_PREFIXES = ("_logs_", "_dialect_")
+EXTENSION_PREFIXES = ("_logs_", "_dialect_", "_span_")
 """Helper modules that register extensions (framework logs, message dialects) when imported, before the formats."""
 
 

@@ -264,7 +264,8 @@ def _read_messages(plan: SpanPlan, reading: SpanReading, event_inputs: list[Msg]
     raw_in = _first(attrs, used, plan.keys["input"])
     raw_out = _first(attrs, used, plan.keys["output"])
     used.update(plan.consumed)
-    reading.decoded_in, reading.decoded_out = maybe_json(raw_in), maybe_json(raw_out)
+    reading.decoded_in = maybe_json(raw_in) if raw_in is not None else None
+    reading.decoded_out = maybe_json(raw_out) if raw_out is not None else None
     reading.late_inputs = reading.inputs is None
     for reader in plan.late_readers:
         reader(reading)
@@ -287,29 +288,33 @@ def _read_tool(plan: SpanPlan, reading: SpanReading, span: Span) -> None:
         span.input = maybe_json(_first(attrs, used, keys["tool_parameters"]))
 
 
-def _usage(plan: SpanPlan, attrs: dict[str, Any], used: set[str]) -> Usage | None:
-    def first(keys: tuple[str, ...]) -> int | None:
-        for key in keys:
-            value = attrs[key]
-            if value is not None:
-                used.add(key)
-                try:
-                    return int(value)
-                except (TypeError, ValueError):
-                    continue
-        return None
+def _count(attrs: dict[str, Any], used: set[str], keys: tuple[str, ...]) -> int | None:
+    """The first of ``keys`` (all present) that reads as an integer; every one tried is mapped."""
+    for key in keys:
+        value = attrs[key]
+        if value is not None:
+            used.add(key)
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                continue
+    return None
 
+
+def _usage(plan: SpanPlan, attrs: dict[str, Any], used: set[str]) -> Usage | None:
+    keys = plan.keys
     cost = None
-    for key in plan.keys["cost"]:
+    for key in keys["cost"]:
         if attrs[key] is not None:
             cost = attrs[key]
             used.add(key)
             break
-    counts = (first(plan.keys["input_tokens"]), first(plan.keys["output_tokens"]), first(plan.keys["total_tokens"]))
+    counts = (_count(attrs, used, keys["input_tokens"]), _count(attrs, used, keys["output_tokens"]), _count(attrs, used, keys["total_tokens"]))
     cost_usd = float(cost) if isinstance(cost, int | float) else None
     if cost_usd is None and counts == (None, None, None):
         return None  # most spans (tools, agents) record none: no model built to compare with an empty one
-    return Usage(input_tokens=counts[0], output_tokens=counts[1], total_tokens=counts[2], cost_usd=cost_usd)
+    # the values are ints and a float made just above: nothing left for validation to check
+    return Usage.model_construct(input_tokens=counts[0], output_tokens=counts[1], total_tokens=counts[2], cost_usd=cost_usd)
 
 
 def _read_identity(plan: SpanPlan, reading: SpanReading, span: Span) -> None:
@@ -378,7 +383,11 @@ def span_from_attributes(
         span.error = str(error_text)
         span.status = "error"
 
-    provider = next((attrs[k] for k in plan.keys["provider"] if attrs[k]), None)
+    provider = None
+    for key in plan.keys["provider"]:
+        provider = attrs[key]
+        if provider:
+            break
     span.framework = _framework(scope, str(provider or ""), plan.framework_keys) or plan.framework
     span.attributes = {k: v for k, v in attrs.items() if k not in used} if used else dict(attrs)
     if events:

@@ -6,7 +6,7 @@ import base64
 import binascii
 import re
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from mast.normalize._common import parse_time
@@ -53,12 +53,30 @@ def key_values(items: Iterable[Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items or []:
         if isinstance(item, dict) and "key" in item:
-            out[str(item["key"])] = any_value(item.get("value"))
+            key, value = item["key"], item.get("value")
+            # most attributes are strings: skip the call and the key probing for them
+            out[key if type(key) is str else str(key)] = value["stringValue"] if type(value) is dict and "stringValue" in value else any_value(value)
     return out
 
 
 def hex_id(value: Any) -> str | None:
     """A span or trace id as hex: OTLP/JSON ids are hex already; protobuf-JSON ids are base64."""
+    if type(value) is str:
+        known = _IDS.get(value)
+        if known is None:
+            if len(_IDS) >= _MAX_IDS:
+                _IDS.clear()
+            known = _IDS[value] = _hex_id(value)
+        return known
+    return _hex_id(value)
+
+
+_IDS: dict[str, str | None] = {}
+"""Ids already converted: every span repeats its trace id, and parents are named by many children."""
+_MAX_IDS = 1 << 16
+
+
+def _hex_id(value: Any) -> str | None:
     if value in (None, ""):
         return None
     text = str(value)
@@ -73,6 +91,9 @@ def hex_id(value: Any) -> str | None:
 
 def span_time(value: Any) -> datetime | None:
     """A span timestamp: nanoseconds (int or string), ISO text, or JS ``[seconds, nanos]``."""
+    if type(value) is str and len(value) >= 19 and value.isdigit():
+        # OTLP/JSON nanoseconds as text (what :func:`parse_time` does with them, without its probing)
+        return datetime.fromtimestamp(float(value) / 1e9, tz=UTC)
     if isinstance(value, list | tuple) and len(value) == 2 and all(isinstance(v, int | float) for v in value):
         return parse_time(int(value[0]) * 1_000_000_000 + int(value[1]))
     return parse_time(value)

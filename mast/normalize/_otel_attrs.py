@@ -313,8 +313,7 @@ def _usage(plan: SpanPlan, attrs: dict[str, Any], used: set[str]) -> Usage | Non
     cost_usd = float(cost) if isinstance(cost, int | float) else None
     if cost_usd is None and counts == (None, None, None):
         return None  # most spans (tools, agents) record none: no model built to compare with an empty one
-    # the values are ints and a float made just above: nothing left for validation to check
-    return Usage.model_construct(input_tokens=counts[0], output_tokens=counts[1], total_tokens=counts[2], cost_usd=cost_usd)
+    return Usage(input_tokens=counts[0], output_tokens=counts[1], total_tokens=counts[2], cost_usd=cost_usd)
 
 
 def _read_identity(plan: SpanPlan, reading: SpanReading, span: Span) -> None:

@@ -4,7 +4,8 @@ This is what the OpenTelemetry collector's file exporter, Phoenix, Logfire, Open
 agent frameworks' OTel integrations write. Spans are grouped by trace id (one :class:`Trace` each,
 in order of first appearance; spans of one trace may be spread over many lines), the tree is rebuilt
 from ``parentSpanId`` and walked in start-time order; see :mod:`mast.normalize._spans`. Attributes
-are read in every GenAI dialect (:mod:`mast.normalize._otel_attrs`).
+are read by the registered span dialects (OTel GenAI, OpenInference, OpenLLMetry, Vercel AI SDK...;
+:mod:`mast.normalize._otel_dialects`, read through :mod:`mast.normalize._otel_attrs`).
 
 The file is parsed as plain JSON, never with protobuf's ``json_format`` (which would decode the hex
 ids of OTLP/JSON as base64); ids in base64 (protobuf's own JSON mapping) are converted to hex.

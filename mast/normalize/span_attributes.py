@@ -2,8 +2,8 @@
 
 What tests, fixtures and span processors often dump: ``{"openinference.span.kind": "LLM",
 "llm.input_messages.0.message.role": "user", ...}`` or ``{"gen_ai.operation.name": "chat",
-"gen_ai.input.messages": "[...]"}``. Read with the same dialect code as OTLP spans
-(:mod:`mast.normalize._otel_attrs`). A list of such dicts is read as the spans of one run, in order
+"gen_ai.input.messages": "[...]"}``. Read by the same span dialects as OTLP spans
+(:mod:`mast.normalize._otel_attrs`); detected by their GenAI / OpenInference / Traceloop keys. A list of such dicts is read as the spans of one run, in order
 (there is no tree to rebuild).
 """
 

@@ -16,6 +16,7 @@ import pytest
 from _data import TRACES
 
 import mast.normalize as normalize
+from mast.errors import TraceFormatError
 from mast.normalize import load_trace
 from mast.normalize._otel_attrs import span_from_attributes
 from mast.normalize._otel_dialects import (
@@ -104,6 +105,20 @@ def test_the_documented_span_dialect_reads_its_spans(acme: None) -> None:
     mapped = {"acme.model", "acme.prompt", "acme.reply", "acme.tokens.in", "acme.tokens.out", "acme.agent", "acme.tool"}
     assert not any(mapped & set(s.attributes) for s in trace.steps)  # read into the steps, not kept twice
     assert answer.attributes["acme.step"] == "model_call"  # the kind rule marks nothing used: the key stays
+
+
+def test_a_flat_attribute_dict_in_the_dialect_is_recognised(acme: None) -> None:
+    flat = {"acme.step": "model_call", "acme.model": "acme-1", "acme.prompt": json.dumps([{"role": "user", "content": "Summarise the incident."}]),
+            "acme.reply": "The disk filled up at 03:10."}
+    trace = load_trace(flat)
+    assert trace.source.format == "span_attributes"
+    assert [(s.role, s.content) for s in trace.steps] == [("user", "Summarise the incident."), ("assistant", "The disk filled up at 03:10.")]
+    assert trace.steps[1].model == "acme-1"
+
+
+def test_a_flat_attribute_dict_of_an_unknown_dialect_is_refused() -> None:
+    with pytest.raises(TraceFormatError, match="no known trace format"):
+        load_trace({"acme.step": "model_call", "acme.model": "acme-1", "acme.reply": "Done."})
 
 
 def test_without_the_dialect_its_keys_stay_unread() -> None:

@@ -55,6 +55,7 @@ first, then the formats). Adding one is one new module plus its tests; nothing e
           name="acme", prefixes=("acme.",), kinds=((25, acme_kind),), messages=((25, acme_messages),),
           fields={"agent": ((25, "acme.agent"),), "model": ((25, "acme.model"),), "tool_name": ((25, "acme.tool"),),
                   "input_tokens": ((25, "acme.tokens.in"),), "output_tokens": ((25, "acme.tokens.out"),)},
+          flat_markers=("acme.step",), flat_prefixes=("acme.",),  # a bare {"acme.step": ...} dict is a span too
       ))
 
 Whatever the source, the trace is assembled by one builder,

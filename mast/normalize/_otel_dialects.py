@@ -67,6 +67,10 @@ class SpanDialect:
     """The framework a span is credited to when this dialect reads it and no other hint names one."""
     framework_keys: tuple[str, ...] = ()
     """Beginnings of keys whose names point at a framework (``pydantic_ai.all_messages``: Pydantic AI)."""
+    flat_markers: tuple[str, ...] = ()
+    """Keys that show a flat dict (no OTLP envelope) holds span attributes: the key itself or ``key.*``."""
+    flat_prefixes: tuple[str, ...] = ()
+    """Beginnings of keys counted as span attributes when a flat dict is recognised (most of its keys must be)."""
 
 
 @dataclass(slots=True)
@@ -132,6 +136,30 @@ def unregister_span_dialect(name: str) -> None:
 def _changed() -> None:
     _ORDERED[:] = sorted(_DIALECTS.values(), key=lambda d: d.name)
     _PLANS.clear()
+    _FLAT.clear()
+
+
+@dataclass(frozen=True)
+class FlatKeys:
+    """What recognises a flat span-attribute dict, over all registered dialects."""
+
+    markers: tuple[str, ...]
+    prefixes: tuple[str, ...]
+    sniffs: tuple[str, ...]
+    """Text a file's head must contain: each marker's first segment with its dot (``gen_ai.``)."""
+
+
+_FLAT: list[FlatKeys] = []
+
+
+def flat_keys() -> FlatKeys:
+    """Markers and prefixes of flat span-attribute dicts, gathered from the registry (once per change)."""
+    if not _FLAT:
+        markers = tuple(dict.fromkeys(m for d in _ORDERED for m in d.flat_markers))
+        prefixes = tuple(dict.fromkeys(p for d in _ORDERED for p in d.flat_prefixes))
+        sniffs = tuple(dict.fromkeys(m.split(".", 1)[0] + "." for m in markers))
+        _FLAT.append(FlatKeys(markers, prefixes, sniffs))
+    return _FLAT[0]
 
 
 def span_dialects() -> list[SpanDialect]:

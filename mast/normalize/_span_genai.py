@@ -107,4 +107,6 @@ register_span_dialect(SpanDialect(
         "total_tokens": ((30, "gen_ai.usage.total_tokens"),),
         "provider": ((10, GEN_AI_PROVIDER_NAME), (20, GEN_AI_SYSTEM)),
     },
+    flat_markers=(GEN_AI_OPERATION_NAME, GEN_AI_INPUT_MESSAGES, GEN_AI_TOOL_NAME, GEN_AI_SYSTEM, GEN_AI_PROVIDER_NAME),
+    flat_prefixes=("gen_ai.",),
 ))

@@ -136,4 +136,6 @@ register_span_dialect(SpanDialect(
         "cost": ((10, SpanAttributes.LLM_COST_TOTAL),),
     },
     consumed=(SpanAttributes.INPUT_MIME_TYPE, SpanAttributes.OUTPUT_MIME_TYPE),
+    flat_markers=(OI_KIND, SpanAttributes.LLM_MODEL_NAME),
+    flat_prefixes=("llm.", "openinference.", "input.value", "output.value", "tool."),
 ))

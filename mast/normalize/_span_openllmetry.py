@@ -77,4 +77,6 @@ register_span_dialect(SpanDialect(
         "agent_fallback": ((20, "traceloop.entity.name"),),
         "tool_name": ((40, "traceloop.entity.name"),),
     },
+    flat_markers=(GEN_AI_PROMPT, TRACELOOP_KIND),
+    flat_prefixes=("traceloop.",),
 ))

@@ -72,4 +72,5 @@ register_span_dialect(SpanDialect(
         "total_tokens": ((20, "ai.usage.totalTokens"),),
     },
     framework="vercel-ai",
+    flat_prefixes=("ai.",),
 ))

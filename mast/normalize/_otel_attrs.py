@@ -227,6 +227,7 @@ _GENERIC = SpanDialect(
 )
 """What every span may carry whatever wrote it; always asked, never registered."""
 
+
 def _first(attrs: dict[str, Any], used: set[str], keys: tuple[str, ...]) -> Any:
     """The value of the first of ``keys`` (all present) that holds one, marked used."""
     for key in keys:

@@ -75,7 +75,7 @@ class SpanDialect:
 
 @dataclass(slots=True)
 class SpanReading:
-    """One span being read: what readers see and fill in."""
+    """One span being read: what readers see and fill in (``attrs`` is read, never changed)."""
 
     attrs: dict[str, Any]
     name: str

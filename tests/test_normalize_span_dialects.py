@@ -33,8 +33,12 @@ TRACE_ID = "5b8efff798038103d269b633813fc60c"
 
 def _documented_example() -> str:
     doc = normalize.__doc__ or ""
-    block = doc.split("For example ``_span_acme.py``::", 1)[1].split("\n\nWhatever the source", 1)[0]
-    return textwrap.dedent(block)
+    lines: list[str] = []
+    for line in doc.split("For example ``_span_acme.py``::", 1)[1].splitlines()[1:]:
+        if line.strip() and not line.startswith("      "):
+            break  # the literal block ends at the first line indented less
+        lines.append(line)
+    return textwrap.dedent("\n".join(lines))
 
 
 @pytest.fixture

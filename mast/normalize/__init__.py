@@ -22,9 +22,6 @@ first, then the formats). Adding one is one new module plus its tests; nothing e
   :class:`~mast.normalize._logs_common.FrameworkLog` (``sniff``, ``parse`` returning a
   :class:`~mast.normalize._logs_common.LogParse`, ``framework``, the MAD ``mas_names`` it serves).
   The ``framework_log`` format and the MAD reader find it in the registry.
-* **A message dialect** (a spelling of chat messages inside any format): a module
-  ``_dialect_<name>.py`` calling :func:`~mast.normalize._dialects.register_dialect`; every format
-  that reads messages (:func:`~mast.normalize._messages.to_messages`) then understands it.
 * **A span dialect** (the attribute keys one tracing instrumentation writes on its spans): a module
   ``_span_<name>.py`` calling :func:`~mast.normalize._otel_dialects.register_span_dialect` with a
   :class:`~mast.normalize._otel_dialects.SpanDialect`: the key prefixes that mark its spans, rules
@@ -57,6 +54,10 @@ first, then the formats). Adding one is one new module plus its tests; nothing e
                   "input_tokens": ((25, "acme.tokens.in"),), "output_tokens": ((25, "acme.tokens.out"),)},
           flat_markers=("acme.step",), flat_prefixes=("acme.",),  # a bare {"acme.step": ...} dict is a span too
       ))
+
+* **A message dialect** (a spelling of chat messages inside any format): a module
+  ``_dialect_<name>.py`` calling :func:`~mast.normalize._dialects.register_dialect`; every format
+  that reads messages (:func:`~mast.normalize._messages.to_messages`) then understands it.
 
 Whatever the source, the trace is assembled by one builder,
 :func:`~mast.normalize._build.assemble_trace`: the format passes its steps and what the source

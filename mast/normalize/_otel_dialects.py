@@ -5,7 +5,7 @@ observations, Vercel AI SDK exports, flat attribute dicts). What each instrument
 keys mean lives in a module of its own named ``_span_<name>.py`` (imported at start-up by
 ``mast.normalize``), which registers a :class:`SpanDialect`::
 
-    register_span_dialect(SpanDialect(name="vercel", prefixes=("ai.",), kinds=((40, vercel_kind),), ...))
+    register_span_dialect(SpanDialect(name="vercel_ai", prefixes=("ai.",), kinds=((40, operation_kind),), ...))
 
 A dialect says which attribute keys mark a span as (partly) written in it (``prefixes``), and then
 any of: rules that read the span's kind from a declared attribute (``kinds``), keys whose mere
@@ -18,6 +18,12 @@ rank order (lower first), and kind rules and message readers are asked in rank o
 is read only by the dialects whose prefixes its keys carry; the choice, the field keys present and
 the implied kind are decided once per distinct set of attribute keys (see :class:`SpanPlan`) and
 reused, so a dialect costs a span nothing when none of its keys is there.
+
+Ranks of the built-in dialects, to place a new one among them: kind rules OpenInference 10, OTel
+GenAI 20, Traceloop 30, LangSmith 35, Vercel 40, ``llm.request.type`` 45; message readers GenAI 10,
+OpenLLMetry 20, OpenInference 40, Vercel 50 (then span events); late readers Logfire 5, the generic
+input value of an LLM span 10, OpenInference ``llm.prompts`` 20, generic values 30; for fields see
+each module (the answered model before the requested one, GenAI token keys before the others...).
 """
 
 from __future__ import annotations

@@ -73,7 +73,8 @@ def hex_id(value: Any) -> str | None:
 
 _IDS: dict[str, str | None] = {}
 """Ids already converted: every span repeats its trace id, and parents are named by many children."""
-_MAX_IDS = 1 << 16
+_MAX_IDS = 8192
+"""Bounded: span ids never repeat, so the cache is emptied when full (a hot trace id costs one miss)."""
 
 
 def _hex_id(value: Any) -> str | None:

@@ -36,4 +36,4 @@ def test_the_worked_example_adds_a_format(tmp_path: Path, monkeypatch: pytest.Mo
 def test_helper_modules_are_discovered_by_prefix() -> None:
     assert "pydantic_ai" in [d.name for d in dialects()]
     assert "crewai_console" in [log.name for log in framework_logs()]
-    assert normalize.EXTENSION_PREFIXES == ("_logs_", "_dialect_")
+    assert normalize.EXTENSION_PREFIXES == ("_logs_", "_dialect_", "_span_")

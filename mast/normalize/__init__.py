@@ -11,9 +11,9 @@ Example:
 
 How to extend it
 ----------------
-Three kinds of extension register themselves when their module is imported, and this package
-imports every module of its folder at start-up (``_logs_*`` and ``_dialect_*`` helpers first, then
-the formats). Adding one is one new module plus its tests; nothing else is edited.
+Four kinds of extension register themselves when their module is imported, and this package
+imports every module of its folder at start-up (``_logs_*``, ``_dialect_*`` and ``_span_*`` helpers
+first, then the formats). Adding one is one new module plus its tests; nothing else is edited.
 
 * **A format** (a kind of file): a module ``<name>.py`` with a :class:`TraceFormat` subclass
   (``name``, ``description``, ``example``, ``priority``, ``detect``, ``parse``) and ``register(...)``.
@@ -22,6 +22,39 @@ the formats). Adding one is one new module plus its tests; nothing else is edite
   :class:`~mast.normalize._logs_common.FrameworkLog` (``sniff``, ``parse`` returning a
   :class:`~mast.normalize._logs_common.LogParse`, ``framework``, the MAD ``mas_names`` it serves).
   The ``framework_log`` format and the MAD reader find it in the registry.
+* **A span dialect** (the attribute keys one tracing instrumentation writes on its spans): a module
+  ``_span_<name>.py`` calling :func:`~mast.normalize._otel_dialects.register_span_dialect` with a
+  :class:`~mast.normalize._otel_dialects.SpanDialect`: the key prefixes that mark its spans, rules
+  that read the span kind, readers that turn attributes into messages, and for each field (agent,
+  tool, model, token counts...) the keys that hold it, ranked against the other dialects' keys.
+  Every format that reads span attributes (OTLP, Langfuse, Vercel AI SDK...) then reads it.
+  For example ``_span_acme.py``::
+
+      from typing import Any
+
+      from mast.normalize._otel_attrs import input_messages, output_messages
+      from mast.normalize._otel_dialects import SpanDialect, SpanReading, register_span_dialect
+
+
+      def acme_kind(attrs: dict[str, Any], used: set[str]) -> str | None:
+          step = attrs.get("acme.step")
+          return {"model_call": "llm", "action": "tool"}.get(step) if isinstance(step, str) else None
+
+
+      def acme_messages(span: SpanReading) -> None:
+          if span.inputs is None:
+              span.inputs = input_messages(span.take("acme.prompt"))
+          if span.outputs is None:
+              span.outputs = output_messages(span.take("acme.reply"))
+
+
+      register_span_dialect(SpanDialect(
+          name="acme", prefixes=("acme.",), kinds=((25, acme_kind),), messages=((25, acme_messages),),
+          fields={"agent": ((25, "acme.agent"),), "model": ((25, "acme.model"),), "tool_name": ((25, "acme.tool"),),
+                  "input_tokens": ((25, "acme.tokens.in"),), "output_tokens": ((25, "acme.tokens.out"),)},
+          flat_markers=("acme.step",), flat_prefixes=("acme.",),  # a bare {"acme.step": ...} dict is a span too
+      ))
+
 * **A message dialect** (a spelling of chat messages inside any format): a module
   ``_dialect_<name>.py`` calling :func:`~mast.normalize._dialects.register_dialect` (``matches``,
   ``read``, ``order``; ``is_message`` when counting as a message differs from being read). The
@@ -105,7 +138,7 @@ def _import_format_modules() -> None:
             importlib.import_module(f"{__name__}.{name}")
 
 
-EXTENSION_PREFIXES = ("_logs_", "_dialect_")
+EXTENSION_PREFIXES = ("_logs_", "_dialect_", "_span_")
 """Helper modules that register extensions (framework logs, message dialects) when imported, before the formats."""
 
 

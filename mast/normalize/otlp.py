@@ -4,7 +4,8 @@ This is what the OpenTelemetry collector's file exporter, Phoenix, Logfire, Open
 agent frameworks' OTel integrations write. Spans are grouped by trace id (one :class:`Trace` each,
 in order of first appearance; spans of one trace may be spread over many lines), the tree is rebuilt
 from ``parentSpanId`` and walked in start-time order; see :mod:`mast.normalize._spans`. Attributes
-are read in every GenAI dialect (:mod:`mast.normalize._otel_attrs`).
+are read by the registered span dialects (OTel GenAI, OpenInference, OpenLLMetry, Vercel AI SDK...;
+:mod:`mast.normalize._otel_dialects`, read through :mod:`mast.normalize._otel_attrs`).
 
 The file is parsed as plain JSON, never with protobuf's ``json_format`` (which would decode the hex
 ids of OTLP/JSON as base64); ids in base64 (protobuf's own JSON mapping) are converted to hex.
@@ -83,42 +84,57 @@ class _Collector:
                     self.add_span(raw_span, resource_attrs, scope_name, where)
 
     def add_span(self, raw: dict[str, Any], resource: dict[str, Any], scope: str | None, where: str) -> None:
-        trace_id = hex_id(raw.get("traceId") or raw.get("trace_id")) or ""
+        get = raw.get
+        trace_id = hex_id(get("traceId") or get("trace_id")) or ""
         if self.only is not None and trace_id != self.only:
             return
-        span_id = hex_id(raw.get("spanId") or raw.get("span_id")) or f"span-{self.count}"
-        parent = hex_id(raw.get("parentSpanId") or raw.get("parent_span_id"))
-        status, message = status_of(raw.get("status"))
+        span_id = hex_id(get("spanId") or get("span_id")) or f"span-{self.count}"
+        parent = hex_id(get("parentSpanId") or get("parent_span_id"))
+        status, message = status_of(get("status"))
+        raw_events = get("events")
         events = [
             {"name": e.get("name"), "time": e.get("timeUnixNano") or e.get("time_unix_nano"), "attributes": key_values(e.get("attributes") or [])}
-            for e in raw.get("events") or []
+            for e in raw_events
             if isinstance(e, dict)
-        ]
+        ] if raw_events else []
         span = span_from_attributes(
-            key_values(raw.get("attributes") or []),
+            key_values(get("attributes") or []),
             span_id=span_id,
             parent_id=parent,
-            name=str(raw.get("name") or ""),
-            start=span_time(raw.get("startTimeUnixNano") or raw.get("start_time_unix_nano")),
-            end=span_time(raw.get("endTimeUnixNano") or raw.get("end_time_unix_nano")),
+            name=str(get("name") or ""),
+            start=span_time(get("startTimeUnixNano") or get("start_time_unix_nano")),
+            end=span_time(get("endTimeUnixNano") or get("end_time_unix_nano")),
             status=status,
             status_message=message,
             events=events,
             scope=scope,
             order=self.count,
         )
-        span.attributes["otel.span_ref"] = where
-        if raw.get("kind") not in (None, 0, "SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", 1):
-            span.attributes["otel.kind"] = raw.get("kind")
-        if raw.get("links"):
-            span.attributes["otel.links"] = raw["links"]
+        attributes = span.attributes
+        attributes["otel.span_ref"] = where
+        kind = get("kind")
+        if kind not in _PLAIN_KINDS:
+            attributes["otel.kind"] = kind
+        if get("links"):
+            attributes["otel.links"] = raw["links"]
         self.count += 1
-        self.spans.setdefault(trace_id, []).append(span)
-        resources = self.resources.setdefault(trace_id, [])
+        spans = self.spans.get(trace_id)
+        if spans is None:
+            spans = self.spans[trace_id] = []
+            self.resources[trace_id] = []
+        spans.append(span)
+        resources = self.resources[trace_id]
         if resource not in resources:
             resources.append(resource)
         if scope:
-            self.scopes.setdefault(trace_id, set()).add(scope)
+            scopes = self.scopes.get(trace_id)
+            if scopes is None:
+                scopes = self.scopes[trace_id] = set()
+            scopes.add(scope)
+
+
+_PLAIN_KINDS = (None, 0, "SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", 1)
+"""Span kinds not worth keeping (internal is the default)."""
 
 
 class OTLPJson(TraceFormat):

@@ -2,8 +2,9 @@
 
 What tests, fixtures and span processors often dump: ``{"openinference.span.kind": "LLM",
 "llm.input_messages.0.message.role": "user", ...}`` or ``{"gen_ai.operation.name": "chat",
-"gen_ai.input.messages": "[...]"}``. Read with the same dialect code as OTLP spans
-(:mod:`mast.normalize._otel_attrs`). A list of such dicts is read as the spans of one run, in order
+"gen_ai.input.messages": "[...]"}``. Read by the same span dialects as OTLP spans
+(:mod:`mast.normalize._otel_attrs`); recognised by the marker keys the dialects register
+(``gen_ai.operation.name``, ``openinference.span.kind``, ``traceloop.span.kind``...). A list of such dicts is read as the spans of one run, in order
 (there is no tree to rebuild).
 """
 
@@ -14,23 +15,21 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.normalize._otel_attrs import span_from_attributes
+from mast.normalize._otel_dialects import flat_keys
 from mast.normalize._sniff import json_head
 from mast.normalize._spans import build_trace
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace
 
-_PREFIXES = ("gen_ai.", "llm.", "openinference.", "input.value", "output.value", "traceloop.", "tool.", "ai.")
-_MARKERS = ("openinference.span.kind", "gen_ai.operation.name", "gen_ai.input.messages", "gen_ai.prompt", "gen_ai.tool.name",
-            "gen_ai.system", "gen_ai.provider.name", "llm.model_name", "traceloop.span.kind")
-
 
 def is_attribute_dict(data: Any) -> bool:
-    """A flat dict of span attributes: dotted GenAI/OpenInference keys and scalar (or list) values."""
+    """A flat dict of span attributes: a registered dialect's marker key, mostly its keys, scalar (or list) values."""
     if not isinstance(data, dict) or not data:
         return False
-    if not any(key in data or any(k.startswith(key + ".") for k in data) for key in _MARKERS):
+    known = flat_keys()
+    if not any(key in data or any(k.startswith(key + ".") for k in data) for key in known.markers):
         return False
-    dotted = sum(1 for k in data if k.startswith(_PREFIXES))
+    dotted = sum(1 for k in data if k.startswith(known.prefixes))
     flat = all(not isinstance(v, dict) for v in data.values())
     return flat and dotted >= max(1, len(data) // 2)
 
@@ -45,7 +44,7 @@ class SpanAttributes(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        if not json_head(raw, "gen_ai.", "llm.", "openinference.", "traceloop."):
+        if not json_head(raw, *flat_keys().sniffs):
             return 0.0
         try:
             data = raw.data()

@@ -14,7 +14,7 @@ counted (:class:`~mast.evaluation.judges.JudgeTally`), and of the traces not jud
 Example:
     >>> from mast.diagnosis import JudgeInfo
     >>> digest = ResultsDigest()
-    >>> digest.add(Diagnosis(trace_id="t1", judge=JudgeInfo(kind="detectors")))
+    >>> digest.add(Diagnosis(trace_id="t1", judge=JudgeInfo(kind="detectors", taxonomy_version="mast-v3")))
     >>> digest.frame()[["trace_id", "status"]].to_dict("records")
     [{'trace_id': 't1', 'status': 'judged'}]
 """
@@ -104,8 +104,8 @@ class ResultsDigest:
         (Int64), ``first_failure_agent``, ``source_path`` and the usage columns.
         """
         data: dict[str, Any] = {
-            "trace_id": pd.Series(self._trace_ids, dtype=object),
-            "status": pd.Series(self._statuses, dtype=object),
+            "trace_id": pd.Series(self._trace_ids),
+            "status": pd.Series(self._statuses),
         }
         for code, column in zip(self._codes, self._modes, strict=True):
             values = np.frombuffer(bytes(column), dtype=np.uint8)
@@ -113,8 +113,8 @@ class ResultsDigest:
         data["n_modes"] = np.array(self._ints["n_modes"], dtype=np.int64)
         steps = np.array(self._steps, dtype=np.int64)
         data["first_failure_step"] = pd.arrays.IntegerArray(steps, steps == _NO_STEP)
-        data["first_failure_agent"] = pd.Series(self._agents, dtype=object)
-        data["source_path"] = pd.Series(self._sources, dtype=object)
+        data["first_failure_agent"] = pd.Series(self._agents)
+        data["source_path"] = pd.Series(self._sources)
         for name in ("input_tokens", "output_tokens"):
             data[name] = np.array(self._ints[name], dtype=np.int64)
         data["cost_usd"] = np.array(self._floats["cost_usd"], dtype=np.float64)

@@ -6,7 +6,7 @@ judges against each other as if they were annotators, so :func:`require_one_judg
 with a hint, and :func:`split_by_judge` gives each judge's results for comparing them.
 
 Example:
-    >>> judge_label(Diagnosis(trace_id="t", judge=JudgeInfo(kind="detectors")))
+    >>> judge_label(Diagnosis(trace_id="t", judge=JudgeInfo(kind="detectors", taxonomy_version="mast-v3")))
     'detectors'
 """
 
@@ -59,7 +59,7 @@ class JudgeTally:
 
     Example:
         >>> tally = JudgeTally()
-        >>> tally.add(Diagnosis(trace_id="t", judge=JudgeInfo(kind="detectors")))
+        >>> tally.add(Diagnosis(trace_id="t", judge=JudgeInfo(kind="detectors", taxonomy_version="mast-v3")))
         >>> tally.names(), tally.several
         ({'detectors': 1}, False)
     """

@@ -105,7 +105,7 @@ def _write_page(
     if path is not None and not path.is_file():
         raise ResultsFileError(f"{path}: no such results file")
     gold_table = read_labels(gold, role="gold", taxonomy=tax) if gold is not None else None
-    digest, view = ResultsDigest(tax), TraceView(gold_table)
+    digest, view = ResultsDigest(tax, keys=base is not None), TraceView(gold_table)
     try:
         for diagnosis in iter_results(path) if path is not None else items or []:
             digest.add(diagnosis)

@@ -41,8 +41,10 @@ _NO_STEP = -(2**62)
 class ResultsDigest:
     """Running per-trace rows of the fields the report's sections read (see the module docs)."""
 
-    def __init__(self, taxonomy: Taxonomy | None = None, *, max_errors: int = 50) -> None:
+    def __init__(self, taxonomy: Taxonomy | None = None, *, keys: bool = True, max_errors: int = 50) -> None:
+        """``keys=False`` leaves out ``trace_id`` and ``source_path`` (what only pairing two runs needs)."""
         self.taxonomy = taxonomy or load_taxonomy()
+        self._keys = keys
         self.judges = JudgeTally()
         self.judge_labels: set[str] = set()
         self.errors: list[tuple[str, str, str]] = []
@@ -60,9 +62,10 @@ class ResultsDigest:
         self._ints = {name: array("q") for name in ("n_modes", "input_tokens", "output_tokens", "llm_calls", "cached")}
         self._floats = {name: array("d") for name in ("cost_usd", "latency_s")}
         self._interned: dict[str, str] = {}  # statuses and agent names repeat: one string each
+        self._count = 0
 
     def __len__(self) -> int:
-        return len(self._trace_ids)
+        return self._count
 
     def add(self, diagnosis: Diagnosis) -> None:
         """Take one result's fields."""
@@ -76,9 +79,11 @@ class ResultsDigest:
         for column, value in zip(self._modes, row, strict=True):
             column.append(value)
         first, usage = diagnosis.first_failure, diagnosis.usage
-        self._trace_ids.append(diagnosis.trace_id)
+        self._count += 1
+        if self._keys:
+            self._trace_ids.append(diagnosis.trace_id)
+            self._sources.append(diagnosis.source.path)
         self._statuses.append(self._intern(diagnosis.status))
-        self._sources.append(diagnosis.source.path)
         self._agents.append(self._intern(first.agent) if first and first.agent is not None else None)
         self._steps.append(first.step if first and first.step is not None else _NO_STEP)
         ints = self._ints
@@ -100,13 +105,11 @@ class ResultsDigest:
     def frame(self) -> pd.DataFrame:
         """One row per result, in file order.
 
-        Columns: ``trace_id, status``, a nullable boolean per mode, ``n_modes``, ``first_failure_step``
-        (Int64), ``first_failure_agent``, ``source_path`` and the usage columns.
+        Columns: ``trace_id`` (with ``keys``), ``status``, a nullable boolean per mode, ``n_modes``, ``first_failure_step``
+        (Int64), ``first_failure_agent``, ``source_path`` (with ``keys``) and the usage columns.
         """
-        data: dict[str, Any] = {
-            "trace_id": pd.Series(self._trace_ids),
-            "status": pd.Series(self._statuses),
-        }
+        data: dict[str, Any] = {"trace_id": pd.Series(self._trace_ids)} if self._keys else {}
+        data["status"] = pd.Series(self._statuses)
         for code, column in zip(self._codes, self._modes, strict=True):
             values = np.frombuffer(bytes(column), dtype=np.uint8)
             data[code] = pd.arrays.BooleanArray(values == _PRESENT, values == _UNASSESSED)
@@ -114,7 +117,8 @@ class ResultsDigest:
         steps = np.array(self._steps, dtype=np.int64)
         data["first_failure_step"] = pd.arrays.IntegerArray(steps, steps == _NO_STEP)
         data["first_failure_agent"] = pd.Series(self._agents)
-        data["source_path"] = pd.Series(self._sources)
+        if self._keys:
+            data["source_path"] = pd.Series(self._sources)
         for name in ("input_tokens", "output_tokens"):
             data[name] = np.array(self._ints[name], dtype=np.int64)
         data["cost_usd"] = np.array(self._floats["cost_usd"], dtype=np.float64)

@@ -67,7 +67,7 @@ def role(proc: psutil.Process) -> str:
         return "ray task " + title.removeprefix("ray::")[:40]
     if "default_worker" in line:
         return "ray worker"
-    name = proc.name()
+    name = str(proc.name())
     if name in ("raylet", "gcs_server"):
         return f"ray {name}"
     for daemon in ("log_monitor", "monitor.py", "dashboard", "runtime_env"):

@@ -11,6 +11,7 @@ import json
 import random
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -125,7 +126,7 @@ def test_summary_lists_fifty_errors_and_counts_them_all(tmp_path: Path) -> None:
     assert summary.group(1).count("failed ") == 50
 
 
-def _embedded(page: str) -> list[dict]:
+def _embedded(page: str) -> list[dict[str, Any]]:
     found = re.search(r"<script type='application/json' id='mast-traces'>(.*?)</script>", page, re.S)
     assert found
     return list(json.loads(found.group(1)))

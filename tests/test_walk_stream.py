@@ -30,10 +30,11 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_the_stream_is_the_list_in_the_same_order_with_the_same_counts(tree: Path, tmp_path: Path) -> None:
-    options = {"include": ["*.md"], "exclude": ["*draft*"], "outputs": [tree / "b" / "2.json"]}
-    listed = select_files([tree, tree / "a" / "notes.md"], **options)
+    include, exclude, outputs = ["*.md"], ["*draft*"], [tree / "b" / "2.json"]
+    listed = select_files([tree, tree / "a" / "notes.md"], include=include, exclude=exclude, outputs=outputs)
     streamed = FileSelection()
-    files = list(walk_files([tree, tree / "a" / "notes.md"], streamed, **options))
+    files = list(walk_files([tree, tree / "a" / "notes.md"], streamed, include=include, exclude=exclude,
+                            outputs=outputs))
     assert files == listed.files and streamed.files == []
     assert files[:4] == [tree / "a" / n for n in ("1.jsonl", "2.json", "notes.md")] + [tree / "a" / "deep" / "1.jsonl"]
     assert streamed.found == len(files) == 9  # 3 folders x 3 names, less the output, plus notes.md given

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_memory.py --n 10000 100000        # label, first run and rerun
     .venv/bin/python benchmarks/bench_memory.py --n 100000 --evaluate    # + evaluate/report on its results
+    .venv/bin/python benchmarks/bench_memory.py --n 100000 --evaluate --reuse --work DIR   # only evaluate/report
 
 Small traces (one chat transcript of ~4 KB per file, 1,000 files per folder) are generated into a
 temporary folder; ``mast label DIR -o results.jsonl --judge detectors`` judges them offline (no
@@ -67,13 +68,15 @@ def main() -> None:
     parser.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--evaluate", action="store_true", help="evaluate/report on the largest corpus's results")
     parser.add_argument("--work", type=Path, help="keep the files here (default: a temporary folder)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --work: take the results files already there (no labelling), for --evaluate")
     args = parser.parse_args()
     mast = str(Path(sys.executable).parent / "mast")
     with tempfile.TemporaryDirectory(prefix="mast-bench-memory-") as tmp:
         work = args.work or Path(tmp)
         env = {**os.environ, "MAST_CACHE_DIR": str(work / "cache")}
         rows = []
-        for n in args.n:
+        for n in args.n if not args.reuse else ():
             corpus = work / f"corpus-{n}"
             size = make_corpus(corpus, n) if not corpus.exists() else 0
             out = work / f"results-{n}.jsonl"
@@ -90,9 +93,12 @@ def main() -> None:
         if args.evaluate:
             n = max(args.n)
             out = work / f"results-{n}.jsonl"
-            report = measure([mast, "report", str(out), "-o", str(work / "report.html")], env)
+            page = work / "report.html"
+            report = measure([mast, "report", str(out), "-o", str(page)], env)
+            report["page_mb"] = round(page.stat().st_size / 2**20, 1) if page.exists() else None
             evaluate = measure([mast, "evaluate", "--pred", str(out), "--gold", str(out), "--n-boot", "0"], env)
-            print(json.dumps({"n": n, "report": report, "evaluate": evaluate}), flush=True)
+            lines = sum(1 for _ in out.open("rb"))
+            print(json.dumps({"n": n, "results_lines": lines, "report": report, "evaluate": evaluate}), flush=True)
 
 
 if __name__ == "__main__":

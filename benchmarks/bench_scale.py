@@ -13,6 +13,8 @@ The local engine keeps 256 calls in flight (``-j 256``); the Ray engine runs 2 a
 * **traces/s**: ``n / span``. The ideal is latency-bound: ``ceil(n / in_flight) * latency``.
 * **CPU per trace**: user + system seconds of the whole process tree (the CLI and, for Ray, its
   raylet, workers and actors), sampled every 0.1 s, divided by ``n``; start-up included.
+  ``cpu_s_by_process`` splits it by kind of process (the driver, the judge actors, the read tasks,
+  Ray's daemons), which is where to look when one engine costs more than the other.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_batch import MODEL, ServerProcess, make_traces  # noqa: E402
 
 
-def tree_cpu(root: psutil.Process, seen: dict[int, float]) -> None:
-    """Record the latest CPU seconds of ``root`` and every descendant (by pid)."""
+def tree_cpu(root: psutil.Process, seen: dict[int, float], names: dict[int, str] | None = None) -> None:
+    """Record the latest CPU seconds of ``root`` and every descendant (by pid), and what each process is."""
     try:
         procs = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
@@ -43,25 +45,55 @@ def tree_cpu(root: psutil.Process, seen: dict[int, float]) -> None:
     for proc in procs:
         try:
             times = proc.cpu_times()
+            if names is not None and (proc.pid not in names or names[proc.pid] == "ray worker"):
+                names[proc.pid] = "driver (mast label)" if proc.pid == root.pid else role(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
         seen[proc.pid] = times.user + times.system
 
 
-def run_label(cmd: list[str], env: dict[str, str]) -> tuple[float, float, dict[str, Any]]:
-    """Run one ``mast label``; returns (wall seconds, CPU seconds of its process tree, --json report)."""
+def role(proc: psutil.Process) -> str:
+    """What a process of the tree is: a Ray daemon, a Ray worker by the task it runs, or a program."""
+    try:
+        line = " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return "?"
+    if line.startswith("ray::"):
+        title = line.split()[0]
+        if "TraceJudge" in title:
+            return "ray actor (TraceJudge)"
+        if title in ("ray::IDLE", "ray::IDLE_SpillWorker"):
+            return "ray worker"
+        return "ray task " + title.removeprefix("ray::")[:40]
+    if "default_worker" in line:
+        return "ray worker"
+    name = str(proc.name())
+    if name in ("raylet", "gcs_server"):
+        return f"ray {name}"
+    for daemon in ("log_monitor", "monitor.py", "dashboard", "runtime_env"):
+        if daemon in line:
+            return f"ray {daemon}"
+    return os.path.basename(name)
+
+
+def run_label(cmd: list[str], env: dict[str, str]) -> tuple[float, dict[str, float], dict[str, Any]]:
+    """Run one ``mast label``; returns (wall seconds, CPU seconds per kind of process in its tree, --json report)."""
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     root = psutil.Process(proc.pid)
     seen: dict[int, float] = {}
+    names: dict[int, str] = {}
     while proc.poll() is None:
-        tree_cpu(root, seen)
+        tree_cpu(root, seen, names)
         time.sleep(0.1)
     out, err = proc.communicate()
     wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit(f"mast label failed ({proc.returncode}): {err[-3000:]}")
-    return wall, sum(seen.values()), json.loads(out.strip().splitlines()[-1])
+    by_role: dict[str, float] = {}
+    for pid, cpu in seen.items():
+        by_role[names.get(pid, "?")] = by_role.get(names.get(pid, "?"), 0.0) + cpu
+    return wall, by_role, json.loads(out.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -91,7 +123,8 @@ def main() -> None:
                     cmd += ["--engine", "ray", "--actors", str(args.actors)]
                 server.ask("reset")
                 load = os.getloadavg()[0]
-                wall, cpu, report = run_label(cmd, env)
+                wall, by_role, report = run_label(cmd, env)
+                cpu = sum(by_role.values())
                 stats = server.ask("stats")
                 ideal = math.ceil(args.n / args.in_flight) * args.latency
                 row = {
@@ -101,6 +134,8 @@ def main() -> None:
                     "span_s": round(stats["span_s"], 2), "ideal_s": ideal,
                     "traces_per_s": round(args.n / stats["span_s"], 1), "ideal_traces_per_s": round(args.n / ideal, 1),
                     "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "cpu_ms_per_trace": round(1000 * cpu / args.n, 1),
+                    "cpu_s_by_process": {k: round(v, 2) for k, v in sorted(by_role.items(), key=lambda kv: -kv[1])},
+                    "load_avg_1m_after": round(os.getloadavg()[0], 1),
                 }
                 rows.append(row)
                 print(json.dumps(row), flush=True)

@@ -17,21 +17,24 @@ Example:
 from __future__ import annotations
 
 import html
+import io
 import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
 import pandas as pd
 
 from mast.__about__ import __version__
 from mast.diagnosis import Diagnosis
-from mast.errors import EvaluationError
-from mast.evaluation.judges import require_one_judge
-from mast.evaluation.labels import LabelSource, read_diagnoses, read_labels, to_dataframe
+from mast.errors import EvaluationError, ResultsFileError
+from mast.evaluation.digest import ResultsDigest, compact_frame
+from mast.evaluation.labels import LabelSource, read_labels
 from mast.evaluation.report import EvaluationReport, fmt, fmt_ci, shorten
 from mast.evaluation.viewer import STYLE as VIEW_STYLE
-from mast.evaluation.viewer import trace_view_section
+from mast.evaluation.viewer import TraceView
+from mast.results import iter_results
 from mast.taxonomy import Taxonomy, load_taxonomy
 
 _STYLE = """
@@ -57,79 +60,128 @@ def render_report(
 
     With an earlier run ``base``, a ``diff`` section shows what changed per mode (see :mod:`mast.regression`).
     """
-    from mast import analysis
-    from mast.evaluation import plots  # matplotlib: loaded only when a report is made
-    from mast.evaluation.core import evaluate
-
-    tax = taxonomy or load_taxonomy()
-    source = str(results) if isinstance(results, str | os.PathLike) else "diagnoses"
-    diagnoses = read_diagnoses(results) if isinstance(results, str | os.PathLike) else list(results)
-    diagnoses = require_one_judge(diagnoses, str(results) if isinstance(results, str | os.PathLike) else "diagnoses")
-    if not diagnoses:
-        raise EvaluationError(f"{source}: no results to report on")
-    frame = to_dataframe(diagnoses, taxonomy=tax)
-    judged = frame[frame["status"] == "judged"]
-    parts = [_summary(frame, source, tax), _cost(frame)]
-
-    if judged.empty:
-        parts.append(_section("prevalence", "Prevalence", "<p class='note'>No judged traces: nothing to count.</p>"))
-    else:
-        prevalence = analysis.prevalence(frame, level="both", taxonomy=tax)
-        modes = prevalence[prevalence["level"] == "mode"]
-        body = _img(plots.prevalence_figure(modes)) + _table(
-            prevalence.assign(prevalence=prevalence["prevalence"].map(_pct),
-                              ci=[f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in zip(prevalence["low"], prevalence["high"], strict=True)])
-            [["level", "code", "name", "n_assessed", "n_present", "prevalence", "ci"]],
-            text_columns={"level", "code", "name"},
-        )
-        parts.append(_section("prevalence", "Prevalence", body))
-        matrix = analysis.cooccurrence(frame, taxonomy=tax)
-        parts.append(_section("cooccurrence", "Which modes occur together",
-                              _img(plots.cooccurrence_figure(matrix)) +
-                              "<p class='note'>Cell (a, b): traces where both modes are present; the diagonal counts "
-                              "traces with the mode.</p>"))
-        if frame["first_failure_step"].notna().any() or frame["first_failure_agent"].notna().any():
-            body = ""
-            if frame["first_failure_step"].notna().any():
-                body += _img(plots.histogram_figure(analysis.first_failure_histogram(frame, "step"),
-                                                    title="First failure: step"))
-            if frame["first_failure_agent"].notna().any():
-                body += _img(plots.histogram_figure(analysis.first_failure_histogram(frame, "agent"),
-                                                    title="First failure: responsible agent"))
-            parts.append(_section("first-failure", "Where runs first go wrong", body))
-
-    if base is not None:
-        from mast.evaluation.html_diff import diff_section
-        from mast.regression import diff
-
-        base_name = str(base) if isinstance(base, str | os.PathLike) else "base"
-        parts.append(diff_section(diff(base, diagnoses, taxonomy=tax), base_name, source))
-    if gold is not None:
-        report = evaluate(diagnoses, gold, n_boot=n_boot, seed=seed, taxonomy=tax)
-        parts.append(_agreement(report))
-        parts.append(_disagreements(report))
-    parts.append(trace_view_section(diagnoses, read_labels(gold, role="gold", taxonomy=tax) if gold is not None else None))
-    heading = html.escape(title or f"mast report: {Path(source).name}")
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{heading}</title><style>{_STYLE}{VIEW_STYLE}</style></head><body>"
-        f"<h1>{heading}</h1><p class='note'>mast {__version__}, taxonomy {html.escape(tax.version)}, {stamp}</p>"
-        + "".join(parts)
-        + "</body></html>\n"
-    )
+    out = io.StringIO()
+    _write_page(results, out, gold=gold, title=title, n_boot=n_boot, seed=seed, taxonomy=taxonomy, base=base)
+    return out.getvalue()
 
 
 def write_report(
     results: str | os.PathLike[str] | Iterable[Diagnosis], output: str | os.PathLike[str], **options: object
 ) -> Path:
-    """Render the report and write it to ``output`` (written beside it, then renamed over it)."""
-    page = render_report(results, **options)  # type: ignore[arg-type]
+    """Write the report to ``output`` as it is drawn (beside it, then renamed over it).
+
+    A results file is read as a stream (once, and once more for ``gold``): what is held is a compact
+    row per trace (:class:`~mast.evaluation.digest.ResultsDigest`, ~0.3 KB) and the figures, never
+    the diagnoses; the per-trace rows go to a spool file (see :class:`~mast.evaluation.viewer.TraceView`).
+    """
     target = Path(output)
     partial = target.with_name(target.name + ".partial")
-    partial.write_text(page, encoding="utf-8")
-    partial.replace(target)
+    try:
+        with partial.open("w", encoding="utf-8") as handle:
+            _write_page(results, handle, **options)  # type: ignore[arg-type]
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target
+
+
+def _write_page(
+    results: str | os.PathLike[str] | Iterable[Diagnosis],
+    out: TextIO,
+    *,
+    gold: LabelSource | None = None,
+    title: str | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    taxonomy: Taxonomy | None = None,
+    base: str | os.PathLike[str] | Iterable[Diagnosis] | None = None,
+) -> None:
+    from mast.evaluation.core import evaluate
+
+    tax = taxonomy or load_taxonomy()
+    path = Path(results) if isinstance(results, str | os.PathLike) else None
+    source = str(results) if path is not None else "diagnoses"
+    items = list(results) if not isinstance(results, str | os.PathLike) else None
+    if path is not None and not path.is_file():
+        raise ResultsFileError(f"{path}: no such results file")
+    gold_table = read_labels(gold, role="gold", taxonomy=tax) if gold is not None else None
+    digest, view = ResultsDigest(tax, keys=base is not None), TraceView(gold_table)
+    try:
+        for diagnosis in iter_results(path) if path is not None else items or []:
+            digest.add(diagnosis)
+            if not digest.judges.several:  # a mixed file is refused below: stop drawing its traces
+                view.add(diagnosis)
+        digest.judges.check(source)
+        if not len(digest):
+            raise EvaluationError(f"{source}: no results to report on")
+        frame = digest.frame()
+        parts = [_summary(frame, digest, source, tax), _cost(frame), *_label_sections(frame, tax)]
+        if base is not None:
+            parts.append(_diff(base, frame, source, tax))
+        if gold is not None:
+            report = evaluate(path if path is not None else items or [], gold, n_boot=n_boot, seed=seed, taxonomy=tax)
+            parts.append(_agreement(report))
+            parts.append(_disagreements(report))
+        heading = html.escape(title or f"mast report: {Path(source).name}")
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        out.write(
+            "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            f"<title>{heading}</title><style>{_STYLE}{VIEW_STYLE}</style></head><body>"
+            f"<h1>{heading}</h1><p class='note'>mast {__version__}, taxonomy {html.escape(tax.version)}, {stamp}</p>"
+            + "".join(parts)
+        )
+        view.write_section(out)
+        out.write("</body></html>\n")
+    finally:
+        view.close()
+
+
+def _label_sections(frame: pd.DataFrame, tax: Taxonomy) -> list[str]:
+    """Prevalence, co-occurrence and first failures (when diagnoses name them)."""
+    from mast import analysis
+    from mast.evaluation import plots  # matplotlib: loaded only when a report is made
+
+    if (frame["status"] != "judged").all():
+        return [_section("prevalence", "Prevalence", "<p class='note'>No judged traces: nothing to count.</p>")]
+    prevalence = analysis.prevalence(frame, level="both", taxonomy=tax)
+    modes = prevalence[prevalence["level"] == "mode"]
+    body = _img(plots.prevalence_figure(modes)) + _table(
+        prevalence.assign(prevalence=prevalence["prevalence"].map(_pct),
+                          ci=[f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in zip(prevalence["low"], prevalence["high"], strict=True)])
+        [["level", "code", "name", "n_assessed", "n_present", "prevalence", "ci"]],
+        text_columns={"level", "code", "name"},
+    )
+    parts = [_section("prevalence", "Prevalence", body)]
+    matrix = analysis.cooccurrence(frame, taxonomy=tax)
+    parts.append(_section("cooccurrence", "Which modes occur together",
+                          _img(plots.cooccurrence_figure(matrix)) +
+                          "<p class='note'>Cell (a, b): traces where both modes are present; the diagonal counts "
+                          "traces with the mode.</p>"))
+    if frame["first_failure_step"].notna().any() or frame["first_failure_agent"].notna().any():
+        body = ""
+        if frame["first_failure_step"].notna().any():
+            body += _img(plots.histogram_figure(analysis.first_failure_histogram(frame, "step"),
+                                                title="First failure: step"))
+        if frame["first_failure_agent"].notna().any():
+            body += _img(plots.histogram_figure(analysis.first_failure_histogram(frame, "agent"),
+                                                title="First failure: responsible agent"))
+        parts.append(_section("first-failure", "Where runs first go wrong", body))
+    return parts
+
+
+def _diff(base: str | os.PathLike[str] | Iterable[Diagnosis], frame: pd.DataFrame, source: str, tax: Taxonomy) -> str:
+    """What changed since ``base``; a base results file is read into the same compact rows."""
+    from mast.evaluation.html_diff import diff_section
+    from mast.evaluation.labels import sniff_format
+    from mast.regression import diff
+
+    base_name = str(base) if isinstance(base, str | os.PathLike) else "base"
+    older: pd.DataFrame | str | os.PathLike[str] | Iterable[Diagnosis] = base
+    if isinstance(base, str | os.PathLike) and Path(base).is_file() and sniff_format(Path(base)) == "diagnoses":
+        older = compact_frame(iter_results(base), tax)
+    elif not isinstance(base, str | os.PathLike):
+        older = compact_frame(base, tax)
+    return diff_section(diff(older, frame, taxonomy=tax), base_name, source)
 
 
 def _section(anchor: str, heading: str, body: str) -> str:
@@ -159,9 +211,9 @@ def _table(frame: pd.DataFrame, *, text_columns: frozenset[str] | set[str] = fro
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def _summary(frame: pd.DataFrame, source: str, taxonomy: Taxonomy) -> str:
+def _summary(frame: pd.DataFrame, digest: ResultsDigest, source: str, taxonomy: Taxonomy) -> str:
     statuses = frame["status"].value_counts().to_dict()
-    judges = sorted({m if isinstance(m, str) and m else str(k) for m, k in zip(frame["judge_model"], frame["judge_kind"], strict=True)})
+    judges = sorted(digest.judge_labels)
     judged = frame[frame["status"] == "judged"]
     codes = [c for c in taxonomy.codes if c in frame.columns]
     with_failure = int(judged[codes].fillna(False).astype(bool).any(axis=1).sum()) if not judged.empty else 0
@@ -175,10 +227,10 @@ def _summary(frame: pd.DataFrame, source: str, taxonomy: Taxonomy) -> str:
     ]
     body = "".join(f"<div class='kpi'><b>{html.escape(v)}</b>{html.escape(k)}</div>" for k, v in kpis)
     body += f"<p class='note'>Results: {html.escape(source)}. Judge: {html.escape(', '.join(judges))}.</p>"
-    errors = frame[frame["error"].notna()]
-    if not errors.empty:
+    if digest.errors:
+        errors = pd.DataFrame(digest.errors, columns=["trace_id", "status", "error"], dtype=object)
         body += "<p class='note'>Traces not judged, with the reason:</p>" + _table(
-            errors[["trace_id", "status", "error"]].head(50), text_columns={"trace_id", "status", "error"})
+            errors, text_columns={"trace_id", "status", "error"})
     return _section("summary", "Summary", body)
 
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,7 +37,7 @@ from mast.batch.resume import ResumeIndex
 from mast.batch.router import router_judge
 from mast.batch.runner import BatchRunner, Breaker, ProgressCallback
 from mast.batch.table import TABLE_SUFFIXES, write_table
-from mast.batch.walk import FileSelection, no_traces_error, select_files
+from mast.batch.walk import FileSelection, no_traces_error, select_files, walk_files
 from mast.errors import UsageError
 from mast.judge.config import JudgeConfig
 from mast.results import ResultsFile
@@ -189,7 +190,7 @@ def label(
     files = _files(paths, output, jsonl, recursive, select, shard, on_notice)
     breaker = breaker if breaker is not None else CircuitBreaker()
     if engine == "ray":
-        report = _label_on_ray(files, jsonl, config, concurrency, rpm, tpm, budget_usd, overwrite, format, shard,
+        report = _label_on_ray(list(files), jsonl, config, concurrency, rpm, tpm, budget_usd, overwrite, format, shard,
                                select, router, engine_options, on_progress, on_notice, breaker)
     else:
         judge = batch_judge or (router_judge(config, router) if router is not None else configured_judge(config))
@@ -233,10 +234,10 @@ def _label_on_ray(
     )
 
 
-def _items(files: Sequence[Path], jsonl: Path, format: str, recursive: bool, shard: str | None,
+def _items(files: Iterable[Path], jsonl: Path, format: str, recursive: bool, shard: str | None,
            select: Selection) -> Iterable[WorkItem]:
     """The traces of ``files`` (and the stores' traces), sharded and picked, as a stream."""
-    return pick(scan([*files, *select.traces], format=format, recursive=recursive,
+    return pick(scan(chain(files, select.traces), format=format, recursive=recursive,
                      shard=parse_shard(shard) if shard else None, skip=[jsonl]),
                 limit=select.limit, sample=select.sample, seed=select.sample_seed, trace_ids=select.trace_ids)
 
@@ -270,15 +271,32 @@ def _walk(paths: Sequence[str | os.PathLike[str]], output: Path, jsonl: Path, re
 
 
 def _files(paths: Sequence[str | os.PathLike[str]], output: Path, jsonl: Path, recursive: bool, select: Selection,
-           shard: str | None, on_notice: Notice | None) -> list[Path]:
-    """The files to read (the walk of :mod:`mast.batch.walk`); what was skipped goes to ``on_notice``."""
-    selection = _walk(paths, output, jsonl, recursive, select)
-    summary = selection.skipped_summary()
-    if summary and on_notice is not None:
-        on_notice(summary)
-    if not selection.files and not select.traces and shard is None:
-        raise no_traces_error([str(p) for p in paths], selection)
-    return selection.files
+           shard: str | None, on_notice: Notice | None) -> Iterator[Path]:
+    """The files to read, as the walk of :mod:`mast.batch.walk` finds them (no list of them is kept).
+
+    The walk runs up to the first file before this returns, so a run with no trace at all stops
+    here, before its output is opened. What was skipped goes to ``on_notice`` when the walk ends.
+    """
+    selection = FileSelection()
+    walk = walk_files(paths, selection, recursive=recursive, include=select.include, exclude=select.exclude,
+                      outputs=(output, jsonl))
+    first = next(walk, None)
+    if first is None:
+        summary = selection.skipped_summary()
+        if summary and on_notice is not None:
+            on_notice(summary)
+        if not select.traces and shard is None:
+            raise no_traces_error([str(p) for p in paths], selection)
+        return iter(())
+
+    def files() -> Iterator[Path]:
+        yield first
+        yield from walk
+        summary = selection.skipped_summary()
+        if summary and on_notice is not None:
+            on_notice(summary)
+
+    return files()
 
 
 def _notice_judge(config: JudgeConfig, on_notice: Notice | None) -> None:
@@ -323,7 +341,7 @@ def plan(
     seen: set[tuple[str, str | None]] = set()
     cost: float | None = 0.0
     input_tokens = output_tokens = 0
-    selected = pick(scan([*files, *select.traces], format=format, recursive=recursive,
+    selected = pick(scan(chain(files, select.traces), format=format, recursive=recursive,
                          shard=parse_shard(shard) if shard else None, skip=[jsonl]),
                     limit=select.limit, sample=select.sample, seed=select.sample_seed, trace_ids=select.trace_ids)
     reloader = Reloader()

@@ -7,6 +7,10 @@ input, so ``mast label . -o out.jsonl`` does not read its own output. Files name
 line are always read, except the results file. What was skipped is counted by reason, so a folder
 of ``.md`` files is not silently "0 judged".
 
+The walk is a stream (:func:`walk_files`): ``mast label`` starts judging with the first file found
+and holds no list of the files; :func:`select_files` collects the same walk into a list for the
+commands that want one.
+
 Example:
     >>> selection = select_files(["runs/"], include=["*.md"], exclude=["*draft*"])  # doctest: +SKIP
     >>> selection.files, selection.skipped_summary()  # doctest: +SKIP
@@ -16,14 +20,14 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mast.errors import UsageError
 from mast.normalize import TRACE_SUFFIXES
 
-__all__ = ["FileSelection", "no_traces_error", "select_files"]
+__all__ = ["FileSelection", "no_traces_error", "select_files", "walk_files"]
 
 REASON_SUFFIX = "not a trace file name"
 REASON_EXCLUDED = "matched --exclude"
@@ -33,29 +37,40 @@ REASON_HIDDEN = "hidden"
 
 @dataclass
 class FileSelection:
-    """The files to read, and the files skipped, grouped by reason."""
+    """The files to read, and the files skipped, counted by reason.
+
+    :func:`select_files` fills ``files``; :func:`walk_files` leaves it empty and yields the files
+    instead, so a walk of a million files holds none of them. Skipped files are counted (with their
+    suffixes, for the hint), not listed.
+    """
 
     files: list[Path] = field(default_factory=list)
-    skipped: dict[str, list[Path]] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Files skipped per reason."""
+    found: int = 0
+    """Files selected so far."""
+    _suffixes: set[str] = field(default_factory=set)
 
     def skip(self, path: Path, reason: str) -> None:
         """Note ``path`` as skipped for ``reason``."""
-        self.skipped.setdefault(reason, []).append(path)
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        if reason == REASON_SUFFIX:
+            self._suffixes.add(path.suffix.lower() or "no extension")
 
     def skipped_summary(self) -> str | None:
         """``skipped 3 files: 2 not a trace file name (.md, .out), 1 the results file of this run``."""
-        total = sum(len(paths) for reason, paths in self.skipped.items() if reason != REASON_HIDDEN)
+        total = sum(count for reason, count in self.skipped.items() if reason != REASON_HIDDEN)
         if not total:
             return None
         parts = []
-        for reason, paths in sorted(self.skipped.items(), key=lambda kv: -len(kv[1])):
+        for reason, count in sorted(self.skipped.items(), key=lambda kv: -kv[1]):
             if reason == REASON_HIDDEN:
                 continue  # dot-files (.git, .DS_Store) are never traces; counting them is noise
             detail = ""
             if reason == REASON_SUFFIX:
-                suffixes = sorted({p.suffix.lower() or "no extension" for p in paths})
+                suffixes = sorted(self._suffixes)
                 detail = f" ({', '.join(suffixes[:6])}{', ...' if len(suffixes) > 6 else ''})"
-            parts.append(f"{len(paths)} {reason}{detail}")
+            parts.append(f"{count} {reason}{detail}")
         noun = "file" if total == 1 else "files"
         hint = "; --include GLOB reads other names" if REASON_SUFFIX in self.skipped else ""
         return f"skipped {total} {noun}: {', '.join(parts)}{hint}"
@@ -103,6 +118,8 @@ def select_files(
 ) -> FileSelection:
     """The files to read under ``paths`` (in sorted walk order), and the ones skipped with a reason.
 
+    The whole walk as a list; :func:`walk_files` is the same walk as a stream.
+
     Args:
         paths: files and folders.
         recursive: walk sub-folders.
@@ -113,23 +130,57 @@ def select_files(
     Raises:
         UsageError: a path that does not exist.
     """
-    exact, stems = _output_names(outputs)
     selection = FileSelection()
+    selection.files.extend(walk_files(paths, selection, recursive=recursive, include=include, exclude=exclude,
+                                      outputs=outputs))
+    return selection
 
-    def consider(file: Path, *, given: bool) -> None:
+
+def walk_files(
+    paths: Iterable[str | os.PathLike[str]],
+    selection: FileSelection,
+    *,
+    recursive: bool = True,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    outputs: Iterable[str | os.PathLike[str]] = (),
+) -> Iterator[Path]:
+    """The files :func:`select_files` selects, one at a time as the folders are walked.
+
+    What is skipped is counted into ``selection`` as the walk goes (complete once the walk ends);
+    ``selection.found`` counts the files yielded. Every path given is checked before the first file
+    comes, so a missing one fails at once, not half-way through a run.
+
+    Raises:
+        UsageError: a path that does not exist (raised by this call, before iterating).
+    """
+    given = [Path(p) for p in paths]
+    for path in given:
+        if not (path.exists() or path.is_symlink()):
+            raise UsageError(f"{path}: no such file or folder")
+    return _walk(given, selection, recursive, include, exclude, _output_names(outputs))
+
+
+def _walk(paths: list[Path], selection: FileSelection, recursive: bool, include: Sequence[str],
+          exclude: Sequence[str], outputs: tuple[set[Path], list[tuple[Path, str]]]) -> Iterator[Path]:
+    exact, stems = outputs
+
+    def selected(file: Path, *, given: bool) -> bool:
         if _is_output(file, exact, stems):
             selection.skip(file, REASON_OUTPUT)
         elif exclude and _matches(file, exclude):
             selection.skip(file, REASON_EXCLUDED)
         elif given or file.suffix.lower() in TRACE_SUFFIXES or (include and _matches(file, include)):
-            selection.files.append(file)
+            selection.found += 1
+            return True
         else:
             selection.skip(file, REASON_SUFFIX)
+        return False
 
-    for given in paths:
-        path = Path(given)
+    for path in paths:
         if path.is_file() or path.is_symlink() or (path.exists() and not path.is_dir()):
-            consider(path, given=True)  # a pipe or a broken link is read, and reported with its reason
+            if selected(path, given=True):  # a pipe or a broken link is read, and reported with its reason
+                yield path
         elif path.is_dir():
             for root, dirs, names in os.walk(path, followlinks=False):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []
@@ -137,11 +188,10 @@ def select_files(
                     file = Path(root) / name
                     if name.startswith("."):
                         selection.skip(file, REASON_HIDDEN)
-                    else:
-                        consider(file, given=False)
-        else:
+                    elif selected(file, given=False):
+                        yield file
+        else:  # removed since the check: the same one-line error
             raise UsageError(f"{path}: no such file or folder")
-    return selection
 
 
 def no_traces_error(paths: Sequence[str], selection: FileSelection) -> UsageError:

@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from rich.table import Table
@@ -19,13 +19,15 @@ from mast.batch import ResultsFile, WorkItem, results_path
 from mast.batch.batch_state import BatchStore
 from mast.batch.inputs import Reloader
 from mast.batch.mixing import check_one_judge
-from mast.batch.provider_batch import BatchProgress, RetryMode
 from mast.batch.table import write_table
 from mast.cli._run_control import gate_exit
 from mast.cli._shared import stderr, write_line
 from mast.cli._source_options import SourceInputs
 from mast.errors import UsageError
 from mast.judge.config import JudgeConfig
+
+if TYPE_CHECKING:  # the provider batch module loads litellm: only `mast label --batch-api` pays for it
+    from mast.batch.provider_batch import BatchProgress, RetryMode
 
 
 @dataclass

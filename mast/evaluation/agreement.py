@@ -49,6 +49,8 @@ def majority_vote(table: pd.DataFrame, *, ties: TieRule = "exclude") -> pd.DataF
         out.attrs = {**table.attrs, "ties_excluded": 0, "tied": 0}
         return out
     keys = ["trace_id", "code"]
+    if table["annotator"].isna().all() and not table.duplicated(keys).any():
+        return _single_labeller(table.sort_values(keys, kind="stable"))
     summary = table.groupby(keys, sort=True).agg(
         n_present=("present", "sum"),
         n_votes=("present", "size"),
@@ -80,6 +82,25 @@ def majority_vote(table: pd.DataFrame, *, ties: TieRule = "exclude") -> pd.DataF
         }
     )[keep.to_numpy()].reset_index(drop=True)
     out.attrs = {**table.attrs, "ties_excluded": int(tied.sum()) if ties == "exclude" else 0, "tied": int(tied.sum())}
+    return out
+
+
+def _single_labeller(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`majority_vote` of a table with one labeller: each row is its cell's only vote.
+
+    A label table holds each (trace, mode, annotator) once (:func:`~mast.evaluation.labels.label_table`),
+    so with one labeller there is nothing to group: the rows are the cells, already in (trace, mode)
+    order, and no vote can tie. This keeps a judge's 100,000-line results file from being grouped
+    row by row; the votes (``1/1``, ``0/1``) are a two-value categorical.
+    """
+    present = table["present"].astype(bool)
+    codes = present.to_numpy().astype(np.int8)
+    votes = pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(["0/1", "1/1"]))
+    out = pd.DataFrame({
+        "trace_id": table["trace_id"], "code": table["code"], "present": present, "annotator": None,
+        "confidence": table["confidence"].astype(float), "evidence": table["evidence"].astype(object), "votes": votes,
+    }).reset_index(drop=True)
+    out.attrs = {**table.attrs, "ties_excluded": 0, "tied": 0}
     return out
 
 

@@ -98,16 +98,18 @@ def evaluate(
         agreement = inter_annotator(table, codes=tax.codes)
         if agreement is not None:
             iaa[side] = agreement
+    del table
     pred_cells = majority_vote(pred_table, ties=ties)
     gold_cells = majority_vote(gold_table, ties=ties)
+    pred_source, gold_source = str(pred_table.attrs.get("source", "")), str(gold_table.attrs.get("source", ""))
+    del pred_table, gold_table
 
     merged = pred_cells.merge(gold_cells, on=["trace_id", "code"], how="outer", suffixes=("_pred", "_gold"),
                               indicator=True)
     both = merged[merged["_merge"] == "both"].reset_index(drop=True)
     if both.empty:
         raise EvaluationError(
-            f"no (trace, mode) cell is assessed in both {pred_table.attrs.get('source')} and "
-            f"{gold_table.attrs.get('source')}; do the trace ids match?"
+            f"no (trace, mode) cell is assessed in both {pred_source} and {gold_source}; do the trace ids match?"
         )
     pred_traces, gold_traces = set(pred_cells["trace_id"]), set(gold_cells["trace_id"])
     exclusions = Exclusions(
@@ -121,8 +123,10 @@ def evaluate(
 
     seen = set(pred_cells["code"]) | set(gold_cells["code"])
     codes = [c for c in tax.codes if c in seen]
-    by_code = dict(tuple(both.groupby("code", sort=False)))
-    per_mode = [_mode_entry(by_code.get(code, both.iloc[:0]), code, tax.mode(code).name) for code in codes]
+    del merged, pred_cells, gold_cells  # a results file's cells: let them go before the per-mode work
+    rows_of = both.groupby("code", sort=False).indices
+    per_mode = [_mode_entry(both.take(np.asarray(rows_of.get(code, []), dtype=np.intp)), code, tax.mode(code).name)
+                for code in codes]
     pooled = _mode_entry(both, "pooled", "all modes")
     macro = {metric: nanmean_or_none([m.value(metric) for m in per_mode if m.n]) for metric in METRICS}
     macro_ci: dict[str, Interval | None] = {}
@@ -138,8 +142,8 @@ def evaluate(
             warnings.append(f"only {pooled.n} cells compared: intervals are wide; read kappa with its CI")
     return EvaluationReport(
         kind=kind,
-        pred_source=str(pred_table.attrs.get("source", "")),
-        gold_source=str(gold_table.attrs.get("source", "")),
+        pred_source=pred_source,
+        gold_source=gold_source,
         taxonomy_version=tax.version,
         n_traces=int(both["trace_id"].nunique()),
         n_cells=len(both),

@@ -6,7 +6,7 @@ judges against each other as if they were annotators, so :func:`require_one_judg
 with a hint, and :func:`split_by_judge` gives each judge's results for comparing them.
 
 Example:
-    >>> judge_label(Diagnosis(trace_id="t", judge=JudgeInfo(kind="detectors")))
+    >>> judge_label(Diagnosis(trace_id="t", judge=JudgeInfo(kind="detectors", taxonomy_version="mast-v3")))
     'detectors'
 """
 
@@ -17,10 +17,13 @@ from collections.abc import Iterable
 from mast.diagnosis import Diagnosis, JudgeInfo
 from mast.errors import EvaluationError
 
-__all__ = ["judge_label", "require_one_judge", "split_by_judge"]
+__all__ = ["JudgeTally", "judge_label", "require_one_judge", "split_by_judge"]
 
 
-def _identity(info: JudgeInfo) -> tuple[str, str | None, str | None, str | None]:
+_Identity = tuple[str, str | None, str | None, str | None]
+
+
+def _identity(info: JudgeInfo) -> _Identity:
     return (info.kind, info.model, info.prompt_hash, info.taxonomy_version)
 
 
@@ -34,17 +37,68 @@ def split_by_judge(diagnoses: Iterable[Diagnosis]) -> dict[str, list[Diagnosis]]
 
     Two judges with the same model but different prompts get the prompt hash in their name.
     """
-    groups: dict[tuple[str, str | None, str | None, str | None], list[Diagnosis]] = {}
+    groups: dict[_Identity, list[Diagnosis]] = {}
     for diagnosis in diagnoses:
         groups.setdefault(_identity(diagnosis.judge), []).append(diagnosis)
-    names: dict[str, list[Diagnosis]] = {}
-    plain = [judge_label(group[0]) for group in groups.values()]
-    for (_, _, prompt_hash, _), group in groups.items():
-        name = judge_label(group[0])
+    names = _names({identity: judge_label(group[0]) for identity, group in groups.items()})
+    return {names[identity]: group for identity, group in groups.items()}
+
+
+def _names(labels: dict[_Identity, str]) -> dict[_Identity, str]:
+    plain = list(labels.values())
+    names = {}
+    for identity, name in labels.items():
         if plain.count(name) > 1:
-            name = f"{name} (prompt {(prompt_hash or '?')[:8]})"
-        names[name] = group
+            name = f"{name} (prompt {(identity[2] or '?')[:8]})"
+        names[identity] = name
     return names
+
+
+class JudgeTally:
+    """Counts results per judge as they stream past, so a big file is checked without holding it.
+
+    Example:
+        >>> tally = JudgeTally()
+        >>> tally.add(Diagnosis(trace_id="t", judge=JudgeInfo(kind="detectors", taxonomy_version="mast-v3")))
+        >>> tally.names(), tally.several
+        ({'detectors': 1}, False)
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[_Identity, int] = {}
+        self._labels: dict[_Identity, str] = {}
+
+    def add(self, diagnosis: Diagnosis) -> None:
+        """Count one result."""
+        identity = _identity(diagnosis.judge)
+        if identity not in self._counts:
+            self._counts[identity] = 0
+            self._labels[identity] = judge_label(diagnosis)
+        self._counts[identity] += 1
+
+    @property
+    def several(self) -> bool:
+        """True once a second judge has been seen."""
+        return len(self._counts) > 1
+
+    def names(self) -> dict[str, int]:
+        """Results per judge, by readable name (as :func:`split_by_judge` names them)."""
+        names = _names(self._labels)
+        return {names[identity]: count for identity, count in self._counts.items()}
+
+    def check(self, source: str) -> None:
+        """Raise when the results came from several judges.
+
+        Raises:
+            EvaluationError: several judges, naming them, with the way out.
+        """
+        if not self.several:
+            return
+        counts = ", ".join(f"{name}: {count}" for name, count in self.names().items())
+        raise EvaluationError(
+            f"{source} mixes {len(self._counts)} judges ({counts}); label each judge into its own results file "
+            "(mast label -o, or --overwrite), then compare them with mast evaluate --pred a.jsonl --pred b.jsonl"
+        )
 
 
 def require_one_judge(diagnoses: list[Diagnosis], source: str) -> list[Diagnosis]:
@@ -53,11 +107,8 @@ def require_one_judge(diagnoses: list[Diagnosis], source: str) -> list[Diagnosis
     Raises:
         EvaluationError: several judges, naming them, with the way out.
     """
-    groups = split_by_judge(diagnoses)
-    if len(groups) <= 1:
-        return diagnoses
-    counts = ", ".join(f"{name}: {len(group)}" for name, group in groups.items())
-    raise EvaluationError(
-        f"{source} mixes {len(groups)} judges ({counts}); label each judge into its own results file "
-        "(mast label -o, or --overwrite), then compare them with mast evaluate --pred a.jsonl --pred b.jsonl"
-    )
+    tally = JudgeTally()
+    for diagnosis in diagnoses:
+        tally.add(diagnosis)
+    tally.check(source)
+    return diagnoses

@@ -43,10 +43,12 @@ from __future__ import annotations
 
 import math
 import os
+from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+import numpy as np
 import orjson
 import pandas as pd
 
@@ -280,33 +282,52 @@ def verdict_evidence(verdict: ModeVerdict) -> str:
 def labels_from_diagnoses(
     diagnoses: Iterable[Diagnosis], *, taxonomy: Taxonomy | None = None, source: str = "diagnoses"
 ) -> pd.DataFrame:
-    """Label table of the assessed verdicts of judged diagnoses (annotator = the judge's model)."""
-    from mast.evaluation.judges import require_one_judge
-    from mast.evaluation.sourcekeys import SOURCE_MAP_ATTR, source_map
+    """Label table of the assessed verdicts of judged diagnoses (annotator = the judge's model).
 
-    items = require_one_judge(list(diagnoses), source)
-    rows: list[dict[str, Any]] = []
-    for diagnosis in items:
+    The diagnoses are read one at a time and not kept: only the table's columns grow, so a results
+    file of 100,000 lines costs its table (a row per assessed verdict) and not its diagnoses.
+    """
+    from mast.evaluation.judges import JudgeTally
+    from mast.evaluation.sourcekeys import SOURCE_MAP_ATTR, SourceMap
+
+    tax = taxonomy or load_taxonomy()
+    tally, sources = JudgeTally(), SourceMap()
+    trace_ids: list[str] = []
+    codes: list[str] = []
+    present = array("b")
+    confidence = array("d")
+    evidence: list[str] = []
+    known: dict[str, str] = {}  # a few codes repeated per verdict: normalised once, one string each
+    texts: dict[str, str] = {}  # the offline detectors repeat their explanations: one string each
+    for n, diagnosis in enumerate(diagnoses):
+        tally.add(diagnosis)
+        sources.add(diagnosis)
         if diagnosis.status != "judged":
             continue
-        annotator = diagnosis.judge.model or diagnosis.judge.kind
+        trace_id = _id_text(diagnosis.trace_id)
         for verdict in diagnosis.failure_modes:
             if verdict.present is None:
                 continue
-            rows.append(
-                {
-                    "trace_id": diagnosis.trace_id,
-                    "code": verdict.code,
-                    "present": verdict.present,
-                    "annotator": annotator,
-                    "confidence": verdict.confidence,
-                    "evidence": verdict_evidence(verdict),
-                }
-            )
-    table = label_table(rows, taxonomy=taxonomy, source=source)
+            code = known.get(verdict.code)
+            if code is None:
+                where = f"{source} row {n + 1}"
+                code = known[verdict.code] = normalize_label_code(verdict.code, tax, where=where)
+            text = verdict_evidence(verdict)
+            trace_ids.append(trace_id)
+            codes.append(code)
+            present.append(verdict.present)
+            confidence.append(math.nan if verdict.confidence is None else verdict.confidence)
+            evidence.append(texts.setdefault(text, text))
+    tally.check(source)
+    frame = pd.DataFrame({
+        "trace_id": pd.Series(trace_ids, dtype=object), "code": pd.Series(codes, dtype=object),
+        "present": np.frombuffer(present, dtype=np.int8).astype(bool), "annotator": None,
+        "confidence": np.frombuffer(confidence, dtype=np.float64), "evidence": pd.Series(evidence, dtype=object),
+    })
+    del trace_ids, codes, evidence
     # One judge per results file: its name is kept in attrs, not as a second "annotator" to vote with.
-    table["annotator"] = None
-    table.attrs[SOURCE_MAP_ATTR] = source_map(items)  # for gold keyed by path (+ record)
+    table = _finish(frame, source)
+    table.attrs[SOURCE_MAP_ATTR] = sources  # for gold keyed by path (+ record), built when asked
     return table
 
 

@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import pandas as pd
 
 from mast.diagnosis import Diagnosis
 
-__all__ = ["PATH_PREFIX", "add_source_keys", "resolve_source_keys", "source_key", "source_map"]
+__all__ = ["PATH_PREFIX", "SourceMap", "add_source_keys", "resolve_source_keys", "source_key", "source_map"]
 
 PATH_PREFIX = "path:"
 SOURCE_MAP_ATTR = "source_keys"
@@ -54,21 +54,60 @@ def _variants(path: str, record: int | None) -> list[str]:
 
 def source_map(diagnoses: Iterable[Diagnosis]) -> dict[str, str]:
     """Path keys (as written, absolute, and by file name when unique) -> trace ids of ``diagnoses``."""
-    exact: dict[str, str] = {}
-    by_name: dict[str, set[str]] = {}
+    sources = SourceMap()
     for d in diagnoses:
-        if d.source.path is None:
-            continue
-        for key in _variants(d.source.path, d.source.record):
-            exact.setdefault(key, d.trace_id)
-        by_name.setdefault(source_key(os.path.basename(d.source.path), d.source.record), set()).add(d.trace_id)
-    for key, ids in by_name.items():
-        if len(ids) == 1:
-            exact.setdefault(key, next(iter(ids)))
-    return exact
+        sources.add(d)
+    return sources.as_dict()
 
 
-def resolve_source_keys(gold: pd.DataFrame, keys: dict[str, str]) -> pd.DataFrame:
+class SourceMap(Mapping[str, str]):
+    """:func:`source_map` filled one diagnosis at a time, its keys built only when first looked up.
+
+    A results file of 100,000 lines keeps three small values per line here (path, record, trace
+    id), and the path keys (two absolute-path lookups per line) are computed only when a gold file
+    keyed by path asks. It sits in a label table's ``attrs``, which pandas deep-copies on every
+    operation, so a copy is the same object (it does not change once read).
+    """
+
+    def __init__(self) -> None:
+        self._rows: list[tuple[str, int | None, str]] = []
+        self._keys: dict[str, str] | None = None
+
+    def add(self, diagnosis: Diagnosis) -> None:
+        """Note where one diagnosis's trace came from."""
+        if diagnosis.source.path is not None:
+            self._rows.append((diagnosis.source.path, diagnosis.source.record, diagnosis.trace_id))
+            self._keys = None
+
+    def as_dict(self) -> dict[str, str]:
+        """Every path key and its trace id."""
+        if self._keys is None:
+            exact: dict[str, str] = {}
+            by_name: dict[str, set[str]] = {}
+            for path, record, trace_id in self._rows:
+                for key in _variants(path, record):
+                    exact.setdefault(key, trace_id)
+                by_name.setdefault(source_key(os.path.basename(path), record), set()).add(trace_id)
+            for key, ids in by_name.items():
+                if len(ids) == 1:
+                    exact.setdefault(key, next(iter(ids)))
+            self._keys = exact
+        return self._keys
+
+    def __getitem__(self, key: str) -> str:
+        return self.as_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.as_dict())
+
+    def __len__(self) -> int:
+        return len(self.as_dict())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SourceMap:
+        return self
+
+
+def resolve_source_keys(gold: pd.DataFrame, keys: Mapping[str, str]) -> pd.DataFrame:
     """Gold rows keyed ``path:...`` get the matching trace id (absolute paths tried too); others stay."""
     ids = gold["trace_id"].astype(str)
     if not ids.str.startswith(PATH_PREFIX).any() or not keys:

@@ -17,12 +17,15 @@ Example:
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+import shutil
+import tempfile
+from collections import OrderedDict, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pandas as pd
 
@@ -35,40 +38,98 @@ from mast.trace import Trace
 # make the page unusable; cited quotes are located before the cut and kept when they fall inside it.
 STEP_CHARS = 6_000
 PAGE_ROWS = 100
+DETAIL_FINDINGS = 2_000
+"""Traces with a mode found, or not judged, whose transcript and evidence the page carries (the first ones)."""
+DETAIL_CLEAN = 500
+"""Judged traces with no mode found whose transcript the page carries (the first ones)."""
+_SPOOL_BYTES = 8 * 2**20
+_CACHED_FILES = 4
 
 
-def trace_view_section(diagnoses: Sequence[Diagnosis], gold: pd.DataFrame | None = None) -> str:
+def trace_view_section(diagnoses: Iterable[Diagnosis], gold: pd.DataFrame | None = None) -> str:
     """The ``<section id='traces'>`` of the report: the embedded data, the controls and the script."""
-    transcripts = _TranscriptReader()
-    gold_votes = _gold_votes(gold) if gold is not None else {}
-    rows = [_row(d, transcripts, gold_votes.get(d.trace_id, {})) for d in diagnoses]
-    codes = sorted({v["code"] for r in rows for v in r["modes"] if v["present"]}, key=_code_key)
-    agents = sorted({a for r in rows for a in r["agents"]})
-    statuses = sorted({r["status"] for r in rows})
-    controls = (
-        "<div class='controls'>"
-        + _select("f-mode", "Mode", [("", "any")] + [(c, c) for c in codes])
-        + _select("f-status", "Status", [("", "any")] + [(s, s) for s in statuses])
-        + _select("f-agent", "Agent", [("", "any")] + [(a, a) for a in agents])
-        + _select("f-sort", "Sort by", [("modes", "modes found"), ("cost", "cost"), ("id", "trace id")])
-        + "<span id='f-count' class='note'></span></div>"
-    )
-    table = (
-        "<table id='trace-table'><thead><tr><th class='text'>trace</th><th class='text'>status</th>"
-        "<th class='text'>modes found</th><th>n</th><th class='text'>first failure</th><th>cost (USD)</th>"
-        "<th class='text'>agents</th></tr></thead><tbody></tbody></table>"
-        "<div id='pager'><button id='prev' type='button'>previous</button> <span id='page'></span> "
-        "<button id='next' type='button'>next</button></div>"
-    )
-    data = json.dumps(rows, ensure_ascii=False).replace("<", "\\u003c")
-    body = (
-        "<p class='note'>Click a trace to open it: the transcript is the one the judge read, each cited quote "
-        "is highlighted in its step; unverified quotes (not found in the cited step) are listed in red.</p>"
-        + controls + table + "<div id='trace-detail' hidden></div>"
-        + f"<script type='application/json' id='mast-traces'>{data}</script>"
-        + f"<script>{_SCRIPT.replace('__PAGE_ROWS__', str(PAGE_ROWS))}</script>"
-    )
-    return f"<section id='traces'><h2>Traces ({len(rows)})</h2>{body}</section>"
+    view = TraceView(gold)
+    try:
+        for diagnosis in diagnoses:
+            view.add(diagnosis)
+        out = io.StringIO()
+        view.write_section(out)
+        return out.getvalue()
+    finally:
+        view.close()
+
+
+class TraceView:
+    """The per-trace section built one diagnosis at a time: each row goes to a spool file as it comes.
+
+    Memory stays flat in the number of traces: a row is written (as JSON) to a temporary file that
+    stays in memory up to a few MB, and only the filter values (modes, statuses, agents) are held.
+    The page carries the transcript and evidence of the first :data:`DETAIL_FINDINGS` traces with
+    a mode found (or not judged) and of the first :data:`DETAIL_CLEAN` others; later traces get a
+    compact row (their verdicts found, first failure, usage, no transcript), so a results file of
+    100,000 lines makes a page that opens.
+    """
+
+    def __init__(self, gold: pd.DataFrame | None = None) -> None:
+        self._transcripts = _TranscriptReader()
+        self._gold = _gold_votes(gold) if gold is not None else {}
+        self._spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES, mode="w+", encoding="utf-8")
+        self.count = 0
+        self._details = {"finding": 0, "clean": 0}
+        self._codes: set[str] = set()
+        self._agents: set[str] = set()
+        self._statuses: set[str] = set()
+
+    def add(self, diagnosis: Diagnosis) -> None:
+        """Draw one trace's row."""
+        gold = self._gold.get(diagnosis.trace_id, {})
+        kind = "finding" if diagnosis.status != "judged" or diagnosis.present_codes else "clean"
+        budget = DETAIL_FINDINGS if kind == "finding" else DETAIL_CLEAN
+        if self._details[kind] < budget:
+            self._details[kind] += 1
+            row = _row(diagnosis, self._transcripts, gold)
+        else:
+            row = _compact_row(diagnosis, gold)
+        self._codes.update(v["code"] for v in row["modes"] if v["present"])
+        self._agents.update(row["agents"])
+        self._statuses.add(row["status"])
+        text = json.dumps(row, ensure_ascii=False).replace("<", "\\u003c")
+        self._spool.write(text if not self.count else ", " + text)
+        self.count += 1
+
+    def write_section(self, out: TextIO) -> None:
+        """Write the section: the controls, the table, the rows drawn so far and the script."""
+        codes = sorted(self._codes, key=_code_key)
+        controls = (
+            "<div class='controls'>"
+            + _select("f-mode", "Mode", [("", "any")] + [(c, c) for c in codes])
+            + _select("f-status", "Status", [("", "any")] + [(s, s) for s in sorted(self._statuses)])
+            + _select("f-agent", "Agent", [("", "any")] + [(a, a) for a in sorted(self._agents)])
+            + _select("f-sort", "Sort by", [("modes", "modes found"), ("cost", "cost"), ("id", "trace id")])
+            + "<span id='f-count' class='note'></span></div>"
+        )
+        table = (
+            "<table id='trace-table'><thead><tr><th class='text'>trace</th><th class='text'>status</th>"
+            "<th class='text'>modes found</th><th>n</th><th class='text'>first failure</th><th>cost (USD)</th>"
+            "<th class='text'>agents</th></tr></thead><tbody></tbody></table>"
+            "<div id='pager'><button id='prev' type='button'>previous</button> <span id='page'></span> "
+            "<button id='next' type='button'>next</button></div>"
+        )
+        out.write(
+            f"<section id='traces'><h2>Traces ({self.count})</h2>"
+            "<p class='note'>Click a trace to open it: the transcript is the one the judge read, each cited quote "
+            "is highlighted in its step; unverified quotes (not found in the cited step) are listed in red.</p>"
+            + controls + table + "<div id='trace-detail' hidden></div>"
+            + "<script type='application/json' id='mast-traces'>["
+        )
+        self._spool.seek(0)
+        shutil.copyfileobj(self._spool, out)
+        self._spool.seek(0, io.SEEK_END)
+        out.write("]</script>" + f"<script>{_SCRIPT.replace('__PAGE_ROWS__', str(PAGE_ROWS))}</script></section>")
+
+    def close(self) -> None:
+        """Drop the spooled rows."""
+        self._spool.close()
 
 
 STYLE = """
@@ -118,6 +179,40 @@ def _row(diagnosis: Diagnosis, transcripts: _TranscriptReader, gold: dict[str, l
     }
 
 
+def _compact_row(diagnosis: Diagnosis, gold: dict[str, list[bool]]) -> dict[str, Any]:
+    """A row past the detail budget: what the table shows and the verdicts found, no transcript or quotes."""
+    first = diagnosis.first_failure
+    usage = diagnosis.usage
+    return {
+        "id": diagnosis.trace_id,
+        "status": diagnosis.status,
+        "error": diagnosis.error.message if diagnosis.error else None,
+        "source": _source_label(diagnosis),
+        "task": "",
+        "note": _LEFT_OUT,
+        "agents": [first.agent] if first and first.agent else [],
+        "summary": diagnosis.summary,
+        "task_completed": diagnosis.task_completed,
+        "first_failure": first.model_dump() if first else None,
+        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                  "cost_usd": usage.cost_usd, "llm_calls": usage.llm_calls, "latency_s": round(usage.latency_s, 3),
+                  "cached": usage.cached},
+        "judge": diagnosis.judge.model or diagnosis.judge.kind,
+        "modes": [
+            {"code": v.code, "name": v.name, "present": v.present, "confidence": v.confidence,
+             "explanation": v.explanation, "gold": gold.get(v.code), "evidence": []}
+            for v in diagnosis.failure_modes if v.present or v.code in gold
+        ],
+        "steps": [],
+    }
+
+
+_LEFT_OUT = (
+    f"Transcript and quotes left out of this page: it carries them for the first {DETAIL_FINDINGS:,} traces with a "
+    f"mode found or not judged and the first {DETAIL_CLEAN:,} others. A report on a smaller results file shows them."
+)
+
+
 def _step(index: int, agent: str | None, text: str, evidence: list[Evidence]) -> dict[str, Any]:
     spans = [span for e in evidence if (span := locate(text, e.quote)) is not None]
     text, spans = _cap(text, spans)
@@ -163,17 +258,25 @@ def _cap(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, 
 
 
 class _TranscriptReader:
-    """Re-reads each result's source once per file (a JSONL of many traces is parsed one time)."""
+    """Re-reads each result's source, keeping the last few files parsed.
+
+    A JSONL of many traces is parsed once while its results come in a row (results follow their
+    files' order); memory holds at most :data:`_CACHED_FILES` parsed files.
+    """
 
     def __init__(self) -> None:
-        self._files: dict[str, list[Trace] | str] = {}
+        self._files: OrderedDict[str, list[Trace] | str] = OrderedDict()
 
     def get(self, diagnosis: Diagnosis) -> tuple[Trace | None, str | None]:
         path = diagnosis.source.path
         if not path:
             return None, "no source path in the result: transcript not available"
-        if path not in self._files:
+        if path in self._files:
+            self._files.move_to_end(path)
+        else:
             self._files[path] = self._read(path, diagnosis.source.format)
+            if len(self._files) > _CACHED_FILES:
+                self._files.popitem(last=False)
         traces = self._files[path]
         if isinstance(traces, str):
             return None, traces

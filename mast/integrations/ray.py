@@ -26,6 +26,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mast.batch.breaker import CircuitBreaker
 from mast.batch.inputs import WorkItem, parse_shard
 from mast.batch.report import BatchReport, Outcome
 from mast.batch.resume import ResumeIndex
@@ -56,6 +57,8 @@ def init(address: str | None = None, *, num_cpus: int | None = None, temp_dir: s
 
     The temp folder is ``temp_dir``, else ``RAY_TMPDIR`` when set; the dashboard stays off.
     """
+    # mast label draws its own progress; Ray Data's bars would redraw in the driver for nothing.
+    ray.data.DataContext.get_current().enable_progress_bars = False
     if ray.is_initialized():
         return
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
@@ -274,8 +277,13 @@ class _Writer:
         if stale is not None:
             self.retried.add(stale)
         if self.breaker is not None and outcome == "judged":
-            diagnosis = diagnosis or Diagnosis.model_validate_json(str(row["diagnosis"]))
-            reason = self.breaker.record(diagnosis, None)
+            # The default breaker reads only an error result's type and message: a result that is
+            # not an error resets it, so the driver parses no Diagnosis for it (0.25 ms a trace).
+            if isinstance(self.breaker, CircuitBreaker) and diagnosis is None and row["status"] != "error":
+                reason = self.breaker.record(None)
+            else:
+                diagnosis = diagnosis or Diagnosis.model_validate_json(str(row["diagnosis"]))
+                reason = self.breaker.record(diagnosis, None)
             if reason is not None:
                 self.report.stopped, self.report.message = "failed", reason
         return diagnosis

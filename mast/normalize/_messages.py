@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from itertools import count
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
@@ -129,8 +130,28 @@ def _fresh(msg: Msg) -> Msg:
     )
 
 
-_HISTORIES: deque[tuple[str, list[Msg]]] = deque(maxlen=8)
-"""Recently read message lists as (JSON text without its closing bracket, messages): see :func:`history_messages`."""
+class History(list[Msg]):
+    """A message list read by :func:`history_messages`, which says what it continues.
+
+    ``token`` names this list; when ``prefix`` is not ``None``, the first ``prefix_len`` messages
+    are, object for object, those of the list named ``prefix`` (the call before re-sent them). A
+    timeline that already went through that list skips them without looking (see
+    :meth:`mast.normalize._timeline.Timeline.add_new`). Appending keeps that true; do not insert.
+    """
+
+    __slots__ = ("prefix", "prefix_len", "token")
+
+    def __init__(self, msgs: list[Msg], token: int, prefix: int | None = None, prefix_len: int = 0) -> None:
+        super().__init__(msgs)
+        self.token = token
+        self.prefix = prefix
+        self.prefix_len = prefix_len
+
+
+_TOKENS = count()
+"""Names of the lists :func:`history_messages` reads (never reused, even after :func:`forget_history`)."""
+_HISTORIES: deque[tuple[str, list[Msg], int]] = deque(maxlen=8)
+"""Recently read message lists as (JSON text without its closing bracket, messages, token): see :func:`history_messages`."""
 
 
 def history_messages(text: str) -> list[Msg] | None:
@@ -140,10 +161,11 @@ def history_messages(text: str) -> list[Msg] | None:
     the input of call *k* with more messages before the closing bracket. The messages of the common
     part are taken from the earlier result and only the new tail is parsed: linear in the run's
     length instead of quadratic. Lists that are read as a whole (Responses items) are not reused.
+    The result is a :class:`History` that names the list it continues.
     """
     if not (text.startswith("[") and text.endswith("]")):
         return to_messages(text)
-    for body, earlier in reversed(_HISTORIES):
+    for body, earlier, token in reversed(_HISTORIES):
         if len(text) > len(body) + 1 and text[len(body)] == "," and text.startswith(body):
             try:
                 tail = orjson.loads("[" + text[len(body) + 1:])
@@ -155,16 +177,18 @@ def history_messages(text: str) -> list[Msg] | None:
             if new is None:
                 break
             msgs = [*earlier, *new]
-            _HISTORIES.append((text[:-1], msgs))
-            return list(msgs)
+            mine = next(_TOKENS)
+            _HISTORIES.append((text[:-1], msgs, mine))
+            return History(msgs, mine, token, len(earlier))
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
         return to_messages(text)
     whole = to_messages(value)
     if whole is not None and isinstance(value, list) and value and _per_item(value):
-        _HISTORIES.append((text[:-1], whole))
-        return list(whole)
+        mine = next(_TOKENS)
+        _HISTORIES.append((text[:-1], whole, mine))
+        return History(whole, mine)
     return whole
 
 

@@ -13,8 +13,9 @@ Messages come from :func:`mast.normalize._messages.to_messages` (any dialect).
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
+from itertools import islice
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,6 +24,7 @@ from mast.normalize._common import parse_arguments
 from mast.normalize._messages import (
     CHAT_ROLES,
     CREWAI_DELEGATION_TOOLS,
+    History,
     Msg,
     _canon,
     _fresh,
@@ -61,6 +63,9 @@ class Timeline:
         self._calls: list[_Call] = []
         self._by_id: dict[str, _Call] = {}
         """The first call with each id: pairing by id without walking every call (runs re-send all results)."""
+        self._settled: OrderedDict[int, tuple[int, Counter[tuple[Any, ...]]]] = OrderedDict()
+        """Input lists (:class:`History` tokens) whose every message :meth:`add_new` would skip again, as
+        (length, occurrences of each key in the list): a list that continues one skips that part unseen."""
 
     # keys for "was this message emitted before?"
     @staticmethod
@@ -136,8 +141,9 @@ class Timeline:
         """Emit ``msg`` as a step (always; no history check). Returns ``None`` for empty messages."""
         if msg.empty:
             return None
-        if msg.shared:
-            msg = _fresh(msg)  # pairing below may set tool call ids: never on the cached copy
+        if msg.shared and (msg.tool_results or any(c.id is None for c in msg.tool_calls)):
+            # pairing below may set a result's name and id, or later an id-less call's id: never on the cached copy
+            msg = _fresh(msg)
         self.warnings.extend(w for w in msg.warnings if w not in self.warnings)
         fields["id"] = fields.get("id") or msg.id
         attributes = dict(fields.pop("attributes", None) or {})
@@ -195,16 +201,24 @@ class Timeline:
 
         Occurrences are counted: the n-th copy of a message in this list is new only when fewer than
         n copies were emitted so far. Empty messages are never emitted.
+
+        A :class:`History` that continues a list this timeline settled (every message of it would
+        be skipped again, whatever is emitted later: counts only grow) starts after that list: each
+        model call's input costs its new tail, not the whole conversation again.
         """
-        local: Counter[tuple[Any, ...]] = Counter()
+        items = msgs if isinstance(msgs, list) else list(msgs)
+        start, local = self._resume(items)
         added: list[Step] = []
-        for msg in msgs:
+        checked: list[tuple[Msg, list[tuple[Any, ...]], list[int]]] = []
+        for msg in islice(items, start, None):
             if msg.empty:
                 continue
             keys = self._lookup_keys(msg)
             for key in keys:
                 local[key] += 1
-            if any(local[key] <= self._seen[key] for key in keys):
+            counts = [local[key] for key in keys]
+            checked.append((msg, keys, counts))
+            if any(n <= self._seen[key] for key, n in zip(keys, counts, strict=True)):
                 if msg.role == "tool" and msg.tool_results:
                     result = msg.tool_results[0]
                     known = self._by_id.get(result.call_id) if result.call_id else None
@@ -214,7 +228,29 @@ class Timeline:
             step = self.add(msg, agent=agent, assistant_kind=assistant_kind, **dict(fields))
             if step is not None:
                 added.append(step)
+        if isinstance(items, History) and all(self._settled_message(*entry) for entry in checked):
+            self._settled[items.token] = (len(items), local)
+            if len(self._settled) > 16:
+                self._settled.popitem(last=False)
         return added
+
+    def _resume(self, items: list[Msg]) -> tuple[int, Counter[tuple[Any, ...]]]:
+        """Where :meth:`add_new` starts in ``items`` and the key counts of what it skips unseen."""
+        if isinstance(items, History) and items.prefix is not None:
+            settled = self._settled.get(items.prefix)
+            if settled is not None and settled[0] == items.prefix_len <= len(items):
+                return settled[0], settled[1].copy()
+        return 0, Counter()
+
+    def _settled_message(self, msg: Msg, keys: list[tuple[Any, ...]], counts: list[int]) -> bool:
+        """True when going through ``msg`` again (at the same place in its list) would skip it and change nothing."""
+        if not any(n <= self._seen[key] for key, n in zip(keys, counts, strict=True)):
+            return False
+        if msg.role == "tool" and msg.tool_results:
+            call_id = msg.tool_results[0].call_id
+            known = self._by_id.get(call_id) if call_id else None
+            return known is not None and known.answered
+        return True
 
     def add_tool(
         self,

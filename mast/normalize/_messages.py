@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from itertools import count
 from dataclasses import replace
 from functools import lru_cache
+from itertools import count
 from typing import Any
 
 import orjson

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
-from itertools import islice
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
 from mast.normalize._common import parse_arguments

@@ -13,7 +13,7 @@ Messages come from :func:`mast.normalize._messages.to_messages` (any dialect).
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -59,11 +59,12 @@ class Timeline:
         self.framework_hints: set[str] = set()
         self.warnings: list[str] = []
         """What could not be read in the messages emitted (each once), for the trace's warnings."""
-        self._seen: Counter[tuple[Any, ...]] = Counter()
+        self._seen: dict[tuple[Any, ...], int] = {}
+        """How many times each history key was emitted (see :func:`~mast.normalize._messages.history_keys`)."""
         self._calls: list[_Call] = []
         self._by_id: dict[str, _Call] = {}
         """The first call with each id: pairing by id without walking every call (runs re-send all results)."""
-        self._settled: OrderedDict[int, tuple[int, Counter[tuple[Any, ...]]]] = OrderedDict()
+        self._settled: OrderedDict[int, tuple[int, dict[tuple[Any, ...], int]]] = OrderedDict()
         """Input lists (:class:`History` tokens) whose every message :meth:`add_new` would skip again, as
         (length, occurrences of each key in the list): a list that continues one skips that part unseen."""
 
@@ -79,21 +80,24 @@ class Timeline:
         return history_keys(msg)
 
     def _register(self, msg: Msg) -> None:
+        keys: list[tuple[Any, ...]] = []
         for result in msg.tool_results:
             if result.call_id:
-                self._seen[("tid", result.call_id)] += 1
-            self._seen[("ttext", _canon(result.output))] += 1
+                keys.append(("tid", result.call_id))
+            keys.append(("ttext", _canon(result.output)))
             if result.name:
-                self._seen[("tname", result.name)] += 1
-        if msg.role == "tool" and msg.tool_results:
-            return
-        text = _norm(msg.content)
-        if msg.tool_calls:
-            if all(c.id for c in msg.tool_calls):
-                self._seen[("m", text, tuple(c.id for c in msg.tool_calls))] += 1
-            self._seen[("mn", text, tuple(c.name for c in msg.tool_calls))] += 1
-        else:
-            self._seen[("m", text, ())] += 1
+                keys.append(("tname", result.name))
+        if not (msg.role == "tool" and msg.tool_results):
+            text = _norm(msg.content)
+            if msg.tool_calls:
+                if all(c.id for c in msg.tool_calls):
+                    keys.append(("m", text, tuple(c.id for c in msg.tool_calls)))
+                keys.append(("mn", text, tuple(c.name for c in msg.tool_calls)))
+            else:
+                keys.append(("m", text, ()))
+        seen = self._seen
+        for key in keys:
+            seen[key] = seen.get(key, 0) + 1
 
     def _remember(self, entry: _Call) -> None:
         self._calls.append(entry)
@@ -210,15 +214,17 @@ class Timeline:
         start, local = self._resume(items)
         added: list[Step] = []
         checked: list[tuple[Msg, list[tuple[Any, ...]], list[int]]] = []
+        seen = self._seen.get
         for msg in islice(items, start, None):
             if msg.empty:
                 continue
             keys = self._lookup_keys(msg)
+            counts = []
             for key in keys:
-                local[key] += 1
-            counts = [local[key] for key in keys]
+                counts.append(local.get(key, 0) + 1)
+                local[key] = counts[-1]
             checked.append((msg, keys, counts))
-            if any(n <= self._seen[key] for key, n in zip(keys, counts, strict=True)):
+            if any(n <= seen(key, 0) for key, n in zip(keys, counts, strict=True)):
                 if msg.role == "tool" and msg.tool_results:
                     result = msg.tool_results[0]
                     known = self._by_id.get(result.call_id) if result.call_id else None
@@ -234,17 +240,18 @@ class Timeline:
                 self._settled.popitem(last=False)
         return added
 
-    def _resume(self, items: list[Msg]) -> tuple[int, Counter[tuple[Any, ...]]]:
+    def _resume(self, items: list[Msg]) -> tuple[int, dict[tuple[Any, ...], int]]:
         """Where :meth:`add_new` starts in ``items`` and the key counts of what it skips unseen."""
         if isinstance(items, History) and items.prefix is not None:
             settled = self._settled.get(items.prefix)
             if settled is not None and settled[0] == items.prefix_len <= len(items):
                 return settled[0], settled[1].copy()
-        return 0, Counter()
+        return 0, {}
 
     def _settled_message(self, msg: Msg, keys: list[tuple[Any, ...]], counts: list[int]) -> bool:
         """True when going through ``msg`` again (at the same place in its list) would skip it and change nothing."""
-        if not any(n <= self._seen[key] for key, n in zip(keys, counts, strict=True)):
+        seen = self._seen.get
+        if not any(n <= seen(key, 0) for key, n in zip(keys, counts, strict=True)):
             return False
         if msg.role == "tool" and msg.tool_results:
             call_id = msg.tool_results[0].call_id

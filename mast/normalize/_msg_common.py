@@ -98,7 +98,14 @@ def maybe_json(value: Any, depth: int = 3) -> Any:
     for _ in range(depth):
         if not isinstance(value, str):
             return value
-        stripped = value.strip()
+        first = value[:1]
+        if first and not first.isspace() and not value[-1].isspace():
+            # nothing to strip at either end: no copy of a long text to read its first character
+            if first not in '{["':
+                return value
+            stripped = value
+        else:
+            stripped = value.strip()
         if not stripped or stripped[0] not in '{["' or stripped in ("null",):
             return value
         try:

@@ -126,8 +126,11 @@ class Timeline:
         if entry.call.id is None and result.call_id:
             entry.call.id = result.call_id
             self._by_id.setdefault(result.call_id, entry)
-        result.call_id = result.call_id or entry.call.id
-        result.name = result.name or entry.call.name
+        # assigned only when missing: a pydantic model's assignment costs more than the comparison
+        if not result.call_id:
+            result.call_id = entry.call.id
+        if not result.name:
+            result.name = entry.call.name
         return entry
 
     def _delegate(self, entry: _Call | None) -> str | None:

@@ -167,13 +167,7 @@ def history_messages(text: str) -> list[Msg] | None:
         return to_messages(text)
     for body, earlier, token in reversed(_HISTORIES):
         if len(text) > len(body) + 1 and text[len(body)] == "," and text.startswith(body):
-            try:
-                tail = orjson.loads("[" + text[len(body) + 1:])
-            except orjson.JSONDecodeError:
-                break
-            if not isinstance(tail, list) or not _per_item(tail):
-                break
-            new = _from_list(tail)
+            new = _tail_messages(text[len(body) + 1:])
             if new is None:
                 break
             msgs = [*earlier, *new]
@@ -192,9 +186,52 @@ def history_messages(text: str) -> list[Msg] | None:
     return whole
 
 
+def _tail_messages(rest: str) -> list[Msg] | None:
+    """The messages of a re-sent list's new part (``rest``: its JSON text after the comma, closing bracket included).
+
+    The part usually starts with the reply of the call before, read already by :func:`reply_messages`:
+    when its text is there byte for byte, up to a comma or the end, its messages are taken as they
+    are and only what follows is parsed. ``None`` when the part is not a list of messages.
+    """
+    known: tuple[Msg, ...] = ()
+    for inner, replied in reversed(_REPLIES):
+        if rest.startswith(inner) and len(rest) > len(inner) and rest[len(inner)] in ",]":
+            if rest[len(inner)] == "]":
+                return list(replied) if len(rest) == len(inner) + 1 else None
+            known, rest = replied, rest[len(inner) + 1:]
+            break
+    try:
+        tail = orjson.loads("[" + rest)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(tail, list) or not _per_item(tail):
+        return None
+    new = _from_list(tail)
+    return None if new is None else [*known, *new]
+
+
+_REPLIES: deque[tuple[str, tuple[Msg, ...]]] = deque(maxlen=4)
+"""Recent model replies as (JSON text between the list's brackets, messages): see :func:`reply_messages`."""
+
+
+def reply_messages(text: str) -> list[Msg] | None:
+    """:func:`to_messages` of JSON text holding a model call's reply, remembered for the next call's input.
+
+    The next call re-sends the reply inside its history; :func:`history_messages` then takes its
+    messages from here instead of parsing, serialising and looking them up again. Only a plain
+    ``[...]`` list whose every item is a message read on its own is remembered.
+    """
+    value = maybe_json(text)
+    msgs = to_messages(value)
+    if msgs is not None and isinstance(value, list) and value and text[:1] == "[" and text[-1:] == "]" and _per_item(value):
+        _REPLIES.append((text[1:-1], tuple(msgs)))
+    return msgs
+
+
 def forget_history() -> None:
     """Drop the message caches (call between independent traces: a run's messages never recur in the next)."""
     _HISTORIES.clear()
+    _REPLIES.clear()
     _cached_item.cache_clear()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from mast.normalize._messages import History, forget_history, history_messages
+from mast.normalize._messages import History, forget_history, history_messages, reply_messages, to_messages
 from mast.normalize._timeline import Timeline
 from mast.trace import Step
 
@@ -85,3 +85,25 @@ def test_results_without_ids_keep_the_full_pass() -> None:
     _, full = _steps(inputs, resume=False)
     _, resumed = _steps(inputs, resume=True)
     assert resumed == full - len(inputs[0])  # only the first input (no tool result yet) is skipped unseen
+
+
+def test_a_reply_resent_in_the_next_input_reads_as_a_fresh_list() -> None:
+    forget_history()
+    first = [_otel("system", "You are Ada."), _otel("user", "Count the files.")]
+    reply = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "ls", "arguments": {}}], "finish_reason": "tool_calls"}]
+    result = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "3 files"}]}
+    history_messages(orjson.dumps(first).decode())
+    replied = reply_messages(orjson.dumps(reply).decode())
+    for following in ([*first, *reply, result], [*first, *reply]):
+        text = orjson.dumps(following).decode()
+        msgs = history_messages(text)
+        assert msgs is not None and replied is not None
+        assert msgs[len(first):len(first) + 1] == replied  # the reply's messages, taken as they are
+        fresh = to_messages(orjson.loads(text))
+        forget_history()
+        assert msgs == fresh
+        history_messages(orjson.dumps(first).decode())
+        reply_messages(orjson.dumps(reply).decode())
+    broken = orjson.dumps([*first, *reply]).decode()[:-1] + ",]"  # a trailing comma: not JSON, read as it would be alone
+    assert history_messages(broken) == to_messages(broken)
+    forget_history()

@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import replace
-from functools import lru_cache
 from itertools import count
 from typing import Any
 
@@ -92,7 +91,8 @@ def from_item(item: dict[str, Any]) -> list[Msg]:
     return dialect.read(item) if dialect is not None else from_openai(item)
 
 
-def _from_list(items: list[Any]) -> list[Msg] | None:
+def _from_list(items: list[Any], parsed: bool = False) -> list[Msg] | None:
+    """Messages of a list whose every item is a message; ``parsed``: the items were just read from JSON text."""
     if not items or not all(_is_message(i) for i in items):
         return None
     if any(isinstance(i, dict) and type_of(i) in RESPONSES_ITEM_TYPES for i in items) and not any(
@@ -103,20 +103,33 @@ def _from_list(items: list[Any]) -> list[Msg] | None:
     for item in items:
         if isinstance(item, dict):
             # Every model call re-sends the conversation: convert each distinct message once.
-            out.extend(_cached_item(orjson.dumps(item)))
+            out.extend(_cached_item(orjson.dumps(item), item if parsed else None))
         else:
             out.extend(from_item(item))
     return out
 
 
-@lru_cache(maxsize=8192)
-def _cached_item(blob: bytes) -> tuple[Msg, ...]:
-    """:func:`from_item` of a message given as JSON bytes, history keys computed; never handed out as is."""
-    msgs = tuple(from_item(orjson.loads(blob)))
-    for msg in msgs:
-        msg.keys = history_keys(msg)
-        msg.shared = True
-    return msgs
+_ITEMS: dict[bytes, tuple[Msg, ...]] = {}
+"""Converted messages by their JSON bytes (see :func:`_cached_item`); the oldest goes when full."""
+_MAX_ITEMS = 8192
+
+
+def _cached_item(blob: bytes, item: dict[str, Any] | None = None) -> tuple[Msg, ...]:
+    """:func:`from_item` of a message given as JSON bytes, history keys computed; never handed out as is.
+
+    ``item``, when given, is the message the bytes were written from and holds nothing JSON cannot
+    (it was just parsed from JSON text): it is read as it is instead of parsing the bytes back.
+    """
+    known = _ITEMS.get(blob)
+    if known is None:
+        known = tuple(from_item(orjson.loads(blob) if item is None else item))
+        for msg in known:
+            msg.keys = history_keys(msg)
+            msg.shared = True
+        if len(_ITEMS) >= _MAX_ITEMS:
+            del _ITEMS[next(iter(_ITEMS))]
+        _ITEMS[blob] = known
+    return known
 
 
 def _fresh(msg: Msg) -> Msg:
@@ -206,7 +219,7 @@ def _tail_messages(rest: str) -> list[Msg] | None:
         return None
     if not isinstance(tail, list) or not _per_item(tail):
         return None
-    new = _from_list(tail)
+    new = _from_list(tail, parsed=True)
     return None if new is None else [*known, *new]
 
 
@@ -222,8 +235,10 @@ def reply_messages(text: str) -> list[Msg] | None:
     ``[...]`` list whose every item is a message read on its own is remembered.
     """
     value = maybe_json(text)
-    msgs = to_messages(value)
-    if msgs is not None and isinstance(value, list) and value and text[:1] == "[" and text[-1:] == "]" and _per_item(value):
+    if not (isinstance(value, list) and value and text[:1] == "[" and text[-1:] == "]" and _per_item(value)):
+        return to_messages(value)
+    msgs = _from_list(value, parsed=True)  # what to_messages does with a list of message dicts
+    if msgs is not None:
         _REPLIES.append((text[1:-1], tuple(msgs)))
     return msgs
 
@@ -232,7 +247,7 @@ def forget_history() -> None:
     """Drop the message caches (call between independent traces: a run's messages never recur in the next)."""
     _HISTORIES.clear()
     _REPLIES.clear()
-    _cached_item.cache_clear()
+    _ITEMS.clear()
 
 
 def _per_item(items: list[Any]) -> bool:

@@ -91,8 +91,12 @@ def from_item(item: dict[str, Any]) -> list[Msg]:
     return dialect.read(item) if dialect is not None else from_openai(item)
 
 
-def _from_list(items: list[Any], parsed: bool = False) -> list[Msg] | None:
-    """Messages of a list whose every item is a message; ``parsed``: the items were just read from JSON text."""
+def _from_list(items: list[Any], parsed: bool = False, cache: bool = True) -> list[Msg] | None:
+    """Messages of a list whose every item is a message.
+
+    ``parsed``: the items were just read from JSON text. ``cache=False``: the messages are converted
+    (shared, history keys computed) but not looked up or kept by their JSON bytes.
+    """
     if not items or not all(_is_message(i) for i in items):
         return None
     if any(isinstance(i, dict) and type_of(i) in RESPONSES_ITEM_TYPES for i in items) and not any(
@@ -101,7 +105,9 @@ def _from_list(items: list[Any], parsed: bool = False) -> list[Msg] | None:
         return from_responses(items)
     out: list[Msg] = []
     for item in items:
-        if isinstance(item, dict):
+        if isinstance(item, dict) and not cache:
+            out.extend(_shared(from_item(item if parsed else orjson.loads(orjson.dumps(item)))))
+        elif isinstance(item, dict):
             # Every model call re-sends the conversation: convert each distinct message once.
             out.extend(_cached_item(orjson.dumps(item), item if parsed else None))
         else:
@@ -122,14 +128,19 @@ def _cached_item(blob: bytes, item: dict[str, Any] | None = None) -> tuple[Msg, 
     """
     known = _ITEMS.get(blob)
     if known is None:
-        known = tuple(from_item(orjson.loads(blob) if item is None else item))
-        for msg in known:
-            msg.keys = history_keys(msg)
-            msg.shared = True
+        known = _shared(from_item(orjson.loads(blob) if item is None else item))
         if len(_ITEMS) >= _MAX_ITEMS:
             del _ITEMS[next(iter(_ITEMS))]
         _ITEMS[blob] = known
     return known
+
+
+def _shared(msgs: list[Msg]) -> tuple[Msg, ...]:
+    """Converted messages marked as handed out to several lists (copied before a change), history keys computed."""
+    for msg in msgs:
+        msg.keys = history_keys(msg)
+        msg.shared = True
+    return tuple(msgs)
 
 
 def _fresh(msg: Msg) -> Msg:
@@ -237,7 +248,8 @@ def reply_messages(text: str) -> list[Msg] | None:
     value = maybe_json(text)
     if not (isinstance(value, list) and value and text[:1] == "[" and text[-1:] == "]" and _per_item(value)):
         return to_messages(value)
-    msgs = _from_list(value, parsed=True)  # what to_messages does with a list of message dicts
+    # what to_messages does with a list of message dicts; not cached by bytes: the next input takes them from here
+    msgs = _from_list(value, parsed=True, cache=False)
     if msgs is not None:
         _REPLIES.append((text[1:-1], tuple(msgs)))
     return msgs

@@ -151,7 +151,8 @@ class Timeline:
         if msg.shared and (msg.tool_results or any(c.id is None for c in msg.tool_calls)):
             # pairing below may set a result's name and id, or later an id-less call's id: never on the cached copy
             msg = _fresh(msg)
-        self.warnings.extend(w for w in msg.warnings if w not in self.warnings)
+        if msg.warnings:
+            self.warnings.extend(w for w in msg.warnings if w not in self.warnings)
         fields["id"] = fields.get("id") or msg.id
         attributes = dict(fields.pop("attributes", None) or {})
         attributes.update({k: v for k, v in msg.extra.items() if k not in attributes})

@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -261,10 +261,9 @@ class Trace(_Model):
 
 
 def _to_utc(value: datetime | None) -> datetime | None:
-    from datetime import UTC
-
-    if value is None:
-        return None
+    # Runs twice for every step built: UTC imported once, and a UTC time (the common case) is returned as is
+    if value is None or value.tzinfo is UTC:
+        return value
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)

@@ -115,11 +115,16 @@ def agents_from_steps(steps: Iterable[Step], known: Iterable[Agent] = ()) -> lis
 
 def sum_usage(steps: Iterable[Step]) -> Usage | None:
     """Total usage over steps, or ``None`` when no step recorded any."""
-    total: Usage | None = None
-    for step in steps:
-        if step.usage is not None:
-            total = step.usage if total is None else total + step.usage
-    return total
+    used = [step.usage for step in steps if step.usage is not None]
+    if len(used) <= 1:
+        return used[0] if used else None
+    # what folding with Usage.__add__ gives, without building a model per step
+    sums: list[Any] = [None, None, None, None]
+    for usage in used:
+        for position, value in enumerate((usage.input_tokens, usage.output_tokens, usage.total_tokens, usage.cost_usd)):
+            if value is not None:
+                sums[position] = value if sums[position] is None else sums[position] + value
+    return Usage(input_tokens=sums[0], output_tokens=sums[1], total_tokens=sums[2], cost_usd=sums[3])
 
 
 def leftover(data: dict[str, Any], used: Iterable[str]) -> dict[str, Any]:

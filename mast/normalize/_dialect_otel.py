@@ -41,6 +41,8 @@ def from_otel(message: dict[str, Any]) -> list[Msg]:
                 calls.extend(m.tool_calls)
                 results.extend(m.tool_results)
                 texts.append(m.text)
+        elif kind == "text":
+            texts.append(text_of(part))  # what parts_text makes of one text part, without its list and joins
         else:
             text, thought = parts_text([part])
             texts.append(text)

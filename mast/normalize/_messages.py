@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import replace
-from functools import lru_cache
+from itertools import count
 from typing import Any
 
 import orjson
@@ -91,7 +91,12 @@ def from_item(item: dict[str, Any]) -> list[Msg]:
     return dialect.read(item) if dialect is not None else from_openai(item)
 
 
-def _from_list(items: list[Any]) -> list[Msg] | None:
+def _from_list(items: list[Any], parsed: bool = False, cache: bool = True) -> list[Msg] | None:
+    """Messages of a list whose every item is a message.
+
+    ``parsed``: the items were just read from JSON text. ``cache=False``: the messages are converted
+    (shared, history keys computed) but not looked up or kept by their JSON bytes.
+    """
     if not items or not all(_is_message(i) for i in items):
         return None
     if any(isinstance(i, dict) and type_of(i) in RESPONSES_ITEM_TYPES for i in items) and not any(
@@ -100,22 +105,42 @@ def _from_list(items: list[Any]) -> list[Msg] | None:
         return from_responses(items)
     out: list[Msg] = []
     for item in items:
-        if isinstance(item, dict):
+        if isinstance(item, dict) and not cache:
+            out.extend(_shared(from_item(item if parsed else orjson.loads(orjson.dumps(item)))))
+        elif isinstance(item, dict):
             # Every model call re-sends the conversation: convert each distinct message once.
-            out.extend(_cached_item(orjson.dumps(item)))
+            out.extend(_cached_item(orjson.dumps(item), item if parsed else None))
         else:
             out.extend(from_item(item))
     return out
 
 
-@lru_cache(maxsize=8192)
-def _cached_item(blob: bytes) -> tuple[Msg, ...]:
-    """:func:`from_item` of a message given as JSON bytes, history keys computed; never handed out as is."""
-    msgs = tuple(from_item(orjson.loads(blob)))
+_ITEMS: dict[bytes, tuple[Msg, ...]] = {}
+"""Converted messages by their JSON bytes (see :func:`_cached_item`); the oldest goes when full."""
+_MAX_ITEMS = 8192
+
+
+def _cached_item(blob: bytes, item: dict[str, Any] | None = None) -> tuple[Msg, ...]:
+    """:func:`from_item` of a message given as JSON bytes, history keys computed; never handed out as is.
+
+    ``item``, when given, is the message the bytes were written from and holds nothing JSON cannot
+    (it was just parsed from JSON text): it is read as it is instead of parsing the bytes back.
+    """
+    known = _ITEMS.get(blob)
+    if known is None:
+        known = _shared(from_item(orjson.loads(blob) if item is None else item))
+        if len(_ITEMS) >= _MAX_ITEMS:
+            del _ITEMS[next(iter(_ITEMS))]
+        _ITEMS[blob] = known
+    return known
+
+
+def _shared(msgs: list[Msg]) -> tuple[Msg, ...]:
+    """Converted messages marked as handed out to several lists (copied before a change), history keys computed."""
     for msg in msgs:
         msg.keys = history_keys(msg)
         msg.shared = True
-    return msgs
+    return tuple(msgs)
 
 
 def _fresh(msg: Msg) -> Msg:
@@ -129,8 +154,28 @@ def _fresh(msg: Msg) -> Msg:
     )
 
 
-_HISTORIES: deque[tuple[str, list[Msg]]] = deque(maxlen=8)
-"""Recently read message lists as (JSON text without its closing bracket, messages): see :func:`history_messages`."""
+class History(list[Msg]):
+    """A message list read by :func:`history_messages`, which says what it continues.
+
+    ``token`` names this list; when ``prefix`` is not ``None``, the first ``prefix_len`` messages
+    are, object for object, those of the list named ``prefix`` (the call before re-sent them). A
+    timeline that already went through that list skips them without looking (see
+    :meth:`mast.normalize._timeline.Timeline.add_new`). Appending keeps that true; do not insert.
+    """
+
+    __slots__ = ("prefix", "prefix_len", "token")
+
+    def __init__(self, msgs: list[Msg], token: int, prefix: int | None = None, prefix_len: int = 0) -> None:
+        super().__init__(msgs)
+        self.token = token
+        self.prefix = prefix
+        self.prefix_len = prefix_len
+
+
+_TOKENS = count()
+"""Names of the lists :func:`history_messages` reads (never reused, even after :func:`forget_history`)."""
+_HISTORIES: deque[tuple[str, list[Msg], int]] = deque(maxlen=8)
+"""Recently read message lists as (JSON text without its closing bracket, messages, token): see :func:`history_messages`."""
 
 
 def history_messages(text: str) -> list[Msg] | None:
@@ -140,38 +185,81 @@ def history_messages(text: str) -> list[Msg] | None:
     the input of call *k* with more messages before the closing bracket. The messages of the common
     part are taken from the earlier result and only the new tail is parsed: linear in the run's
     length instead of quadratic. Lists that are read as a whole (Responses items) are not reused.
+    The result is a :class:`History` that names the list it continues.
     """
     if not (text.startswith("[") and text.endswith("]")):
         return to_messages(text)
-    for body, earlier in reversed(_HISTORIES):
+    for body, earlier, token in reversed(_HISTORIES):
         if len(text) > len(body) + 1 and text[len(body)] == "," and text.startswith(body):
-            try:
-                tail = orjson.loads("[" + text[len(body) + 1:])
-            except orjson.JSONDecodeError:
-                break
-            if not isinstance(tail, list) or not _per_item(tail):
-                break
-            new = _from_list(tail)
+            new = _tail_messages(text[len(body) + 1:])
             if new is None:
                 break
             msgs = [*earlier, *new]
-            _HISTORIES.append((text[:-1], msgs))
-            return list(msgs)
+            mine = next(_TOKENS)
+            _HISTORIES.append((text[:-1], msgs, mine))
+            return History(msgs, mine, token, len(earlier))
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
         return to_messages(text)
     whole = to_messages(value)
     if whole is not None and isinstance(value, list) and value and _per_item(value):
-        _HISTORIES.append((text[:-1], whole))
-        return list(whole)
+        mine = next(_TOKENS)
+        _HISTORIES.append((text[:-1], whole, mine))
+        return History(whole, mine)
     return whole
+
+
+def _tail_messages(rest: str) -> list[Msg] | None:
+    """The messages of a re-sent list's new part (``rest``: its JSON text after the comma, closing bracket included).
+
+    The part usually starts with the reply of the call before, read already by :func:`reply_messages`:
+    when its text is there byte for byte, up to a comma or the end, its messages are taken as they
+    are and only what follows is parsed. ``None`` when the part is not a list of messages.
+    """
+    known: tuple[Msg, ...] = ()
+    for inner, replied in reversed(_REPLIES):
+        if rest.startswith(inner) and len(rest) > len(inner) and rest[len(inner)] in ",]":
+            if rest[len(inner)] == "]":
+                return list(replied) if len(rest) == len(inner) + 1 else None
+            known, rest = replied, rest[len(inner) + 1:]
+            break
+    try:
+        tail = orjson.loads("[" + rest)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(tail, list) or not _per_item(tail):
+        return None
+    new = _from_list(tail, parsed=True)
+    return None if new is None else [*known, *new]
+
+
+_REPLIES: deque[tuple[str, tuple[Msg, ...]]] = deque(maxlen=4)
+"""Recent model replies as (JSON text between the list's brackets, messages): see :func:`reply_messages`."""
+
+
+def reply_messages(text: str) -> list[Msg] | None:
+    """:func:`to_messages` of JSON text holding a model call's reply, remembered for the next call's input.
+
+    The next call re-sends the reply inside its history; :func:`history_messages` then takes its
+    messages from here instead of parsing, serialising and looking them up again. Only a plain
+    ``[...]`` list whose every item is a message read on its own is remembered.
+    """
+    value = maybe_json(text)
+    if not (isinstance(value, list) and value and text[:1] == "[" and text[-1:] == "]" and _per_item(value)):
+        return to_messages(value)
+    # what to_messages does with a list of message dicts; not cached by bytes: the next input takes them from here
+    msgs = _from_list(value, parsed=True, cache=False)
+    if msgs is not None:
+        _REPLIES.append((text[1:-1], tuple(msgs)))
+    return msgs
 
 
 def forget_history() -> None:
     """Drop the message caches (call between independent traces: a run's messages never recur in the next)."""
     _HISTORIES.clear()
-    _cached_item.cache_clear()
+    _REPLIES.clear()
+    _ITEMS.clear()
 
 
 def _per_item(items: list[Any]) -> bool:

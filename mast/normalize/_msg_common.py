@@ -51,15 +51,20 @@ class Msg:
     @property
     def empty(self) -> bool:
         """True when the message says nothing: no text, reasoning, tool call or result."""
-        return not (self.text.strip() or self.reasoning.strip() or self.tool_calls or self.tool_results)
+        return not (_says(self.text) or _says(self.reasoning) or self.tool_calls or self.tool_results)
 
     @property
     def content(self) -> str:
         """Text for a step: the reasoning (marked) followed by the text."""
-        if self.reasoning.strip():
+        if _says(self.reasoning):
             thought = f"<thinking>\n{self.reasoning.strip()}\n</thinking>"
             return f"{thought}\n\n{self.text}" if self.text else thought
         return self.text
+
+
+def _says(text: str) -> bool:
+    """``bool(text.strip())`` without copying a long text: true when some character is not blank."""
+    return bool(text) and not text.isspace()
 
 
 def norm_role(role: Any) -> str:
@@ -98,7 +103,14 @@ def maybe_json(value: Any, depth: int = 3) -> Any:
     for _ in range(depth):
         if not isinstance(value, str):
             return value
-        stripped = value.strip()
+        first = value[:1]
+        if first and not first.isspace() and not value[-1].isspace():
+            # nothing to strip at either end: no copy of a long text to read its first character
+            if first not in '{["':
+                return value
+            stripped = value
+        else:
+            stripped = value.strip()
         if not stripped or stripped[0] not in '{["' or stripped in ("null",):
             return value
         try:

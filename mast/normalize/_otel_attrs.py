@@ -20,7 +20,15 @@ from functools import lru_cache
 from typing import Any
 
 from mast.normalize._common import text_of
-from mast.normalize._messages import Msg, as_dict, from_item, history_messages, maybe_json, to_messages
+from mast.normalize._messages import (
+    Msg,
+    as_dict,
+    from_item,
+    history_messages,
+    maybe_json,
+    reply_messages,
+    to_messages,
+)
 from mast.normalize._otel_dialects import SpanDialect, SpanPlan, SpanReading, plan_for
 from mast.normalize._otlp_values import any_value, hex_id, key_values, span_time, status_of
 from mast.normalize._spans import Span
@@ -92,6 +100,10 @@ def listify(node: Any) -> list[Any]:
 
 def output_messages(value: Any) -> list[Msg] | None:
     """An LLM output: messages of any dialect, ``{"text": ...}``, or plain text."""
+    if isinstance(value, str) and value.startswith("[") and value.endswith("]"):
+        msgs = reply_messages(value)  # remembered: the next call's input re-sends it
+        if msgs is not None:
+            return msgs
     value = maybe_json(value)
     if value is None or value == "":
         return None

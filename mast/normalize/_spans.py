@@ -196,7 +196,7 @@ class _Walk:
             text = output_text(span.output)
             outputs = [Msg(role="assistant", text=text or "")]
         outputs = [m for m in outputs or [] if not m.empty]
-        attributes = dict(span.attributes)
+        attributes = span.attributes  # not copied: add() and Step copy what they keep
         if not outputs:
             self.no_output += 1
             self.timeline.add_step(kind="llm", agent=who or self.timeline.default_agent, role="assistant", content="",

@@ -13,16 +13,18 @@ Messages come from :func:`mast.normalize._messages.to_messages` (any dialect).
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
 from mast.normalize._common import parse_arguments
 from mast.normalize._messages import (
     CHAT_ROLES,
     CREWAI_DELEGATION_TOOLS,
+    History,
     Msg,
     _canon,
     _fresh,
@@ -57,10 +59,14 @@ class Timeline:
         self.framework_hints: set[str] = set()
         self.warnings: list[str] = []
         """What could not be read in the messages emitted (each once), for the trace's warnings."""
-        self._seen: Counter[tuple[Any, ...]] = Counter()
+        self._seen: dict[tuple[Any, ...], int] = {}
+        """How many times each history key was emitted (see :func:`~mast.normalize._messages.history_keys`)."""
         self._calls: list[_Call] = []
         self._by_id: dict[str, _Call] = {}
         """The first call with each id: pairing by id without walking every call (runs re-send all results)."""
+        self._settled: OrderedDict[int, tuple[int, dict[tuple[Any, ...], int]]] = OrderedDict()
+        """Input lists (:class:`History` tokens) whose every message :meth:`add_new` would skip again, as
+        (length, occurrences of each key in the list): a list that continues one skips that part unseen."""
 
     # keys for "was this message emitted before?"
     @staticmethod
@@ -74,21 +80,24 @@ class Timeline:
         return history_keys(msg)
 
     def _register(self, msg: Msg) -> None:
+        keys: list[tuple[Any, ...]] = []
         for result in msg.tool_results:
             if result.call_id:
-                self._seen[("tid", result.call_id)] += 1
-            self._seen[("ttext", _canon(result.output))] += 1
+                keys.append(("tid", result.call_id))
+            keys.append(("ttext", _canon(result.output)))
             if result.name:
-                self._seen[("tname", result.name)] += 1
-        if msg.role == "tool" and msg.tool_results:
-            return
-        text = _norm(msg.content)
-        if msg.tool_calls:
-            if all(c.id for c in msg.tool_calls):
-                self._seen[("m", text, tuple(c.id for c in msg.tool_calls))] += 1
-            self._seen[("mn", text, tuple(c.name for c in msg.tool_calls))] += 1
-        else:
-            self._seen[("m", text, ())] += 1
+                keys.append(("tname", result.name))
+        if not (msg.role == "tool" and msg.tool_results):
+            text = _norm(msg.content)
+            if msg.tool_calls:
+                if all(c.id for c in msg.tool_calls):
+                    keys.append(("m", text, tuple(c.id for c in msg.tool_calls)))
+                keys.append(("mn", text, tuple(c.name for c in msg.tool_calls)))
+            else:
+                keys.append(("m", text, ()))
+        seen = self._seen
+        for key in keys:
+            seen[key] = seen.get(key, 0) + 1
 
     def _remember(self, entry: _Call) -> None:
         self._calls.append(entry)
@@ -117,8 +126,11 @@ class Timeline:
         if entry.call.id is None and result.call_id:
             entry.call.id = result.call_id
             self._by_id.setdefault(result.call_id, entry)
-        result.call_id = result.call_id or entry.call.id
-        result.name = result.name or entry.call.name
+        # assigned only when missing: a pydantic model's assignment costs more than the comparison
+        if not result.call_id:
+            result.call_id = entry.call.id
+        if not result.name:
+            result.name = entry.call.name
         return entry
 
     def _delegate(self, entry: _Call | None) -> str | None:
@@ -136,9 +148,11 @@ class Timeline:
         """Emit ``msg`` as a step (always; no history check). Returns ``None`` for empty messages."""
         if msg.empty:
             return None
-        if msg.shared:
-            msg = _fresh(msg)  # pairing below may set tool call ids: never on the cached copy
-        self.warnings.extend(w for w in msg.warnings if w not in self.warnings)
+        if msg.shared and (msg.tool_results or any(c.id is None for c in msg.tool_calls)):
+            # pairing below may set a result's name and id, or later an id-less call's id: never on the cached copy
+            msg = _fresh(msg)
+        if msg.warnings:
+            self.warnings.extend(w for w in msg.warnings if w not in self.warnings)
         fields["id"] = fields.get("id") or msg.id
         attributes = dict(fields.pop("attributes", None) or {})
         attributes.update({k: v for k, v in msg.extra.items() if k not in attributes})
@@ -195,16 +209,26 @@ class Timeline:
 
         Occurrences are counted: the n-th copy of a message in this list is new only when fewer than
         n copies were emitted so far. Empty messages are never emitted.
+
+        A :class:`History` that continues a list this timeline settled (every message of it would
+        be skipped again, whatever is emitted later: counts only grow) starts after that list: each
+        model call's input costs its new tail, not the whole conversation again.
         """
-        local: Counter[tuple[Any, ...]] = Counter()
+        items = msgs if isinstance(msgs, list) else list(msgs)
+        start, local = self._resume(items)
         added: list[Step] = []
-        for msg in msgs:
+        checked: list[tuple[Msg, list[tuple[Any, ...]], list[int]]] = []
+        seen = self._seen.get
+        for msg in islice(items, start, None):
             if msg.empty:
                 continue
             keys = self._lookup_keys(msg)
+            counts = []
             for key in keys:
-                local[key] += 1
-            if any(local[key] <= self._seen[key] for key in keys):
+                counts.append(local.get(key, 0) + 1)
+                local[key] = counts[-1]
+            checked.append((msg, keys, counts))
+            if any(n <= seen(key, 0) for key, n in zip(keys, counts, strict=True)):
                 if msg.role == "tool" and msg.tool_results:
                     result = msg.tool_results[0]
                     known = self._by_id.get(result.call_id) if result.call_id else None
@@ -214,7 +238,30 @@ class Timeline:
             step = self.add(msg, agent=agent, assistant_kind=assistant_kind, **dict(fields))
             if step is not None:
                 added.append(step)
+        if isinstance(items, History) and all(self._settled_message(*entry) for entry in checked):
+            self._settled[items.token] = (len(items), local)
+            if len(self._settled) > 16:
+                self._settled.popitem(last=False)
         return added
+
+    def _resume(self, items: list[Msg]) -> tuple[int, dict[tuple[Any, ...], int]]:
+        """Where :meth:`add_new` starts in ``items`` and the key counts of what it skips unseen."""
+        if isinstance(items, History) and items.prefix is not None:
+            settled = self._settled.get(items.prefix)
+            if settled is not None and settled[0] == items.prefix_len <= len(items):
+                return settled[0], settled[1].copy()
+        return 0, {}
+
+    def _settled_message(self, msg: Msg, keys: list[tuple[Any, ...]], counts: list[int]) -> bool:
+        """True when going through ``msg`` again (at the same place in its list) would skip it and change nothing."""
+        seen = self._seen.get
+        if not any(n <= seen(key, 0) for key, n in zip(keys, counts, strict=True)):
+            return False
+        if msg.role == "tool" and msg.tool_results:
+            call_id = msg.tool_results[0].call_id
+            known = self._by_id.get(call_id) if call_id else None
+            return known is not None and known.answered
+        return True
 
     def add_tool(
         self,

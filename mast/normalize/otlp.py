@@ -258,34 +258,39 @@ def _index_lines(raw: RawInput) -> tuple[dict[str, list[tuple[int, int, int]]], 
     index: dict[str, list[tuple[int, int, int]]] = {}
     errors: list[TraceFormatError] = []
     number = 0
-    base = 0  # file offset of chunk[0]
+    base = 0  # file offset of buf[0]
+    buf = bytearray(_CHUNK)  # read into, again and again: no new buffer (and its page faults) per chunk
+    filled = 0  # bytes of buf that hold the file
     with raw.path.open("rb") as fh:
-        chunk = b""
         while True:
-            more = fh.read(_CHUNK)
-            chunk += more
+            if filled == len(buf):
+                buf.extend(bytes(len(buf)))  # a line longer than the buffer: room for the rest of it
+            with memoryview(buf) as view, view[filled:] as free:
+                got = fh.readinto(free)
+            filled += got
             pos = 0
             while True:
-                end = chunk.find(b"\n", pos)
+                end = buf.find(b"\n", pos, filled)
                 if end == -1:
-                    if more:
+                    if got:
                         break  # the line continues in the next chunk
-                    end = len(chunk)
+                    end = filled
                     if pos >= end:
                         break
-                found = dict.fromkeys(_trace_ids(chunk, pos, end))  # distinct, in order of appearance
+                found = dict.fromkeys(_trace_ids(buf, pos, end))  # distinct, in order of appearance
                 ids = [hex_id(value.decode("utf-8", "replace")) or "" for value in found]
-                if not found and chunk[pos:end].strip():
-                    ids = _ids_of_unindexed_line(raw, chunk[pos:end], number, errors)
-                length = min(end + 1, len(chunk)) - pos
+                if not found and buf[pos:end].strip():
+                    ids = _ids_of_unindexed_line(raw, bytes(buf[pos:end]), number, errors)
+                length = min(end + 1, filled) - pos
                 for trace_id in dict.fromkeys(ids):
                     index.setdefault(trace_id, []).append((number, base + pos, length))
                 number += 1
                 pos = end + 1
-            if not more:
+            if not got:
                 break
+            buf[:filled - pos] = buf[pos:filled]  # the unfinished line moves to the front
+            filled -= pos
             base += pos
-            chunk = chunk[pos:]
     return index, errors
 
 
@@ -293,7 +298,7 @@ _CHUNK = 8 * 2**20
 """Bytes read at a time by the indexing pass."""
 
 
-def _trace_ids(data: bytes, start: int, end: int) -> list[bytes]:
+def _trace_ids(data: bytes | bytearray, start: int, end: int) -> list[bytes]:
     """The raw trace ids in ``data[start:end]``: ``bytes.find`` jumps to each key (no copy, no regex scan of every quote)."""
     found: list[bytes] = []
     for key in (b'"traceId"', b'"trace_id"'):
@@ -301,7 +306,7 @@ def _trace_ids(data: bytes, start: int, end: int) -> list[bytes]:
         while at != -1:
             match = _TRACE_ID.match(data, at, end)
             if match:
-                found.append(match.group(1))
+                found.append(bytes(match.group(1)))
             at = data.find(key, at + len(key), end)
         if found:
             break  # a line spells its keys one way (OTLP/JSON camelCase, or protobuf snake_case): one scan, not two

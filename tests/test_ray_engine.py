@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from test_batch_inputs import chat_jsonl
 
@@ -95,8 +96,6 @@ def _judge_actor_pids() -> list[int]:
     Only descendants: another Ray on the same machine (a benchmark, a second test run) has actors
     of the same name, and killing one of those would leave this run's actors untouched.
     """
-    import psutil
-
     pids = []
     for proc in psutil.Process().children(recursive=True):
         try:
@@ -121,6 +120,8 @@ def test_a_killed_worker_is_retried_and_nothing_is_lost_or_written_twice(
             first_result.set()
             pids = _judge_actor_pids()
             assert pids, "the judge actors run in processes named after TraceJudge"
+            # At Ray's default nice 15 a busy machine starves the actors; a local Ray runs them at 0.
+            assert all(psutil.Process(pid).nice() == 0 for pid in pids)
             os.kill(pids[0], signal.SIGKILL)  # mid-run: its batch in flight dies with it
             killed.append(pids[0])
 

@@ -66,7 +66,11 @@ def init(address: str | None = None, *, num_cpus: int | None = None, temp_dir: s
         ray.init(address=address, **options)
         return
     temp = temp_dir or os.environ.get("RAY_TMPDIR")
-    ray.init(num_cpus=num_cpus, _temp_dir=temp, **options)
+    # Ray starts its workers at nice 15 (they are meant to yield to the node's other work); here the
+    # workers are the judge actors doing the run itself, and at nice 15 any busy process on the machine
+    # starves them (by CFS weights a nice-15 process gets ~3 % of a core beside a busy nice-0 one).
+    # A local Ray is this run's own, so its workers run at the driver's priority.
+    ray.init(num_cpus=num_cpus, _temp_dir=temp, _system_config={"worker_niceness": 0}, **options)
 
 
 def label_dataset(

@@ -141,8 +141,9 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
         finally:
             server.close()
-    if len(rows) == 2:
-        print(json.dumps({"ray_over_local": round(rows[1]["traces_per_s"] / rows[0]["traces_per_s"], 2)}))
+    per_engine = {row["engine"]: row["traces_per_s"] for row in rows}
+    if {"local", "ray"} <= per_engine.keys():  # whichever order --engines gave
+        print(json.dumps({"ray_over_local": round(per_engine["ray"] / per_engine["local"], 2)}))
 
 
 if __name__ == "__main__":

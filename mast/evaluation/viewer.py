@@ -152,6 +152,27 @@ def _row(diagnosis: Diagnosis, transcripts: _TranscriptReader, gold: dict[str, l
     agents = sorted({a for a in ([a.name for a in trace.agents] if trace else []) if a})
     if diagnosis.first_failure and diagnosis.first_failure.agent and diagnosis.first_failure.agent not in agents:
         agents.append(diagnosis.first_failure.agent)
+    modes = [{"code": v.code, "name": v.name, "present": v.present, "confidence": v.confidence,
+              "explanation": v.explanation, "gold": gold.get(v.code),
+              "evidence": [{"step": e.step, "quote": e.quote, "verified": e.verified} for e in v.evidence]}
+             for v in diagnosis.failure_modes]
+    return _view_row(diagnosis, task=(trace.task or "") if trace else "", note=note, agents=agents, modes=modes,
+                     steps=steps)
+
+
+def _compact_row(diagnosis: Diagnosis, gold: dict[str, list[bool]]) -> dict[str, Any]:
+    """A row past the detail budget: what the table shows and the verdicts found, no transcript or quotes."""
+    first = diagnosis.first_failure
+    modes = [{"code": v.code, "name": v.name, "present": v.present, "confidence": v.confidence,
+              "explanation": v.explanation, "gold": gold.get(v.code), "evidence": []}
+             for v in diagnosis.failure_modes if v.present or v.code in gold]
+    return _view_row(diagnosis, task="", note=_LEFT_OUT, agents=[first.agent] if first and first.agent else [],
+                     modes=modes, steps=[])
+
+
+def _view_row(diagnosis: Diagnosis, *, task: str, note: str | None, agents: list[str],
+              modes: list[dict[str, Any]], steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row of the trace view; the detailed and the compact row differ only in the arguments."""
     first = diagnosis.first_failure
     usage = diagnosis.usage
     return {
@@ -159,7 +180,7 @@ def _row(diagnosis: Diagnosis, transcripts: _TranscriptReader, gold: dict[str, l
         "status": diagnosis.status,
         "error": diagnosis.error.message if diagnosis.error else None,
         "source": _source_label(diagnosis),
-        "task": (trace.task or "") if trace else "",
+        "task": task,
         "note": note,
         "agents": agents,
         "summary": diagnosis.summary,
@@ -169,41 +190,8 @@ def _row(diagnosis: Diagnosis, transcripts: _TranscriptReader, gold: dict[str, l
                   "cost_usd": usage.cost_usd, "llm_calls": usage.llm_calls, "latency_s": round(usage.latency_s, 3),
                   "cached": usage.cached},
         "judge": diagnosis.judge.model or diagnosis.judge.kind,
-        "modes": [
-            {"code": v.code, "name": v.name, "present": v.present, "confidence": v.confidence,
-             "explanation": v.explanation, "gold": gold.get(v.code),
-             "evidence": [{"step": e.step, "quote": e.quote, "verified": e.verified} for e in v.evidence]}
-            for v in diagnosis.failure_modes
-        ],
+        "modes": modes,
         "steps": steps,
-    }
-
-
-def _compact_row(diagnosis: Diagnosis, gold: dict[str, list[bool]]) -> dict[str, Any]:
-    """A row past the detail budget: what the table shows and the verdicts found, no transcript or quotes."""
-    first = diagnosis.first_failure
-    usage = diagnosis.usage
-    return {
-        "id": diagnosis.trace_id,
-        "status": diagnosis.status,
-        "error": diagnosis.error.message if diagnosis.error else None,
-        "source": _source_label(diagnosis),
-        "task": "",
-        "note": _LEFT_OUT,
-        "agents": [first.agent] if first and first.agent else [],
-        "summary": diagnosis.summary,
-        "task_completed": diagnosis.task_completed,
-        "first_failure": first.model_dump() if first else None,
-        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                  "cost_usd": usage.cost_usd, "llm_calls": usage.llm_calls, "latency_s": round(usage.latency_s, 3),
-                  "cached": usage.cached},
-        "judge": diagnosis.judge.model or diagnosis.judge.kind,
-        "modes": [
-            {"code": v.code, "name": v.name, "present": v.present, "confidence": v.confidence,
-             "explanation": v.explanation, "gold": gold.get(v.code), "evidence": []}
-            for v in diagnosis.failure_modes if v.present or v.code in gold
-        ],
-        "steps": [],
     }
 
 

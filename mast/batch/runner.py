@@ -38,10 +38,10 @@ from mast.batch.seams import (
     REQUEST_GATE,
     BatchJudge,
     Breaker,
+    CallGate,
     Estimate,
     JudgeFn,
     RunStopped,
-    _Gate,
 )
 from mast.diagnosis import Diagnosis, ErrorInfo, empty_verdicts
 from mast.errors import MastError, UsageError, error_info
@@ -139,7 +139,7 @@ class BatchRunner:
         self._failure: BaseException | None = None
         self._interrupts = 0
         self._judge_started = False
-        self._gate: _Gate | None = None
+        self._gate: CallGate | None = None
         self._index = ResumeIndex()
         self._retried: set[int] = set()
         self._written: dict[ContentKey, int] = {}
@@ -265,7 +265,7 @@ class BatchRunner:
     async def _feed(self, stream: Iterator[WorkItem]) -> None:
         # ``slots`` bounds the traces started; the judge's model calls are bounded by the gate.
         slots = asyncio.Semaphore(self.concurrency * PREPARE_AHEAD)
-        self._gate = _Gate(self.concurrency)
+        self._gate = CallGate(self.concurrency)
         REQUEST_GATE.set(self._gate)
         for item in stream:
             if item.whole_file:

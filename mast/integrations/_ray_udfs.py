@@ -15,6 +15,7 @@ from typing import Any
 from mast.batch.inputs import in_shard
 from mast.batch.judges import BatchJudge
 from mast.batch.limits import Budget
+from mast.batch.seams import CallGate
 from mast.diagnosis import Diagnosis, ErrorInfo, SourceRef, empty_verdicts
 from mast.errors import error_info, one_line
 from mast.judge.config import JudgeConfig
@@ -122,6 +123,11 @@ class TraceJudge:
         from mast.batch import configured_judge
 
         parsed = JudgeConfig.model_validate_json(config)
+        if parsed.kind != "detectors":
+            # The judge imports litellm on its first call (~8 s of CPU here). Paid in the constructor, it
+            # is part of the pool's start-up; paid in the first batch, one actor spent its first seconds
+            # importing while the other was already judging, on the same two cores.
+            import mast.judge.backend  # noqa: F401
         if router is not None:
             from mast.batch.router import router_judge
 
@@ -134,7 +140,7 @@ class TraceJudge:
         self.content: set[tuple[Any, ...]] = content
         self.budget = budget
         self.started = False
-        self.gate: asyncio.Semaphore | None = None
+        self.gate: CallGate | None = None
         self.codes = list(self.judge.taxonomy.codes)
 
     async def __call__(self, batch: Any) -> AsyncIterator[Any]:
@@ -143,7 +149,7 @@ class TraceJudge:
 
         if not self.started:
             self.started = True
-            self.gate = asyncio.Semaphore(self.concurrency)
+            self.gate = CallGate(self.concurrency)
             await self.judge.start()
         results = await asyncio.gather(*(self._one(row) for row in batch.to_pylist()))
         names = (*RESULT_COLUMNS, *self.mode_columns())

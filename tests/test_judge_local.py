@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 import mast.judge.local as local
@@ -46,6 +50,31 @@ def test_missing_xllamacpp_gives_the_install_hint(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "xllamacpp", None)  # makes `import xllamacpp` fail
     with pytest.raises(UsageError, match=r"pip install 'mast-judge\[local\]'"):
         LocalServer(default_gguf()).start()
+
+
+def test_llama_threads_leave_the_cores_that_other_processes_are_running_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(local.THREADS_ENV, raising=False)
+    cores = len(os.sched_getaffinity(0))
+    assert local.others_running("0.50 0.40 0.30 1/212 4242\n") == 0
+    assert local.others_running("3.10 2.00 1.00 4/250 4242\n") == 3
+    assert local.others_running("garbage") == 0
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 60
+        while any(psutil.Process(h.pid).cpu_times().user < 0.2 for h in hogs) and time.monotonic() < deadline:
+            time.sleep(0.05)  # both hogs are up and spinning before the count is taken
+        assert local.others_running() >= 2
+        assert local.threads_for_now() <= max(1, cores - 2)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert 1 <= local.threads_for_now() <= cores
+    monkeypatch.setenv(local.THREADS_ENV, "3")
+    assert local.threads_for_now() == 3
+    monkeypatch.setenv(local.THREADS_ENV, "many")
+    with pytest.raises(UsageError, match="MAST_LOCAL_THREADS must be a whole number"):
+        local.threads_for_now()
 
 
 @pytest.mark.slow

@@ -72,6 +72,44 @@ def gguf_for(model: str) -> Path:
     return path
 
 
+THREADS_ENV = "MAST_LOCAL_THREADS"
+"""Environment variable that fixes llama.cpp's thread count (else :func:`threads_for_now` chooses)."""
+
+
+def threads_for_now() -> int:
+    """Threads for llama.cpp: ``MAST_LOCAL_THREADS``, else the cores that nothing else is running on now.
+
+    llama.cpp's threads meet at a barrier after every layer, so one thread that the OS has paused for
+    another process stalls them all. Measured on 2 cores beside two ``yes`` hogs and a second busy
+    llama.cpp server (SmolLM2, 345 prompt tokens, 32 out): 2 threads took 93-110 s, 1 thread 5-6 s;
+    on the quiet machine 2 threads took 2.5 s, 1 thread 4.5 s. So the count follows the processes running when the server starts
+    (``/proc/loadavg``'s running count, this one excluded), never more than the cores this process
+    may use, never less than one.
+    """
+    fixed = os.environ.get(THREADS_ENV, "").strip()
+    if fixed:
+        try:
+            return max(1, int(fixed))
+        except ValueError as exc:
+            raise UsageError(f"{THREADS_ENV} must be a whole number of threads, not {fixed!r}") from exc
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores - others_running())
+
+
+def others_running(loadavg: str | None = None) -> int:
+    """Processes running or ready to run now besides this one (``/proc/loadavg``'s 4th field); 0 when unknown."""
+    if loadavg is None:
+        try:
+            loadavg = Path("/proc/loadavg").read_text()
+        except OSError:
+            return 0
+    try:
+        running = int(loadavg.split()[3].split("/")[0])
+    except (IndexError, ValueError):
+        return 0
+    return max(0, running - 1)
+
+
 class LocalServer:
     """llama.cpp's OpenAI-compatible server on 127.0.0.1 and a free port, started in-process.
 
@@ -122,7 +160,7 @@ class LocalServer:
         params.n_ctx = self.n_ctx * self.n_parallel
         params.n_parallel = self.n_parallel
         params.verbosity = 0  # llama.cpp logs every request at higher levels
-        threads = self.threads or max(1, (os.cpu_count() or 2))
+        threads = self.threads or threads_for_now()
         params.cpuparams.n_threads = threads
         params.cpuparams_batch.n_threads = threads
         try:

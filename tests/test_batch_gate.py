@@ -91,6 +91,24 @@ def test_a_waiter_cancelled_after_its_place_was_handed_over_passes_it_on() -> No
     asyncio.run(main())
 
 
+def test_a_waiter_cancelled_and_skipped_by_the_leaving_holder_ends_cancelled() -> None:
+    async def main() -> None:
+        gate = CallGate(1)
+        entered: list[str] = []
+        leave = asyncio.Event()
+        await gate.__aenter__()
+        b = asyncio.create_task(_hold(gate, "b", entered, leave))
+        await _settle()
+        b.cancel()  # b's place is cancelled, but b has not run its handler yet ...
+        await gate.__aexit__(None, None, None)  # ... when the holder leaves and skips that place
+        await _settle()
+        assert b.cancelled() and entered == []
+        async with asyncio.timeout(5), gate:  # the place is free
+            pass
+
+    asyncio.run(main())
+
+
 def test_a_closed_gate_refuses_the_waiters_and_frees_their_places() -> None:
     async def main() -> list[BaseException | None]:
         gate = CallGate(1)

@@ -72,7 +72,7 @@ class CallGate:
             except asyncio.CancelledError:
                 if place.done() and not place.cancelled():
                     self._leave()  # handed over, then cancelled before it ran: pass the place on
-                else:
+                elif place in self._waiting:  # not yet skipped by a leaving holder
                     self._waiting.remove(place)
                 raise
         if self.closed:

@@ -82,9 +82,9 @@ def threads_for_now() -> int:
     llama.cpp's threads meet at a barrier after every layer, so one thread that the OS has paused for
     another process stalls them all. Measured on 2 cores beside two ``yes`` hogs and a second busy
     llama.cpp server (SmolLM2, 345 prompt tokens, 32 out): 2 threads took 93-110 s, 1 thread 5-6 s;
-    on the quiet machine 2 threads took 2.5 s, 1 thread 4.5 s. So the count follows the processes running when the server starts
-    (``/proc/loadavg``'s running count, this one excluded), never more than the cores this process
-    may use, never less than one.
+    on the quiet machine 2 threads took 2.5 s, 1 thread 4.5 s. So the count follows the processes
+    running when the server starts (``/proc/loadavg``'s running count, this one excluded), never more
+    than the cores this process may use, never less than one.
     """
     fixed = os.environ.get(THREADS_ENV, "").strip()
     if fixed:

@@ -149,8 +149,10 @@ def test_router_shifts_traffic_away_from_a_deployment_that_answers_429(tmp_path:
         router = tmp_path / "router.yaml"
         router.write_text(
             "model_list:\n"
-            f"  - model_name: judge\n    litellm_params: {{model: {MODEL}, api_base: '{limited.base_url}', api_key: a, rpm: 600}}\n"
-            f"  - model_name: judge\n    litellm_params: {{model: {MODEL}, api_base: '{healthy.base_url}', api_key: b, rpm: 600}}\n"
+            # weight 99 to 1: the shuffle all but surely sends the first calls to the failing deployment
+            # (with equal weights, 1 run in 1,024 never tried it).
+            f"  - model_name: judge\n    litellm_params: {{model: {MODEL}, api_base: '{limited.base_url}', api_key: a, weight: 99}}\n"
+            f"  - model_name: judge\n    litellm_params: {{model: {MODEL}, api_base: '{healthy.base_url}', api_key: b, weight: 1}}\n"
             # allowed_fails 0: the first 429 cools the deployment down, for the rest of the run.
             "router_settings:\n  routing_strategy: simple-shuffle\n  num_retries: 6\n  allowed_fails: 0\n"
             "  cooldown_time: 600\n"

@@ -21,6 +21,8 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
+import orjson
+
 from mast.normalize._common import parse_arguments
 from mast.normalize._messages import (
     CHAT_ROLES,
@@ -33,6 +35,7 @@ from mast.normalize._messages import (
     history_keys,
     result_text,
 )
+from mast.normalize._readable import TERMINAL_TOOLS
 from mast.trace import Agent, Step, ToolCall, ToolResult
 
 
@@ -372,6 +375,10 @@ def closing_answer(steps: Sequence[Step]) -> str | None:
         if step.tool_calls and not step.content.strip() and all(is_handoff_tool(c.name) for c in step.tool_calls):
             results_after = False  # a hand-off with no words (ADK's transfer back): the answer came before it
             continue
+        if step.role == "assistant" and step.tool_calls and all(c.name.lower() in TERMINAL_TOOLS for c in step.tool_calls):
+            # A finish / submit / output-tool call is the answer: its words, else what it was called with.
+            words = _strip_thinking(step.content.strip())
+            return words or "\n".join(_call_text(c) for c in step.tool_calls) or None
         if results_after:
             return None  # the run ended in tool use
         if step.role == "user" and step.kind == "message" and step.content.strip() and not step.tool_results and not step.tool_calls:
@@ -381,6 +388,14 @@ def closing_answer(steps: Sequence[Step]) -> str | None:
             return _strip_thinking(step.content) or None
         return None
     return None
+
+
+def _call_text(call: ToolCall) -> str:
+    if isinstance(call.arguments, str):
+        return call.arguments
+    if call.arguments in (None, {}, []):
+        return call.arguments_raw or ""
+    return orjson.dumps(call.arguments, default=str).decode()
 
 
 def _strip_thinking(text: str) -> str:

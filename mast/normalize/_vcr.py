@@ -18,9 +18,15 @@ from __future__ import annotations
 import base64
 import binascii
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
+from mast.normalize._common import usage_from
+from mast.normalize._msg_common import Msg
+from mast.normalize._timeline import Timeline
 
 MAX_DECOMPRESSED_BYTES = 32 * 2**20
 """The most a compressed recorded body may inflate to (32 MiB); a gzip bomb stops here."""
@@ -186,3 +192,90 @@ def chat_completion_from_stream(text: str) -> dict[str, Any] | None:
         return None
     completion["choices"] = [choices[i] for i in sorted(choices)]
     return completion
+
+
+# --- a conversation rebuilt from a cassette's model calls ---------------------------------------
+
+
+@dataclass
+class RecordedCall:
+    """One recorded model call of a cassette: where it went, what was sent and what came back."""
+
+    index: int
+    uri: str
+    request: dict[str, Any]
+    response: Any
+    status: int | None
+
+
+def interactions(data: Any) -> list[dict[str, Any]] | None:
+    """A cassette's ``interactions`` list (each with a ``request``), else ``None``."""
+    items = data.get("interactions") if isinstance(data, dict) else None
+    if isinstance(items, list) and items and all(isinstance(i, dict) and isinstance(i.get("request"), dict) for i in items):
+        return items
+    return None
+
+
+def recorded_calls(data: Any, *paths: str, notes: list[str] | None = None) -> tuple[list[RecordedCall], list[dict[str, Any]]]:
+    """The interactions whose URI contains one of ``paths`` (``/chat/completions``...), and the others (where they went)."""
+    calls: list[RecordedCall] = []
+    other: list[dict[str, Any]] = []
+    for number, interaction in enumerate(interactions(data) or []):
+        request = interaction["request"]
+        uri = str(request.get("uri") or "")
+        body = body_of(request, notes)
+        if not any(p in uri for p in paths) or not isinstance(body, dict):
+            other.append({"index": number, "method": request.get("method"), "uri": uri})
+            continue
+        response = interaction.get("response") if isinstance(interaction.get("response"), dict) else {}
+        status = response.get("status") if isinstance(response.get("status"), dict) else {}
+        code = status.get("code") if isinstance(status.get("code"), int) else None
+        calls.append(RecordedCall(number, uri, body, body_of(response, notes), code))
+    return calls, other
+
+
+def is_cassette_of(data: Any, *paths: str) -> bool:
+    """A cassette with at least one interaction to one of ``paths`` whose request body is readable."""
+    items = interactions(data)
+    return items is not None and any(
+        any(p in str(i["request"].get("uri") or "") for p in paths) and isinstance(body_of(i["request"]), dict) for i in items)
+
+
+def rebuild_conversation(
+    calls: list[RecordedCall],
+    *,
+    request_msgs: Callable[[dict[str, Any]], list[Msg]],
+    response_msgs: Callable[[Any], list[Msg]],
+    timeline: Timeline,
+) -> dict[str, Any]:
+    """Every call's new input (history re-sent by later calls skipped) and its reply, in order; returns facts for metadata.
+
+    A call whose response is missing or an error adds an ``error`` step; usage is per reply.
+    """
+    facts: dict[str, Any] = {"calls": [], "errors": []}
+    for call in calls:
+        ref = f"interactions[{call.index}]"
+        timeline.add_new(request_msgs(call.request), source_ref=f"{ref}.request")
+        response = call.response
+        facts["calls"].append({"index": call.index, "uri": call.uri, "status": call.status, "model": call.request.get("model")})
+        error = None
+        if isinstance(response, dict) and response.get("error") and not (response.get("choices") or response.get("output") or response.get("content")):
+            error = str(response["error"].get("message") if isinstance(response["error"], dict) else response["error"])
+        elif not isinstance(response, dict) or (call.status is not None and call.status >= 400):
+            error = f"HTTP {call.status}: no reply recorded" if call.status else "no reply recorded"
+        if error:
+            facts["errors"].append(error)
+            timeline.add_step(kind="error", agent=timeline.default_agent, content=error, error=error, source_ref=f"{ref}.response")
+            continue
+        assert isinstance(response, dict)
+        usage = usage_from(response.get("usage"))
+        for msg in response_msgs(response):
+            extra: dict[str, Any] = {}
+            if msg.role == "assistant":
+                extra["kind"] = "llm"
+                if isinstance(response.get("model"), str):
+                    extra["model"] = response["model"]
+                if usage is not None and msg.usage is None:
+                    extra["usage"], usage = usage, None  # one reply's usage, on its first message
+            timeline.add(msg, source_ref=f"{ref}.response", **extra)
+    return facts

@@ -113,6 +113,14 @@ def _text_field(model: str, field: str, value: Any, empty: str | None) -> Any:
     return _as_text(value)
 
 
+def text_value(value: Any, where: str) -> str | None:
+    """``value`` as text for a reader's own id or name fields (``where``: ``"Span.tool_call_id"``), noted when it was not text."""
+    if value is None or type(value) is str:
+        return value
+    model, _, field = where.partition(".")
+    return _text_field(model, field or where, value, None)
+
+
 def _lenient_text(*fields: str, empty: str | None = None) -> Any:
     """A before-validator turning the named fields' odd values into text (see :func:`_text_field`)."""
 

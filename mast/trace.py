@@ -20,7 +20,15 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from mast._json import canonical_hash
 from mast._render import Transcript, render_transcript

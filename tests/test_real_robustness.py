@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
-
 from _data import REPO
 from _real import REAL
+
 from mast.normalize import _vcr, detect_format, load_trace, load_traces
 from mast.trace import Trace
 

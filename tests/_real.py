@@ -21,6 +21,10 @@ from _data import REPO
 from mast.trace import Trace
 
 REAL = REPO / "tests" / "data" / "real"
+TRACES = REPO / "tests" / "data" / "traces"
+TRACES_GOLDEN = REPO / "tests" / "data" / "traces_golden"
+"""Goldens for the real files of the older sample folders (``tests/data/traces/<folder>/``), kept apart
+because the sample-corpus test reads every file in those folders as a trace."""
 COVERAGE_FILE = REPO / "mast" / "data" / "format_coverage.json"
 KEEP = {"MANIFEST.md", "GOLDEN.yaml"}
 WRITTEN_FOR_MAST = "written for mast"
@@ -101,6 +105,19 @@ def real_files() -> list[RealFile]:
     return found
 
 
+def sample_files() -> list[RealFile]:
+    """The files of ``tests/data/traces/<folder>/`` that have a golden in ``tests/data/traces_golden/<folder>/``."""
+    found: list[RealFile] = []
+    if not TRACES_GOLDEN.is_dir():
+        return found
+    for golden_dir in sorted(p for p in TRACES_GOLDEN.iterdir() if p.is_dir()):
+        folder = TRACES / golden_dir.name
+        rows = manifest_rows(folder)
+        for name, golden in sorted(goldens(golden_dir).items()):
+            found.append(RealFile(f"traces/{golden_dir.name}", folder / name, rows.get(name), golden))
+    return found
+
+
 def is_real(item: RealFile) -> bool:
     """A file found in a public repository (not one written for mast)."""
     return item.row is not None and WRITTEN_FOR_MAST not in item.row.repo.lower()
@@ -122,13 +139,8 @@ def agent_names(traces: list[Trace]) -> set[str]:
 
 
 def step_count(trace: Trace) -> int:
-    """Steps as a reader counts them: the system prompt(s) a run opens with are its set-up, not a step."""
-    lead = 0
-    for step in trace.steps:
-        if step.role not in ("system", "developer") or step.kind != "system" or step.attributes.get("event"):
-            break
-        lead += 1
-    return len(trace.steps) - lead
+    """Steps as a reader counts them: system prompts are an agent's set-up, not steps of the run (framework events are)."""
+    return sum(1 for s in trace.steps if not (s.role in ("system", "developer") and s.kind == "system" and not s.attributes.get("event")))
 
 
 def tool_calls(traces: list[Trace]) -> list[str]:
@@ -138,10 +150,10 @@ def tool_calls(traces: list[Trace]) -> list[str]:
 def coverage(files: list[RealFile] | None = None) -> dict[str, dict[str, Any]]:
     """Per format: real files, source repositories and framework versions of the corpus."""
     out: dict[str, dict[str, Any]] = {}
-    for item in files if files is not None else real_files():
-        if not is_real(item) or item.golden is None:
-            continue
-        fmt = str(item.golden.get("format") or item.folder)
+    for item in files if files is not None else [*real_files(), *sample_files()]:
+        if not is_real(item) or item.golden is None or not item.golden.get("format"):
+            continue  # a file that is no trace (its golden names no format) proves no reader
+        fmt = str(item.golden["format"])
         entry = out.setdefault(fmt, {"files": 0, "repositories": [], "versions": []})
         entry["files"] += 1
         assert item.row is not None

@@ -95,4 +95,4 @@ def formats_command() -> None:
         stdout.print(f"{'':<22}   {coverage_summary(fmt.name)}", markup=False, highlight=False)
         entry = coverage.get(fmt.name)
         for version in entry.versions if entry else ():
-            stdout.print(f"{'':<22}     - {version}", markup=False, highlight=False)
+            stdout.print(f"{'':<22}     - {version}", markup=False, highlight=False, soft_wrap=True)

@@ -356,15 +356,14 @@ def is_handoff_tool(name: str) -> bool:
 
 
 def closing_answer(steps: Sequence[Step]) -> str | None:
-    """The last assistant text when the run ends on it; ``None`` when it ends in tool use.
+    """The run's last substantive assistant message, when no explicit answer exists.
 
-    System notes after it are passed over, and so is a user request after it that got no reply
-    (a transcript saved while the next question was pending still has its answer). A reply that
-    ends the run with text and a tool call nobody ran (the recording stops there) has its text as
-    the last word. A hand-off with no words at the end (back to a coordinator) and its result are
-    passed over: the answer is what came before it.
+    A closing finish / submit / output-tool call is the answer (its words, else its arguments).
+    Otherwise the last assistant text is: system notes, a user request that got no reply, wordless
+    tool calls and their results after it, and a wordless hand-off back to a coordinator are passed
+    over (a transcript saved mid-tool-use, or with the next question pending, still has its last
+    words). ``None`` when the run holds no assistant text after its last user request.
     """
-    last = True
     results_after = False
     for step in reversed(steps):
         if step.role in ("system", "developer"):
@@ -379,13 +378,14 @@ def closing_answer(steps: Sequence[Step]) -> str | None:
             # A finish / submit / output-tool call is the answer: its words, else what it was called with.
             words = _strip_thinking(step.content.strip())
             return words or "\n".join(_call_text(c) for c in step.tool_calls) or None
-        if results_after:
-            return None  # the run ended in tool use
+        if results_after and step.role == "assistant" and not step.content.strip():
+            continue  # tool use after the last words: the words are still the last thing said
         if step.role == "user" and step.kind == "message" and step.content.strip() and not step.tool_results and not step.tool_calls:
-            last = False
             continue
-        if step.role == "assistant" and step.content.strip() and (not step.tool_calls or last):
+        if step.role == "assistant" and step.content.strip():
             return _strip_thinking(step.content) or None
+        if step.role == "assistant" or step.role == "tool" or step.tool_results:
+            continue
         return None
     return None
 

@@ -87,7 +87,7 @@ def _agenteval(data: dict[str, Any]) -> tuple[LogParse, dict[str, Any]]:
     out = parse_messages(named, variant="agenteval")
     out.warnings.append("AgentEval messages record no speaker names: user turns named user_proxy, assistant turns assistant")
     out.task = text_of(data.get("problem")) or None
-    out.final_output = text_of(data.get("response_with_ans")) if "response_with_ans" in data else None  # "": stated empty
+    out.final_output = text_of(data.get("response_with_ans")) or None  # empty: the last agent message stands in
     out.labels = {k: data[k] for k in _AGENTEVAL_LABELS if k in data}
     used = {"messages", "problem", "response_with_ans", *_AGENTEVAL_LABELS}
     return out, {k: v for k, v in data.items() if k not in used}
@@ -102,6 +102,7 @@ def _replay(calls: list[dict[str, Any]]) -> LogParse:
         "assistant",
     )
     seen: set[bytes] = set()
+    replies: list[tuple[dict[str, Any], str]] = []
     for number, call in enumerate(calls):
         fresh = []
         for msg in call.get("messages") or []:
@@ -120,6 +121,15 @@ def _replay(calls: list[dict[str, Any]]) -> LogParse:
         attributes = {k: v for k, v in response.items() if k not in ("content", "usage") and v is not None}
         out.add(kind="llm", agent=speaker, role="assistant", content=text, usage=usage_from(response.get("usage")),
                 source_ref=f"[{number}].response", attributes={"call": number, "mode": call.get("mode"), **attributes})
+        replies.append((call, text))
+    # The calls are not one conversation (memory extraction, grading...): the answer is the reply of
+    # the last call that was asked the task itself, not the grader's verdict that may come after it.
+    task = next((s.content.strip() for s in out.steps if s.role == "user" and s.content.strip()), "")
+    for call, text in reversed(replies):
+        asked = [text_of(m.get("content")).strip() for m in call.get("messages") or [] if isinstance(m, dict) and m.get("type") == "UserMessage"]
+        if task and text.strip() and any(question == task or question.startswith(task[:200]) for question in asked):
+            out.final_output = text
+            break
     return out
 
 

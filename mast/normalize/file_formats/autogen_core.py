@@ -155,13 +155,13 @@ class AutogenCoreFormat(TraceFormat):
         task = next((s.content for s in out.steps if s.role == "user" and s.content), None)
         last = next((s for s in reversed(out.steps) if s.role == "assistant" and s.kind == "message" and s.content), None)
         metadata = {k: v for k, v in data.items() if k != "messages"} if isinstance(data, dict) else {}
-        # The first user text unstripped, and an answer only when AgentChat says the run stopped.
+        # The first user text unstripped; the answer is the last agent message (no message says "done").
         yield assemble_trace(
             out.steps,
             source=self.source(raw, variant=out.variant),
             task=task,
             derive_task=False,
-            final_output=last.content if last is not None and isinstance(data, dict) and "stop_reason" in data else None,
+            final_output=last.content if last is not None else None,
             derive_final_output=False,
             warnings=out.warnings,
             framework="autogen",

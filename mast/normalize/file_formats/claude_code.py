@@ -57,6 +57,15 @@ _DISPATCH_TOOLS = frozenset({"Task", "Agent"})
 """Tools that start a subagent with a ``prompt`` (Claude Code's ``Task``, later ``Agent``)."""
 
 
+def _last_words(steps: list[Any]) -> str | None:
+    """The last text the main agent wrote (beside a tool call or not); a subagent's only when the main agent wrote none."""
+    for agent in (AGENT, SUBAGENT):
+        for step in reversed(steps):
+            if step.role == "assistant" and step.agent == agent and step.content.strip():
+                return step.content.strip()
+    return None
+
+
 class _Session:
     def __init__(self) -> None:
         self.timeline = Timeline(default_agent=AGENT)
@@ -115,7 +124,9 @@ class _Session:
         timeline = self.timeline
         if not timeline.steps:
             raise TraceFormatError("Claude Code session holds no messages", path=source.path)
-        final = timeline.final_answer()
+        # The answer the session closes on; when it ends in tool use (a TodoWrite after the reply, a
+        # question pending), the last thing the agent said to the user.
+        final = timeline.final_answer() or _last_words(timeline.steps)
         known = [Agent(name=AGENT, role="coding agent (Claude Code)", model=self.model)]
         metadata: dict[str, Any] = {"session": self.session}
         if self.summaries:

@@ -68,6 +68,8 @@ class _Crew:
         self.prompts: dict[str, str] = {}
         self.prompted: set[str] = set()
         self.root: str | None = None
+        self.helpers: set[str] = set()
+        """Coworkers that work was delegated to: their answers go back to the delegator, not to the user."""
         self.task: str | None = None
         self.final: str | None = None
         self.delegations: list[tuple[str, str, str | None]] = []  # (delegator, coworker, call id) not yet taken up
@@ -176,7 +178,10 @@ class _Crew:
             step.kind, step.recipient = "handoff", ", ".join(dict.fromkeys(coworkers))
         elif step.tool_calls:
             step.kind = "tool_call"
-        if agent == self.root and step.content and not step.tool_calls:
+        self.helpers.update(coworkers)
+        if (agent == self.root or agent.lower() not in {h.lower() for h in self.helpers}) and step.content and not step.tool_calls:
+            # The answer of a crew's own agent (not a coworker answering a delegation); with several
+            # crews in one cassette (kickoff_for_each), the last crew's.
             answer = _FINAL.search(step.content)
             self.final = answer.group("answer").strip() if answer else step.content.strip()
 

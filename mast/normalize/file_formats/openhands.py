@@ -205,6 +205,14 @@ class _Events:
         return call
 
 
+def _with_patch(words: str | None, patch: Any) -> str | None:
+    """The finish action's words, then the patch the run produced (either alone when the other is missing)."""
+    patch = patch if isinstance(patch, str) and patch.strip() else None
+    if words and patch:
+        return f"{words.strip()}\n\n{patch}"
+    return patch or words
+
+
 def _trace(events: list[Any], source: SourceInfo, record: dict[str, Any] | None = None) -> Trace:
     record = record or {}
     meta = as_dict(record.get("metadata"))
@@ -237,7 +245,7 @@ def _trace(events: list[Any], source: SourceInfo, record: dict[str, Any] | None 
         source=source,
         known_agents=[Agent(name=agent_name, role="OpenHands software agent", model=model, system_prompt=builder.system_prompt)],
         task=text_of(record["instruction"]) if record.get("instruction") else builder.task,
-        final_output=patch if isinstance(patch, str) and patch.strip() else builder.final,
+        final_output=_with_patch(builder.final, patch),
         usage=usage,
         derive_task=False,
         derive_final_output=True,  # no finish action: the agent's closing message, when the run ends on one

@@ -68,8 +68,11 @@ def parse_text_log(text: str, *, source: SourceInfo | None = None, warning: str 
                 steps.append(Step(index=len(steps), kind="message", content=block.strip(), source_ref=f"char:{text.find(block, offset)}"))
             offset += len(block)
     agents = agents_from_steps(steps)
+    # The last word: the last speaker's turn that is not the user's, else the last paragraph.
+    last = next((s for s in reversed(steps) if s.content and (s.agent or "").lower() not in ("user", "human")), None)
     return assemble_trace(
         steps, source=source or SourceInfo(format="plain_text"), known_agents=agents, derive_agents=False,
+        final_output=last.content[-4000:] if last is not None else None,
         task=steps[0].content[:2000] if steps and steps[0].agent is None else None, derive_task=False,
         warnings=[warning] if warning else [], trace_id=_first_id(steps, agents), framework=framework,
     )

@@ -50,6 +50,8 @@ def read_messages(span: SpanReading) -> None:
         span.inputs = input_messages(span.take("ai.prompt.messages", "ai.prompt"))
     if span.outputs is None:
         text = span.take("ai.response.text")
+        if text is None:
+            text = span.take("ai.response.object")  # generateObject / streamObject: the answer is the object (JSON text)
         calls = tool_calls(span.take("ai.response.toolCalls"))
         if text is not None or calls:
             span.outputs = [Msg(role="assistant", text=str(text or ""), tool_calls=[c for m in calls or [] for c in m.tool_calls])]

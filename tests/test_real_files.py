@@ -46,7 +46,6 @@ NOT_YET = {
     # Files whose golden mast does not meet yet, each with what is missing. strict: a fix must remove its line.
     "autogen/autogen_ext_replay_session_teachability.json": "final: the task is asked inside an extraction prompt; the answer "
     "is call 14's reply, not the grader's after it",
-    "framework_log/metagpt_aflow_10.txt": "MetaGPT DEBUG log of provider aask calls only (no role lines): no reader for that layout yet",
     "traces/aegis/aegis_jsonl_first3records.jsonl": "final: the golden takes another record's answer than mast's first",
     "traces/aegis/aegis_unified_schema.json": "a schema description, not a trace: refused (the golden expects a reading)",
     "traces/codex_rollout/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl": "mast counts the "

@@ -8,10 +8,14 @@
   ``SimpleCoder: ...`` for each reply, blocks separated by dashed lines.
 
 Both name agents by their profile (``SimpleCoder``); the persona (``Alice``) is kept as an attribute.
+At DEBUG level the loguru log also holds each model call: the prompt (``base_llm:aask - [{'role': ...}]``,
+a Python repr), ``llm raw output:`` and ``parsed_data:``; a log of only those (AFlow experiments) is
+read as prompts (user) and replies (assistant).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
@@ -54,6 +58,8 @@ def _parse_loguru(text: str) -> LogParse:
     if matches and text[:matches[0].start()].strip():
         out.add(kind="system", role="system", content=body_text(text[:matches[0].start()]), attributes={"event": "preamble"})
     personas: dict[str, str] = {}
+    prompts_seen: set[tuple[Any, Any]] = set()
+    costs = 0
     for match, rest in blocks_between(text, matches):
         when = parse_log_time(match.group("ts"), *_TIME_FORMATS)
         message = match.group("msg")
@@ -66,6 +72,29 @@ def _parse_loguru(text: str) -> LogParse:
             out.add(kind="message", agent=profile, role="assistant", content=body_text(rest), started_at=when,
                     source_ref=f"char:{match.start()}", attributes=attributes)
             continue
+        where = match.group("where")
+        if ":aask:" in where and message.lstrip().startswith("["):
+            # DEBUG: the prompt sent to the model, as a Python repr of the message list.
+            for msg in _prompt_messages(message + rest):
+                key = (msg.get("role"), msg.get("content"))
+                if key in prompts_seen or not msg.get("content"):
+                    continue
+                prompts_seen.add(key)
+                role = "system" if msg.get("role") == "system" else "user"
+                out.add(kind="system" if role == "system" else "message", agent="system" if role == "system" else "user", role=role,
+                        content=str(msg["content"]).strip(), started_at=when, source_ref=f"char:{match.start()}",
+                        attributes={"logger": where.strip(), "llm_prompt": True})
+            continue
+        if message.startswith("llm raw output:"):
+            out.add(kind="llm", agent="assistant", role="assistant", content=body_text(message[len("llm raw output:"):] + "\n" + rest),
+                    started_at=when, source_ref=f"char:{match.start()}", attributes={"logger": where.strip()})
+            continue
+        if message.startswith("parsed_data:") and out.steps and out.steps[-1].kind == "llm":
+            out.steps[-1].attributes["parsed_data"] = body_text(message[len("parsed_data:"):] + "\n" + rest)
+            continue
+        if "update_cost" in where and "Total running cost" in message:
+            costs += 1  # the running total, repeated after every call: counted, not a step
+            continue
         level = match.group("level")
         content = body_text(message + "\n" + rest)
         out.add(kind="error" if level in ("ERROR", "CRITICAL") else "system", role="system", content=content,
@@ -73,7 +102,18 @@ def _parse_loguru(text: str) -> LogParse:
                 source_ref=f"char:{match.start()}", attributes={**attributes, "level": level})
     if personas:
         out.metadata["metagpt_personas"] = personas
+    if costs:
+        out.metadata["metagpt_cost_lines"] = costs
     return out
+
+
+def _prompt_messages(text: str) -> list[dict[str, Any]]:
+    """The message list an ``aask`` DEBUG line prints (a Python literal, read without evaluating code)."""
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return []
+    return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
 
 
 def _parse_communication_log(text: str) -> LogParse:

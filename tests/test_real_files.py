@@ -46,8 +46,6 @@ NOT_YET = {
     # Files whose golden mast does not meet yet, each with what is missing. strict: a fix must remove its line.
     "autogen/autogen_ext_replay_session_teachability.json": "final: the task is asked inside an extraction prompt; the answer "
     "is call 14's reply, not the grader's after it",
-    "traces/codex_rollout/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl": "mast counts the "
-    "built-in web_search as a tool call; the golden does not",
     "traces/langfuse_trace_export/crewai-2025-07-11.chatml.expected.json": "ChatML rendering: final answer not read",
     "traces/langfuse_trace_export/langgraph-python-2025-08-22.chatml.expected.json": "ChatML rendering: the system prompt "
     "is taken for the task",

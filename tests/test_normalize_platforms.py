@@ -395,3 +395,14 @@ def test_every_sample_round_trips_through_json() -> None:
             again = Trace.model_validate_json(trace.to_json())
             assert again == trace, path.name
             assert again.content_hash() == trace.content_hash()
+
+
+def test_langfuse_chatml_answer_from_a_rendered_json_output_when_no_agent_message_answers() -> None:
+    rendering = {
+        "a": {"input": {"success": True, "data": [{"role": "user", "content": "Write a haiku"}]},
+              "output": {"success": False, "error": {"name": "ZodError"}}},
+        "b": {"output": {"success": True, "data": [{"json": {"raw": "Autumn moon rises", "tasks_output": []}}]}},
+    }
+    trace = load_trace(rendering, format="langfuse_chatml")
+    assert trace.task == "Write a haiku"
+    assert trace.final_output == "Autumn moon rises"

@@ -285,6 +285,7 @@ class LangfuseChatML(TraceFormat):
         timeline = Timeline(assistant_kind="message")
         failed: dict[str, Any] = {}
         other: dict[str, Any] = {}
+        last_output: Any = None  # the last rendered output that is not chat (Langfuse's {"json": ...} wrapper)
         for obs_id, entry in data.items():
             for side in ("input", "output"):
                 part = entry.get(side)
@@ -299,6 +300,8 @@ class LangfuseChatML(TraceFormat):
                 rest = [m for m in items if not (isinstance(m, dict) and "role" in m)]
                 if rest:
                     other[f"{obs_id}.{side}"] = rest
+                    if side == "output":
+                        last_output = [m.get("json", m) if isinstance(m, dict) else m for m in rest]
                 msgs = to_messages([{k: v for k, v in m.items() if k not in ("tools", "json", "type")} for m in chat]) or []
                 timeline.add_new(msgs, source_ref=f"{obs_id}.{side}")
         if not timeline.steps:
@@ -308,7 +311,7 @@ class LangfuseChatML(TraceFormat):
             metadata["unrendered"] = failed
         if other:
             metadata["non_chat_payloads"] = other
-        yield assemble_trace(
+        trace = assemble_trace(
             timeline.steps,
             source=self.source(raw),
             timeline=timeline,
@@ -316,6 +319,11 @@ class LangfuseChatML(TraceFormat):
             metadata=metadata,
             warnings=["Langfuse ChatML rendering: observations in file order, no times; messages Langfuse could not render are missing"],
         )
+        if not (trace.final_output or "").strip() and last_output is not None:
+            # No agent message answers, but an observation's output did render (as JSON, not chat): a
+            # framework's run result (CrewAI's {"raw": ...}) is the answer the run gave.
+            trace.final_output = output_text(last_output[0] if len(last_output) == 1 else last_output)
+        yield trace
 
 
 register(LangfuseExport())

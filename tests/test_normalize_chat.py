@@ -371,3 +371,11 @@ def test_a_type_that_is_a_list_is_no_dialect_marker() -> None:
         {"role": "assistant", "content": "disk is 91% full"},
     ])
     assert parts.source.format == "openai_chat" and parts.steps[0].content == "check the disk"
+
+
+def test_task_is_the_whole_first_user_turn_when_it_is_sent_as_several_messages() -> None:
+    messages = [{"role": "system", "content": "You are a researcher."}, {"role": "user", "content": "Be helpful!"},
+                {"role": "user", "content": "Search the web for 'example' and summarize."},
+                {"role": "assistant", "content": "Done."}, {"role": "user", "content": "Thanks"}]
+    trace = load_trace({"messages": messages}, format="openai_chat")
+    assert trace.task == "Be helpful!\n\nSearch the web for 'example' and summarize."

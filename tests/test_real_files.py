@@ -46,8 +46,6 @@ NOT_YET = {
     # Files whose golden mast does not meet yet, each with what is missing. strict: a fix must remove its line.
     "autogen/autogen_ext_replay_session_teachability.json": "final: the task is asked inside an extraction prompt; the answer "
     "is call 14's reply, not the grader's after it",
-    "traces/langfuse_trace_export/langgraph-python-2025-08-22.chatml.expected.json": "ChatML rendering: the system prompt "
-    "is taken for the task",
     "traces/openai_chat_messages/crewai_manager_request_body.json": "a request body ending in a tool call: no final read",
     "traces/smolagents_memory/gpt-4o__code__gaia__2025-07-24.rows-0-4-6-10-18.jsonl": "code actions that never ran are "
     "counted as python_interpreter calls",

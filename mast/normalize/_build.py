@@ -25,11 +25,19 @@ from mast.trace import Agent, SourceInfo, Step, Trace, Usage
 
 
 def first_user_text(steps: Sequence[Step]) -> str | None:
-    """The first user message: what the run was asked to do, when the source does not say."""
+    """The first user turn: what the run was asked to do, when the source does not say.
+
+    A turn sent as several user messages in a row (a standing instruction such as "Be helpful!" then the
+    request) is one request: its messages are joined, so the task holds the request, not only its preamble.
+    """
+    texts: list[str] = []
     for step in steps:
-        if step.role == "user" and step.kind == "message" and step.content.strip():
-            return step.content.strip()
-    return None
+        if step.role == "user" and step.kind == "message":
+            if step.content.strip():
+                texts.append(step.content.strip())
+        elif texts and not (step.role in ("system", "developer") and step.kind == "system"):
+            break
+    return "\n\n".join(texts) or None
 
 
 def assemble_trace(

@@ -52,7 +52,6 @@ NOT_YET = {
     "traces/smolagents_memory/gpt-4o__tool-calling__gaia__2025-07-24.rows-0-6-8-9-13.jsonl": "3 steps where the golden reads 4-5",
     "traces/smolagents_memory/legacy_GAIA_submission_code_o1_27-01_text.jsonl": "9 steps where the golden reads 5-6",
     "traces/swe_agent_traj/v1x_function_calling_test_repo.traj": "11 steps where the golden reads 5-10",
-    "traces/vercel_ai_sdk_spans/ai-generateText-doGenerate.json": "the file's runs come out in another order than the golden's first",
 }
 
 

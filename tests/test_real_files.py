@@ -47,7 +47,6 @@ NOT_YET = {
     "autogen/autogen_ext_replay_session_teachability.json": "final: the task is asked inside an extraction prompt; the answer "
     "is call 14's reply, not the grader's after it",
     "traces/openai_chat_messages/crewai_manager_request_body.json": "a request body ending in a tool call: no final read",
-    "traces/swe_agent_traj/v1x_function_calling_test_repo.traj": "11 steps where the golden reads 5-10",
 }
 
 

@@ -64,7 +64,8 @@ def test_crewai_manager_request(chat_dir: Path) -> None:
     ]
     assert trace.steps[2].tool_calls[1].arguments["coworker"] == "Senior Writer"
     assert trace.task.startswith("Current Task: Come up with a list of 5 interesting ideas")
-    assert trace.final_output is None  # the request ends on a user turn: the answer is in the response
+    # the manager says nothing after its last delegation: the last words are the Senior Writer's reply
+    assert (trace.final_output or "").startswith("1) The Rise of Autonomous AI Agents in Everyday Applications")
     assert trace.metadata["request"]["model"] == "gpt-4o"
     assert [t["function"]["name"] for t in trace.metadata["request"]["tools"]] == ["delegate_work_to_coworker", "ask_question_to_coworker"]
 
@@ -379,3 +380,14 @@ def test_task_is_the_whole_first_user_turn_when_it_is_sent_as_several_messages()
                 {"role": "assistant", "content": "Done."}, {"role": "user", "content": "Thanks"}]
     trace = load_trace({"messages": messages}, format="openai_chat")
     assert trace.task == "Be helpful!\n\nSearch the web for 'example' and summarize."
+
+
+def test_a_delegated_coworkers_reply_is_the_final_output_when_the_manager_says_nothing_after_it() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "delegate_work_to_coworker",
+                                                         "arguments": json.dumps({"task": "write", "coworker": "Writer"})}}
+    messages = [{"role": "user", "content": "Write a paragraph"}, {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "Agents are changing software."},
+                {"role": "user", "content": "Analyze the tool result."}]
+    trace = load_trace({"messages": messages}, format="openai_chat")
+    assert trace.final_output == "Agents are changing software."
+    assert "Writer" in {a.name for a in trace.agents}

@@ -361,7 +361,7 @@ def closing_answer(steps: Sequence[Step]) -> str | None:
     A closing finish / submit / output-tool call is the answer (its words, else its arguments).
     Otherwise the last assistant text is: system notes, a user request that got no reply, wordless
     tool calls and their results after it, and a wordless hand-off back to a coordinator are passed
-    over (a transcript saved mid-tool-use, or with the next question pending, still has its last
+    over; a delegated coworker's reply (the result of a delegation tool) is an agent's message (a transcript saved mid-tool-use, or with the next question pending, still has its last
     words). ``None`` when the run holds no assistant text after its last user request.
     """
     results_after = False
@@ -369,6 +369,9 @@ def closing_answer(steps: Sequence[Step]) -> str | None:
         if step.role in ("system", "developer"):
             continue
         if step.tool_results and not step.tool_calls and (step.role == "tool" or not step.content.strip()):
+            delegated = [r.output.strip() for r in step.tool_results if r.name in CREWAI_DELEGATION_TOOLS and r.output.strip()]
+            if delegated:
+                return delegated[-1]  # what a delegated coworker answered is an agent's words, the last ones said
             results_after = True  # decided by the call it answers, further back
             continue
         if step.tool_calls and not step.content.strip() and all(is_handoff_tool(c.name) for c in step.tool_calls):

@@ -227,3 +227,17 @@ def test_labels_of_in_memory_traces_round_trip(chats: Path) -> None:
     trace = load_trace(json.loads((chats / "agenteval_prealgebra_0.json").read_text(encoding="utf-8")))
     assert isinstance(trace, Trace) and trace.source.path is None
     assert Trace.model_validate_json(trace.to_json()) == trace
+
+
+def test_replay_session_task_is_the_request_asked_plainly_not_the_memory_prompt_quoting_it() -> None:
+    question = "Can I publish my extension agent as a new package?"
+    def call(content: object, reply: str) -> dict[str, object]:
+        return {"mode": "create", "messages": [{"type": "SystemMessage", "content": "You are helpful."},
+                                               {"type": "UserMessage", "content": content, "source": "User"}],
+                "response": {"content": reply, "finish_reason": "stop", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}}
+    calls = [call(["Does the following text contain useful advice?", "\n# Text to analyze", question], "None"),
+             call(question, "Publish it in its own repository."),
+             call(["Decide whether the answer is correct.", question, "Publish it in its own repository."], "1")]
+    trace = load_trace(calls, format="autogen")
+    assert trace.task == question
+    assert trace.final_output == "Publish it in its own repository."

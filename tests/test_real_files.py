@@ -44,8 +44,6 @@ SAMPLES = sample_files()
 
 NOT_YET = {
     # Files whose golden mast does not meet yet, each with what is missing. strict: a fix must remove its line.
-    "autogen/autogen_ext_replay_session_teachability.json": "final: the task is asked inside an extraction prompt; the answer "
-    "is call 14's reply, not the grader's after it",
 }
 
 

@@ -93,6 +93,30 @@ def _agenteval(data: dict[str, Any]) -> tuple[LogParse, dict[str, Any]]:
     return out, {k: v for k, v in data.items() if k not in used}
 
 
+def _user_contents(call: dict[str, Any]) -> list[Any]:
+    return [m.get("content") for m in call.get("messages") or [] if isinstance(m, dict) and m.get("type") == "UserMessage"]
+
+
+def _replay_task(calls: list[dict[str, Any]]) -> str | None:
+    """The request the session works on: the first one asked on its own, not quoted inside another prompt.
+
+    A memory or grading call sends a prompt made of parts (its instructions, a header, then the request
+    it is about); when one of the first prompt's parts is later asked plainly, as a whole message or
+    the start of one, that part is the task, not the prompt around it.
+    """
+    plain = [c.strip() for call in calls for c in _user_contents(call) if isinstance(c, str) and c.strip()]
+    for call in calls:
+        for content in _user_contents(call):
+            if isinstance(content, str) and content.strip():
+                return None  # the first request is already plain text: the usual rule stands
+            if isinstance(content, list):
+                for part in content:
+                    if isinstance(part, str) and len(part.strip()) > 20 and any(p.startswith(part.strip()) for p in plain):
+                        return part.strip()
+                return None
+    return None
+
+
 def _replay(calls: list[dict[str, Any]]) -> LogParse:
     out = LogParse(variant="replay_session")
     # Responses carry no speaker; later calls re-send them as AssistantMessages with a source.
@@ -124,7 +148,9 @@ def _replay(calls: list[dict[str, Any]]) -> LogParse:
         replies.append((call, text))
     # The calls are not one conversation (memory extraction, grading...): the answer is the reply of
     # the last call that was asked the task itself, not the grader's verdict that may come after it.
-    task = next((s.content.strip() for s in out.steps if s.role == "user" and s.content.strip()), "")
+    task = _replay_task(calls) or next((s.content.strip() for s in out.steps if s.role == "user" and s.content.strip()), "")
+    if task:
+        out.task = task
     for call, text in reversed(replies):
         asked = [text_of(m.get("content")).strip() for m in call.get("messages") or [] if isinstance(m, dict) and m.get("type") == "UserMessage"]
         if task and text.strip() and any(question == task or question.startswith(task[:200]) for question in asked):

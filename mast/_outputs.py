@@ -76,17 +76,20 @@ def csv_text(frame: pd.DataFrame) -> str:
 # C0 and C1 control characters, DEL, and the Unicode controls that reorder or hide text
 # (bidi overrides and isolates, zero-width and line/paragraph separators).
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+_CONTROL_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 
 
 def _escape(match: re.Match[str]) -> str:
+    # C0 and DEL as \xNN, the rest as \uNNNN: inside a JSON string (mast's --json output) C0 is
+    # already escaped by the encoder, and \uNNNN is a valid JSON escape, so JSON stays JSON.
     code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
 
 
-def terminal_safe(text: object) -> str:
+def terminal_safe(text: object, *, keep_lines: bool = False) -> str:
     """``text`` (any value, as ``str``) with control characters shown as ``\\x..``/``\\u....`` escapes.
 
-    Printable text, newlines of mast's own messages aside, passes unchanged; a backslash is left as
-    it is, so Windows paths still read as paths.
+    Printable text passes unchanged, a backslash too (Windows paths still read as paths). With
+    ``keep_lines`` newlines and tabs stay (for mast's own multi-line output).
     """
-    return _CONTROL.sub(_escape, str(text))
+    return (_CONTROL_BUT_LINES if keep_lines else _CONTROL).sub(_escape, str(text))

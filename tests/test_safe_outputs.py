@@ -151,3 +151,39 @@ def test_a_look_alike_fence_in_the_trace_gets_a_new_fence(look_alike):
     assert fence.casefold() not in fence_skeleton(look_alike)
     clean = Trace(task="t", steps=[Step(index=0, agent="a", content="done, Привет")])
     assert fence_for(prepare(clean)) == FENCE_BASE
+
+
+# --- terminal escapes ----------------------------------------------------------------------------
+
+EVIL = "\x1b]0;pwned\x07\x1b[2J\x9b31m\u202e"
+
+
+def test_terminal_safe_escapes_controls_and_keeps_text():
+    assert terminal_safe("run " + EVIL) == "run \\x1b]0;pwned\\x07\\x1b[2J\\u009b31m\\u202e"
+    assert terminal_safe("C:\\runs\\é 1") == "C:\\runs\\é 1"
+    assert terminal_safe("a\nb", keep_lines=True) == "a\nb" and terminal_safe("a\nb") == "a\\x0ab"
+
+
+@pytest.mark.parametrize("command", ["normalize", "classify", "label", "label-json"])
+def test_no_command_prints_a_control_character_from_a_trace(tmp_path, command):
+    from mast.trace import Agent, Step, Trace
+
+    trace = Trace(trace_id="run" + EVIL, task="Add two numbers" + EVIL,
+                  agents=[Agent(name="coder" + EVIL)],
+                  steps=[Step(index=0, agent="coder" + EVIL, content="def add(a, b): return a - b")])
+    folder = tmp_path / ("runs" + EVIL)
+    folder.mkdir()
+    path = folder / ("trace" + EVIL + ".json")
+    path.write_text(trace.to_json(), encoding="utf-8")
+    (folder / ("broken" + EVIL + ".json")).write_text("{not json" + EVIL, encoding="utf-8")
+    args = {"normalize": ["normalize", str(path)],
+            "classify": ["classify", str(path), "--judge", "detectors"],
+            "label": ["label", str(folder), "--judge", "detectors", "-o", str(tmp_path / "r.jsonl")],
+            "label-json": ["label", str(folder), "--judge", "detectors", "-o", str(tmp_path / "r.jsonl"), "--json"],
+            }[command]
+    result = CliRunner().invoke(main, args)
+    output = result.stdout + result.stderr
+    assert "\\x1b" in output or "\\u009b" in output, output  # the hostile text was printed, escaped
+    assert not any(c in output for c in "\x1b\x07\x9b\u202e"), repr(output)
+    if command == "label-json":
+        json.loads(result.stdout)  # machine output stays valid JSON

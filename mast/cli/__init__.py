@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from mast.__about__ import __version__
+from mast._outputs import terminal_safe
 from mast.errors import MastError, one_line
 
 
@@ -31,8 +32,8 @@ class _Group(click.Group):
                 raise
             code = exc.exit_code if isinstance(exc, MastError) else 1
             prefix = "error" if isinstance(exc, MastError) else f"unexpected {type(exc).__name__}"
-            click.echo(f"mast: {prefix}: {one_line(exc)} (--debug for details)"
-                       if not isinstance(exc, MastError) else f"mast: {one_line(exc)}", err=True)
+            click.echo(terminal_safe(f"mast: {prefix}: {one_line(exc)} (--debug for details)"
+                                     if not isinstance(exc, MastError) else f"mast: {one_line(exc)}"), err=True)
             sys.exit(code)
 
 

@@ -153,6 +153,13 @@ def test_a_look_alike_fence_in_the_trace_gets_a_new_fence(look_alike):
     assert fence_for(prepare(clean)) == FENCE_BASE
 
 
+def _chat(trace_id: str, *, agent: str = "coder", content: str = "def add(a, b): return a - b") -> str:
+    """A chat-messages trace file (read as ``wrapped_run``) with the given id, agent name and answer."""
+    return json.dumps({"id": trace_id, "messages": [
+        {"role": "user", "content": "Add two numbers."},
+        {"role": "assistant", "name": agent, "content": content}]})
+
+
 # --- terminal escapes ----------------------------------------------------------------------------
 
 EVIL = "\x1b]0;pwned\x07\x1b[2J\x9b31m\u202e"
@@ -166,15 +173,10 @@ def test_terminal_safe_escapes_controls_and_keeps_text():
 
 @pytest.mark.parametrize("command", ["normalize", "classify", "label", "label-json"])
 def test_no_command_prints_a_control_character_from_a_trace(tmp_path, command):
-    from mast.trace import Agent, Step, Trace
-
-    trace = Trace(trace_id="run" + EVIL, task="Add two numbers" + EVIL,
-                  agents=[Agent(name="coder" + EVIL)],
-                  steps=[Step(index=0, agent="coder" + EVIL, content="def add(a, b): return a - b")])
     folder = tmp_path / ("runs" + EVIL)
     folder.mkdir()
     path = folder / ("trace" + EVIL + ".json")
-    path.write_text(trace.to_json(), encoding="utf-8")
+    path.write_text(_chat("run" + EVIL, agent="coder" + EVIL), encoding="utf-8")
     (folder / ("broken" + EVIL + ".json")).write_text("{not json" + EVIL, encoding="utf-8")
     args = {"normalize": ["normalize", str(path)],
             "classify": ["classify", str(path), "--judge", "detectors"],
@@ -187,3 +189,40 @@ def test_no_command_prints_a_control_character_from_a_trace(tmp_path, command):
     assert not any(c in output for c in "\x1b\x07\x9b\u202e"), repr(output)
     if command == "label-json":
         json.loads(result.stdout)  # machine output stays valid JSON
+
+
+# --- links out of the folder ---------------------------------------------------------------------
+
+def _linked_folder(tmp_path: Path) -> Path:
+    def trace(name: str) -> str:
+        return _chat(name, content=f"{name} here")
+
+    outside = tmp_path / "home" / ".aws"
+    outside.mkdir(parents=True)
+    (outside / "credentials.json").write_text(trace("SECRET-OUTSIDE"), encoding="utf-8")
+    runs = tmp_path / "runs"
+    (runs / "sub").mkdir(parents=True)
+    (runs / "real.json").write_text(trace("real"), encoding="utf-8")
+    (runs / "sub" / "kept.json").write_text(trace("kept"), encoding="utf-8")
+    (runs / "creds.json").symlink_to(outside / "credentials.json")
+    (runs / "inside.json").symlink_to(runs / "sub" / "kept.json")
+    return runs
+
+
+def test_a_folder_walk_skips_links_that_leave_the_folder_and_says_so(tmp_path):
+    runs = _linked_folder(tmp_path)
+    result = CliRunner().invoke(main, ["normalize", str(runs)])
+    assert result.exit_code == 0, result.output
+    assert "SECRET-OUTSIDE" not in result.stdout
+    assert "id real" in result.stdout and result.stdout.count("id kept") == 2  # a link inside the folder is read
+    skipped = [line for line in result.stderr.splitlines() if "a link that leaves the folder" in line]
+    assert len(skipped) == 1 and "creds.json" in skipped[0] and "--follow-symlinks" in skipped[0]
+
+    out = tmp_path / "results.jsonl"
+    result = CliRunner().invoke(main, ["label", str(runs), "--judge", "detectors", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "SECRET-OUTSIDE" not in out.read_text(encoding="utf-8")
+    assert "a link that leaves the folder" in result.stderr
+
+    followed = CliRunner().invoke(main, ["normalize", str(runs), "--follow-symlinks"])
+    assert "SECRET-OUTSIDE" in followed.stdout

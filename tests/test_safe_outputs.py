@@ -226,3 +226,112 @@ def test_a_folder_walk_skips_links_that_leave_the_folder_and_says_so(tmp_path):
 
     followed = CliRunner().invoke(main, ["normalize", str(runs), "--follow-symlinks"])
     assert "SECRET-OUTSIDE" in followed.stdout
+
+
+# --- the report shows what the judge read ---------------------------------------------------------
+
+SECRETS = ["sk-proj-" + "Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7d", "ops.lead@example.com",
+           "hunter2-Secret-Pass"]
+
+
+def _secret_trace_file(tmp_path: Path) -> Path:
+    content = (f"export OPENAI_API_KEY={SECRETS[0]}\nmail {SECRETS[1]} when done\n"
+               f"psql postgres://admin:{SECRETS[2]}@db.internal.example/prod -c 'select 1'")
+    path = tmp_path / "runs" / "leaky.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_chat("leaky", content=content), encoding="utf-8")
+    return path
+
+
+def test_results_and_report_hold_no_secret_the_judge_quoted(tmp_path):
+    from mast.judge.classify import classify
+    from mast.normalize import load_trace
+    from mast.report import render_report
+    from mast.testing import FakeLLMServer, judge_answer
+
+    trace = load_trace(_secret_trace_file(tmp_path))
+    # A judge that quotes the secrets back (as a model may, from a rule gap or its own memory).
+    answer = judge_answer(["1.3"], evidence={"1.3": [(1, f"OPENAI_API_KEY={SECRETS[0]}"), (1, SECRETS[1])]},
+                          summary=f"It leaked postgres://admin:{SECRETS[2]}@db.internal.example/prod and {SECRETS[0]}.")
+    with FakeLLMServer(lambda body: answer) as server:
+        diagnosis = classify(trace, model="openai/fake-judge", api_base=server.base_url, api_key="sk-test",
+                             cache=False, hints=False)
+        sent = json.dumps([r.body for r in server.chat_requests])
+    assert not any(secret in sent for secret in SECRETS)
+    stored = diagnosis.model_dump_json()
+    assert not any(secret in stored for secret in SECRETS), stored
+    assert "[REDACTED:" in stored
+    results = tmp_path / "results.jsonl"
+    results.write_text(stored + "\n", encoding="utf-8")
+    page = render_report(results)
+    assert not any(secret in page for secret in SECRETS)
+    assert "redacted with the same rules and options as the run" in page
+    rows = json.loads(page.split("id='mast-traces'>", 1)[1].split("</script>", 1)[0])
+    text = "\n".join(s["text"] for s in rows[0]["steps"])
+    assert "[REDACTED:api_key]" in text and "[REDACTED:email]" in text  # the transcript is there, redacted
+
+
+def test_report_redacts_the_transcript_of_a_run_that_did_not(tmp_path):
+    from mast.judge.classify import classify
+    from mast.normalize import load_trace
+    from mast.report import render_report
+    from mast.testing import FakeLLMServer, judge_answer
+
+    trace = load_trace(_secret_trace_file(tmp_path))
+    with FakeLLMServer(lambda body: judge_answer(["1.3"])) as server:
+        diagnosis = classify(trace, model="openai/fake-judge", api_base=server.base_url, api_key="sk-test",
+                             cache=False, hints=False, redact=False)
+    assert diagnosis.judge.params["redact"] is False
+    results = tmp_path / "results.jsonl"
+    results.write_text(diagnosis.model_dump_json() + "\n", encoding="utf-8")
+    page = render_report(results)
+    assert not any(secret in page for secret in SECRETS)
+    assert "did not redact" in page and "[REDACTED:" in page
+
+
+def test_report_never_reads_a_source_without_a_matching_content_hash(tmp_path, monkeypatch):
+    import mast.normalize
+    from mast.report import render_report
+
+    private = tmp_path / "private.json"
+    private.write_text(_chat("private", content="TOP-SECRET-MARKER root:x:0:0"), encoding="utf-8")
+    read: list[str] = []
+    real = mast.normalize.load_traces
+    monkeypatch.setattr(mast.normalize, "load_traces", lambda path, **kw: read.append(str(path)) or real(path, **kw))
+    base = _hostile_diagnosis("forged").model_copy(update={"trace_hash": None})
+    base.source.path = str(private)
+    results = tmp_path / "results.jsonl"
+    results.write_text(base.model_dump_json() + "\n", encoding="utf-8")
+    page = render_report(results)
+    assert read == [] and "TOP-SECRET-MARKER" not in page
+    assert "no content hash" in page
+    wrong = base.model_copy(update={"trace_hash": "0" * 64})
+    results.write_text(wrong.model_dump_json() + "\n", encoding="utf-8")
+    page = render_report(results)
+    assert "TOP-SECRET-MARKER" not in page and "content hash" in page
+
+
+def test_report_uses_the_runs_custom_patterns_or_shows_no_transcript(tmp_path):
+    from mast.judge.classify import classify
+    from mast.report import render_report
+    from mast.normalize import load_trace
+    from mast.testing import FakeLLMServer, judge_answer
+
+    patterns = (("employee_id", r"E\d{6}"),)
+    path = tmp_path / "hr.json"
+    path.write_text(_chat("hr", content="badge E123456 opened the door"), encoding="utf-8")
+    trace = load_trace(path)
+    with FakeLLMServer(lambda body: judge_answer(["1.3"])) as server:
+        diagnosis = classify(trace, model="openai/fake-judge", api_base=server.base_url, api_key="sk-test",
+                             cache=False, hints=False, redact_patterns=patterns)
+    results = tmp_path / "results.jsonl"
+    results.write_text(diagnosis.model_dump_json() + "\n", encoding="utf-8")
+    without = render_report(results)
+    assert "E123456" not in without and "custom patterns" in without
+    out = tmp_path / "report.html"
+    pattern_file = tmp_path / "patterns.yaml"
+    pattern_file.write_text("employee_id: 'E\\d{6}'\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["report", str(results), "-o", str(out), "--redact-patterns", str(pattern_file)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    assert "E123456" not in page and "[REDACTED:employee_id]" in page

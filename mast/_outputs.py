@@ -7,6 +7,8 @@ pages and files an agent read. Two places read text as more than text:
   carriage return as a formula (``=HYPERLINK(...)``, ``=cmd|...``). :func:`spreadsheet_cell`
   prefixes such a cell with ``'``, the escape spreadsheet tools themselves use (and that OWASP's
   note on CSV injection recommends); every CSV mast writes goes through :func:`write_csv` or :func:`csv_text`.
+- a browser runs what a page holds: :func:`csp_meta` gives mast's HTML pages a Content-Security-Policy
+  that lets only their own inline script and styles run (by hash) and loads nothing from anywhere.
 - a terminal takes control characters (ESC sequences clear the screen or set the window title).
   :func:`terminal_safe` shows them escaped (``\\x1b``) wherever a command prints an id, a name
   or a path.
@@ -20,6 +22,9 @@ Example:
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import html
 import io
 import os
 import re
@@ -28,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["FORMULA_LEADS", "csv_text", "spreadsheet_cell", "spreadsheet_safe", "terminal_safe", "write_csv"]
+__all__ = ["FORMULA_LEADS", "csp_meta", "csv_text", "spreadsheet_cell", "spreadsheet_safe", "terminal_safe", "write_csv"]
 
 FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
 """A cell starting with one of these is read as a formula by Excel, LibreOffice or Google Sheets."""
@@ -93,3 +98,22 @@ def terminal_safe(text: object, *, keep_lines: bool = False) -> str:
     ``keep_lines`` newlines and tabs stay (for mast's own multi-line output).
     """
     return (_CONTROL_BUT_LINES if keep_lines else _CONTROL).sub(_escape, str(text))
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def csp_meta(*, scripts: tuple[str, ...] = (), styles: tuple[str, ...] = ()) -> str:
+    """A ``<meta http-equiv='Content-Security-Policy'>`` allowing exactly these inline scripts and styles.
+
+    Each is allowed by the sha256 of its text (the content of its ``<script>``/``<style>`` element, as
+    written): a script or style injected by a trace field, should one ever slip past the escaping,
+    does not run; images only from ``data:`` URIs (the embedded figures); nothing is fetched, no form
+    is sent, no ``<base>`` is honoured.
+    """
+    script_src = " ".join(_sha256(s) for s in scripts) or "'none'"
+    style_src = " ".join(_sha256(s) for s in styles) or "'none'"
+    policy = (f"default-src 'none'; script-src {script_src}; style-src {style_src}; img-src data:; "
+              "base-uri 'none'; form-action 'none'")
+    return f"<meta http-equiv='Content-Security-Policy' content=\"{html.escape(policy)}\">"

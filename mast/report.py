@@ -27,6 +27,7 @@ from typing import TextIO
 import pandas as pd
 
 from mast.__about__ import __version__
+from mast._outputs import csp_meta
 from mast.diagnosis import Diagnosis
 from mast.errors import EvaluationError, ResultsFileError
 from mast.redact import redact_text
@@ -34,7 +35,7 @@ from mast.evaluation.digest import ResultsDigest, compact_frame
 from mast.evaluation.labels import LabelSource, read_labels
 from mast.evaluation.report import EvaluationReport, fmt, fmt_ci, shorten
 from mast.evaluation.viewer import STYLE as VIEW_STYLE
-from mast.evaluation.viewer import TraceView
+from mast.evaluation.viewer import TraceView, script_text
 from mast.results import iter_results
 from mast.taxonomy import Taxonomy, load_taxonomy
 
@@ -132,7 +133,8 @@ def _write_page(
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         out.write(
             "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            f"<title>{heading}</title><style>{_STYLE}{VIEW_STYLE}</style></head><body>"
+            + csp_meta(scripts=(script_text(),), styles=(_STYLE + VIEW_STYLE,))
+            + f"<title>{heading}</title><style>{_STYLE}{VIEW_STYLE}</style></head><body>"
             f"<h1>{heading}</h1><p class='note'>mast {__version__}, taxonomy {html.escape(tax.version)}, {stamp}</p>"
             + "".join(parts)
         )

@@ -65,19 +65,23 @@ def test_export_escapes_formula_cells(tmp_path, form):
         assert (frame["summary"] == "'" + HOSTILE[3]).all()
 
 
-def test_validation_disagreements_csv_escapes_formula_cells(tmp_path):
+def _validation_report(out: Path):
     from mast.evaluation.core import evaluate
     from mast.validation.models import SetResult, ValidationReport
-    from mast.validation.write import write_outputs
 
     diagnoses = [_hostile_diagnosis(t) for t in HOSTILE]
     code = load_taxonomy().modes[0].code
     gold = pd.DataFrame({"trace_id": HOSTILE, "code": code, "present": False})
     report = evaluate(diagnoses, gold, n_boot=10)
     assert report.disagreements, "the planted verdicts differ from gold"
-    validation = ValidationReport(judge={}, data_dir="", output_dir=str(tmp_path), sets=[SetResult(
+    return ValidationReport(judge={}, data_dir="", output_dir=str(out), sets=[SetResult(
         name="hostile", description="", licence="", n_traces=len(HOSTILE), results="", evaluation=report)])
-    write_outputs(validation, tmp_path)
+
+
+def test_validation_disagreements_csv_escapes_formula_cells(tmp_path):
+    from mast.validation.write import write_outputs
+
+    write_outputs(_validation_report(tmp_path), tmp_path)
     assert _formula_cells(tmp_path / "disagreements.csv") == []
     frame = pd.read_csv(tmp_path / "disagreements.csv", dtype=str, keep_default_na=False)
     assert "'" + HOSTILE[0] in set(frame["trace_id"])
@@ -335,3 +339,75 @@ def test_report_uses_the_runs_custom_patterns_or_shows_no_transcript(tmp_path):
     assert result.exit_code == 0, result.output
     page = out.read_text(encoding="utf-8")
     assert "E123456" not in page and "[REDACTED:employee_id]" in page
+
+
+# --- Content-Security-Policy and the #trace= fragment ---------------------------------------------
+
+def _pages(tmp_path: Path) -> dict[str, Path]:
+    from mast.validation.write import write_outputs
+
+    labelled = tmp_path / "labelled.jsonl"
+    result = CliRunner().invoke(main, ["label", str(EXAMPLES), "-o", str(labelled), "--judge", "detectors"])
+    assert result.exit_code == 0, result.output
+    report = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(labelled), "-o", str(report), "--n-boot", "0"])
+    assert result.exit_code == 0, result.output
+    (tmp_path / "validation").mkdir()
+    write_outputs(_validation_report(tmp_path / "validation"), tmp_path / "validation")
+    return {"report": report, "validation": tmp_path / "validation" / "report.html"}
+
+
+def test_both_pages_carry_a_strict_csp_that_allows_exactly_their_inline_code(tmp_path):
+    import base64
+    import hashlib
+    import re
+
+    for name, path in _pages(tmp_path).items():
+        page = path.read_text(encoding="utf-8")
+        found = re.search(r"<meta http-equiv='Content-Security-Policy' content=\"([^\"]+)\">", page)
+        assert found, f"{name}: no CSP meta"
+        assert page.index(found.group(0)) < page.index("<style>") < page.index("<body>")
+        policy = dict(part.strip().split(" ", 1) for part in found.group(1).replace("&#x27;", "'").split(";"))
+        assert policy["default-src"] == "'none'" and policy["img-src"] == "data:"
+        assert "unsafe-inline" not in found.group(1) and "unsafe-eval" not in found.group(1)
+        scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
+        styles = re.findall(r"<style>(.*?)</style>", page, re.S)
+        assert scripts and styles
+        def digest(text: str) -> str:
+            return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+        assert set(policy["script-src"].split()) == {digest(s) for s in scripts}, name
+        assert set(policy["style-src"].split()) == {digest(s) for s in styles}, name
+        assert not re.search(r"<[^>]+\s(style|on[a-z]+)=", page), f"{name}: an inline style or handler attribute"
+
+
+def test_pages_run_under_their_csp_and_ignore_a_malformed_fragment(tmp_path):
+    import shutil
+
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (in the test extra)")
+    executable = next((p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None)
+    if executable is None:
+        pytest.skip("no Chromium found: `apt-get install -y chromium`")
+    pages = _pages(tmp_path)
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox", "--headless=new"])
+        try:
+            for name, path in pages.items():
+                page = browser.new_page()
+                errors: list[str] = []
+                page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
+                page.on("console", lambda msg, errors=errors: errors.append(msg.text) if msg.type == "error" else None)
+                page.goto(path.as_uri() + ("#trace=%E0%A4%A" if name == "report" else ""))
+                if name == "report":
+                    # The script ran under the policy (it draws the table), and the bad fragment did nothing.
+                    assert page.locator("#trace-table tbody tr").count() == 9
+                    assert page.locator("#trace-detail").is_hidden()
+                    page.evaluate("location.hash = '#trace=%ZZ'")
+                    page.wait_for_timeout(50)
+                else:
+                    rows = page.locator("#disagreements tbody tr")
+                    page.select_option("#dis-kind", "FN")
+                    assert sum(rows.nth(i).is_visible() for i in range(rows.count())) == 0  # the planted ones are FP
+                assert errors == [], f"{name}: {errors}"
+                page.close()
+        finally:
+            browser.close()

@@ -135,11 +135,16 @@ class TraceView:
         self._spool.seek(0)
         shutil.copyfileobj(self._spool, out)
         self._spool.seek(0, io.SEEK_END)
-        out.write("]</script>" + f"<script>{_SCRIPT.replace('__PAGE_ROWS__', str(PAGE_ROWS))}</script></section>")
+        out.write("]</script>" + f"<script>{script_text()}</script></section>")
 
     def close(self) -> None:
         """Drop the spooled rows."""
         self._spool.close()
+
+
+def script_text() -> str:
+    """The text of the section's ``<script>`` element, as written (its hash goes into the page's CSP)."""
+    return _SCRIPT.replace("__PAGE_ROWS__", str(PAGE_ROWS))
 
 
 STYLE = """
@@ -469,8 +474,13 @@ $('prev').addEventListener('click', () => { page = Math.max(0, page - 1); draw()
 $('next').addEventListener('click', () => { page += 1; draw(); });
 $('trace-table').tBodies[0].addEventListener('click', (ev) => { const tr = ev.target.closest('tr'); if (tr) open(tr.dataset.id); });
 draw();
-// A link to `report.html#trace=ID` opens that trace, on load and when the hash changes.
-function follow(){ const wanted = decodeURIComponent((location.hash.match(/^#trace=(.*)$/) || [])[1] || ''); if (wanted) open(wanted); }
+// A link to `report.html#trace=ID` opens that trace, on load and when the hash changes; a fragment
+// that is not valid percent-encoding (decodeURIComponent throws URIError) is ignored.
+function follow(){
+  let wanted = '';
+  try { wanted = decodeURIComponent((location.hash.match(/^#trace=(.*)$/) || [])[1] || ''); } catch (e) { return; }
+  if (wanted) open(wanted);
+}
 window.addEventListener('hashchange', follow);
 follow();
 })();

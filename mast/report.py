@@ -30,12 +30,12 @@ from mast.__about__ import __version__
 from mast._outputs import csp_meta
 from mast.diagnosis import Diagnosis
 from mast.errors import EvaluationError, ResultsFileError
-from mast.redact import redact_text
 from mast.evaluation.digest import ResultsDigest, compact_frame
 from mast.evaluation.labels import LabelSource, read_labels
 from mast.evaluation.report import EvaluationReport, fmt, fmt_ci, shorten
 from mast.evaluation.viewer import STYLE as VIEW_STYLE
 from mast.evaluation.viewer import TraceView, script_text
+from mast.redact import redact_text
 from mast.results import iter_results
 from mast.taxonomy import Taxonomy, load_taxonomy
 

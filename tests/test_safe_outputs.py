@@ -317,8 +317,8 @@ def test_report_never_reads_a_source_without_a_matching_content_hash(tmp_path, m
 
 def test_report_uses_the_runs_custom_patterns_or_shows_no_transcript(tmp_path):
     from mast.judge.classify import classify
-    from mast.report import render_report
     from mast.normalize import load_trace
+    from mast.report import render_report
     from mast.testing import FakeLLMServer, judge_answer
 
     patterns = (("employee_id", r"E\d{6}"),)

@@ -137,10 +137,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from mast.caps import CapExceeded
 from mast.errors import MastError, TraceFormatError, UsageError, one_line
 from mast.normalize.base import RawInput, TraceFormat, formats, get_format, register
 from mast.trace import Trace
-
 
 EXTENSION_PACKAGES = ("logs", "dialects", "spans", "file_formats")
 """Subpackages whose modules register an extension when imported, in import order: framework logs,
@@ -216,15 +216,20 @@ def detect_format(source: str | os.PathLike[str] | Any) -> tuple[TraceFormat, fl
     """
     raw = _raw(source)
     scores: list[tuple[float, int, TraceFormat]] = []
+    capped: CapExceeded | None = None
     for fmt in formats():
         try:
             score = float(fmt.detect(raw))
+        except CapExceeded as exc:  # the input would expand past a cap: said below if nothing else reads it
+            capped, score = exc, 0.0
         except Exception:  # noqa: BLE001 - a detector must never decide for the others
             score = 0.0
         if score >= 1.0:
             return fmt, 1.0
         scores.append((score, -fmt.priority, fmt))
     score, _, best = max(scores, key=lambda item: (item[0], item[1]))
+    if score < DETECT_THRESHOLD and capped is not None:
+        raise raw.fail(f"not read: {capped}") from capped
     if score < DETECT_THRESHOLD:
         try:
             raw.data()
@@ -286,6 +291,8 @@ def _parse_guarded(fmt: TraceFormat, raw: RawInput) -> Iterator[Trace | TraceFor
         yield from fmt.parse(raw)
     except MastError:
         raise
+    except CapExceeded as exc:
+        raise raw.fail(f"{fmt.name}: not read: {exc}") from exc
     except RecursionError as exc:
         raise raw.fail(f"{fmt.name}: input nested too deeply to read") from exc
     except MemoryError as exc:

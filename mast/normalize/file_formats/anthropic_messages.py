@@ -13,12 +13,12 @@ response bodies are decoded.
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
+from mast.caps import decompress
 from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
 from mast.normalize._common import text_of, usage_from
@@ -92,7 +92,7 @@ def _decode_body(body: Any) -> Any:
         body = body["string"]
     if isinstance(body, bytes):
         if body[:2] == b"\x1f\x8b":
-            body = gzip.decompress(body)
+            body = decompress(body)  # bounded: a gzip bomb stops at MAX_DECOMPRESSED_BYTES
         return body.decode("utf-8", "replace")
     return body
 

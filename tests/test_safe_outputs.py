@@ -411,3 +411,15 @@ def test_pages_run_under_their_csp_and_ignore_a_malformed_fragment(tmp_path):
                 page.close()
         finally:
             browser.close()
+
+
+def test_iter_paths_skips_links_that_leave_the_folder_with_one_logged_line(tmp_path, caplog):
+    from mast.normalize import iter_paths
+
+    runs = _linked_folder(tmp_path)
+    with caplog.at_level("WARNING", logger="mast"):
+        names = [p.name for p in iter_paths([runs])]
+    assert "creds.json" not in names and {"real.json", "inside.json", "kept.json"} <= set(names)
+    assert [r.getMessage() for r in caplog.records if "leaves the folder" in r.getMessage()] == [
+        f"mast: skipped {runs / 'creds.json'}: a link that leaves the folder (follow_symlinks reads it)"]
+    assert "creds.json" in [p.name for p in iter_paths([runs], follow_symlinks=True)]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mast.errors import UsageError
-from mast.normalize import TRACE_SUFFIXES
+from mast.normalize import TRACE_SUFFIXES, link_leaves
 
 __all__ = ["FileSelection", "no_traces_error", "select_files", "walk_files"]
 
@@ -174,12 +174,6 @@ def walk_files(
     return _walk(given, selection, recursive, include, exclude, _output_names(outputs), follow_symlinks)
 
 
-def leaves(link: Path, root: Path) -> bool:
-    """Whether the symbolic link ``link`` resolves to somewhere outside the folder ``root`` (resolved)."""
-    target = _resolved(link)
-    return not target.is_relative_to(root)
-
-
 def _walk(paths: list[Path], selection: FileSelection, recursive: bool, include: Sequence[str],
           exclude: Sequence[str], outputs: tuple[set[Path], list[tuple[Path, str]]],
           follow_symlinks: bool = False) -> Iterator[Path]:
@@ -209,7 +203,7 @@ def _walk(paths: list[Path], selection: FileSelection, recursive: bool, include:
                     file = Path(root) / name
                     if name.startswith("."):
                         selection.skip(file, REASON_HIDDEN)
-                    elif not follow_symlinks and file.is_symlink() and leaves(file, top):
+                    elif not follow_symlinks and link_leaves(file, top):
                         selection.skip(file, REASON_LINK_OUT)
                     elif selected(file, given=False):
                         yield file

@@ -130,6 +130,7 @@ Then ``load_trace("run.json")`` detects it, ``mast formats`` lists it, and its t
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import pkgutil
 import sys
@@ -171,6 +172,7 @@ __all__ = [
     "formats",
     "get_format",
     "iter_paths",
+    "link_leaves",
     "iter_traces",
     "load_trace",
     "load_traces",
@@ -339,11 +341,15 @@ def load_trace(source: str | os.PathLike[str] | Any, format: str = "auto") -> Tr
     return first
 
 
-def iter_paths(paths: Iterable[str | os.PathLike[str]], *, recursive: bool = True) -> Iterator[Path]:
+def iter_paths(
+    paths: Iterable[str | os.PathLike[str]], *, recursive: bool = True, follow_symlinks: bool = False
+) -> Iterator[Path]:
     """Files to read under ``paths``: files as given, folders walked in sorted order.
 
     Hidden entries are skipped, symbolic links to folders are not followed (no loops), and only
-    names ending in :data:`TRACE_SUFFIXES` are picked up inside folders.
+    names ending in :data:`TRACE_SUFFIXES` are picked up inside folders. A link to a file outside
+    the folder walked is skipped, with one logged line (``follow_symlinks`` reads it): a trace
+    archive holding a link to ``~/.aws/credentials`` must not send that file to the judge.
 
     Raises:
         UsageError: when a path does not exist.
@@ -353,11 +359,28 @@ def iter_paths(paths: Iterable[str | os.PathLike[str]], *, recursive: bool = Tru
         if path.is_file() or path.is_symlink() or (path.exists() and not path.is_dir()):
             yield path  # a pipe or a broken link too: reading it gives the one-line reason
         elif path.is_dir():
+            top = path.resolve()
             for root, dirs, files in os.walk(path, followlinks=False):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []
                 for name in sorted(files):
                     file = Path(root) / name
-                    if not name.startswith(".") and file.suffix.lower() in TRACE_SUFFIXES:
-                        yield file
+                    if name.startswith(".") or file.suffix.lower() not in TRACE_SUFFIXES:
+                        continue
+                    if not follow_symlinks and link_leaves(file, top):
+                        logging.getLogger("mast").warning(
+                            "mast: skipped %s: a link that leaves the folder (follow_symlinks reads it)", file)
+                        continue
+                    yield file
         else:
             raise UsageError(f"{path}: no such file or folder")
+
+
+def link_leaves(file: Path, top: Path) -> bool:
+    """Whether ``file`` is a symbolic link whose target lies outside the folder ``top`` (resolved)."""
+    if not file.is_symlink():
+        return False
+    try:
+        target = file.resolve()
+    except (OSError, RuntimeError):  # a loop: it leads nowhere inside
+        return True
+    return not target.is_relative_to(top)

@@ -277,6 +277,8 @@ def iter_traces(
     for item in _parse_guarded(fmt, raw):
         if isinstance(item, Trace):
             item.source.confidence = confidence
+            if raw.warnings:  # what reading the bytes cost (replaced bytes...), said on every trace of the input
+                item.warnings[:0] = [w for w in raw.warnings if w not in item.warnings]
         yield item
 
 

@@ -14,7 +14,7 @@ Messages come from :func:`mast.normalize._messages.to_messages` (any dialect).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
@@ -338,14 +338,25 @@ class Timeline:
         return None
 
     def final_answer(self) -> str | None:
-        """The last assistant text, when the conversation ends on the assistant's answer."""
-        for step in reversed(self.steps):
-            if step.role in ("system", "developer"):
-                continue
-            if step.role == "assistant" and step.content.strip() and not step.tool_calls:
-                return _strip_thinking(step.content)
-            return None
+        """The last assistant text, when the conversation ends on the assistant's answer (see :func:`closing_answer`)."""
+        return closing_answer(self.steps)
+
+
+def closing_answer(steps: Sequence[Step]) -> str | None:
+    """The last assistant text when the run ends on it; ``None`` when it ends in tool use.
+
+    System notes after it are passed over, and so is a user request after it that got no reply
+    (a transcript saved while the next question was pending still has its answer).
+    """
+    for step in reversed(steps):
+        if step.role in ("system", "developer"):
+            continue
+        if step.role == "user" and step.kind == "message" and step.content.strip() and not step.tool_results and not step.tool_calls:
+            continue
+        if step.role == "assistant" and step.content.strip() and not step.tool_calls:
+            return _strip_thinking(step.content) or None
         return None
+    return None
 
 
 def _strip_thinking(text: str) -> str:

@@ -67,7 +67,7 @@ def _agenteval(data: dict[str, Any]) -> tuple[LogParse, dict[str, Any]]:
     out = parse_messages(named, variant="agenteval")
     out.warnings.append("AgentEval messages record no speaker names: user turns named user_proxy, assistant turns assistant")
     out.task = text_of(data.get("problem")) or None
-    out.final_output = text_of(data.get("response_with_ans")) or None
+    out.final_output = text_of(data.get("response_with_ans")) if "response_with_ans" in data else None  # "": stated empty
     out.labels = {k: data[k] for k in _AGENTEVAL_LABELS if k in data}
     used = {"messages", "problem", "response_with_ans", *_AGENTEVAL_LABELS}
     return out, {k: v for k, v in data.items() if k not in used}
@@ -137,7 +137,7 @@ class AutogenFormat(TraceFormat):
                 out = _replay(data)
             elif variant == "chat_result":
                 out = parse_messages(data["chat_history"], variant="chat_result")
-                out.final_output = text_of(data.get("summary")) or None
+                out.final_output = text_of(data.get("summary")) if "summary" in data else None  # "": stated empty
                 metadata = {k: v for k, v in data.items() if k not in ("chat_history", "summary")}
             else:
                 out = parse_payload(data, "ag2")

@@ -175,7 +175,7 @@ def test_terminal_safe_escapes_controls_and_keeps_text():
     assert terminal_safe("a\nb", keep_lines=True) == "a\nb" and terminal_safe("a\nb") == "a\\x0ab"
 
 
-@pytest.mark.parametrize("command", ["normalize", "classify", "label", "label-json"])
+@pytest.mark.parametrize("command", ["normalize", "classify", "label", "label-json", "export", "report"])
 def test_no_command_prints_a_control_character_from_a_trace(tmp_path, command):
     folder = tmp_path / ("runs" + EVIL)
     folder.mkdir()
@@ -186,6 +186,8 @@ def test_no_command_prints_a_control_character_from_a_trace(tmp_path, command):
             "classify": ["classify", str(path), "--judge", "detectors"],
             "label": ["label", str(folder), "--judge", "detectors", "-o", str(tmp_path / "r.jsonl")],
             "label-json": ["label", str(folder), "--judge", "detectors", "-o", str(tmp_path / "r.jsonl"), "--json"],
+            "export": ["export", str(folder / ("missing" + EVIL + ".jsonl")), "-o", str(tmp_path / "x.csv")],
+            "report": ["report", str(folder / ("missing" + EVIL + ".jsonl"))],
             }[command]
     result = CliRunner().invoke(main, args)
     output = result.stdout + result.stderr

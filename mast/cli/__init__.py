@@ -22,7 +22,10 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except (click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except click.ClickException as exc:  # click prints it: a value from a trace's name shown escaped
+            exc.message = terminal_safe(exc.message)
             raise
         except KeyboardInterrupt:
             click.echo("mast: interrupted", err=True)

@@ -138,6 +138,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from mast._outputs import terminal_safe
 from mast.caps import CapExceeded
 from mast.errors import MastError, TraceFormatError, UsageError, one_line
 from mast.normalize.base import RawInput, TraceFormat, formats, get_format, register
@@ -370,7 +371,8 @@ def iter_paths(
                         continue
                     if not follow_symlinks and link_leaves(file, top):
                         logging.getLogger("mast").warning(
-                            "mast: skipped %s: a link that leaves the folder (follow_symlinks reads it)", file)
+                            "mast: skipped %s: a link that leaves the folder (follow_symlinks reads it)",
+                            terminal_safe(file))
                         continue
                     yield file
         else:

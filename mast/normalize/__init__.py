@@ -385,6 +385,6 @@ def link_leaves(file: Path, top: Path) -> bool:
         return False
     try:
         target = file.resolve()
-    except (OSError, RuntimeError):  # a loop: it leads nowhere inside
-        return True
+    except (OSError, RuntimeError):  # a loop leads nowhere, so nothing leaks: read, and reported with its reason
+        return False
     return not target.is_relative_to(top)

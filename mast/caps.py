@@ -30,8 +30,9 @@ __all__ = [
     "literal_items",
 ]
 
-MAX_DECOMPRESSED_BYTES = 64 * 2**20
-"""Most bytes a compressed body (gzip, zlib, deflate) may expand to: 64 MiB."""
+MAX_DECOMPRESSED_BYTES = 32 * 2**20
+"""Most bytes a compressed body (gzip, zlib, deflate) may expand to: 32 MiB (a recorded HTTP body
+past it is cut there with a note, :mod:`mast.normalize._vcr`; :func:`decompress` refuses it)."""
 MAX_LITERAL_CHARS = 4 * 2**20
 """Longest text tried as a Python literal (``ast.literal_eval``): 4 Mi characters."""
 MAX_LITERAL_ITEMS = 100_000

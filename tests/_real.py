@@ -121,6 +121,16 @@ def agent_names(traces: list[Trace]) -> set[str]:
     return {fold(n) for n in names}
 
 
+def step_count(trace: Trace) -> int:
+    """Steps as a reader counts them: the system prompt(s) a run opens with are its set-up, not a step."""
+    lead = 0
+    for step in trace.steps:
+        if step.role not in ("system", "developer") or step.kind != "system" or step.attributes.get("event"):
+            break
+        lead += 1
+    return len(trace.steps) - lead
+
+
 def tool_calls(traces: list[Trace]) -> list[str]:
     return [c.name for t in traces for s in t.steps for c in s.tool_calls]
 

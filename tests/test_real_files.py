@@ -3,7 +3,7 @@
 The goldens (``GOLDEN.yaml`` per folder) were written by someone who had not read mast's code,
 before mast was run on the files; they are never edited to match mast's output unless the reader
 was wrong (and then the commit says why). Per file: the format auto-detection picks, the number of
-steps (a range), the agents (those named must be among mast's), the number of tool calls (a range)
+steps (a range; the system prompt a run opens with is its set-up, not counted), the agents (those named must be among mast's), the number of tool calls (a range)
 and their names, a phrase of the task and of the final answer (``null``: the file states none, not
 checked). Comparisons fold case, whitespace and markdown emphasis, as a reader would.
 """
@@ -14,7 +14,7 @@ import hashlib
 
 import pytest
 
-from _real import REAL, RealFile, agent_names, fold, folders, goldens, manifest_rows, real_files, tool_calls
+from _real import REAL, RealFile, agent_names, fold, folders, goldens, manifest_rows, real_files, step_count, tool_calls
 from mast.errors import TraceFormatError
 from mast.normalize import detect_format, load_traces
 
@@ -65,7 +65,7 @@ def _check(item: RealFile) -> list[str]:
         return [f"refused: {exc}"]
     if fmt.name != golden["format"]:
         problems.append(f"format: detected {fmt.name}, golden {golden['format']}")
-    steps = sum(len(t.steps) for t in traces)
+    steps = sum(step_count(t) for t in traces)
     low, high = golden["steps"]
     if not low <= steps <= high:
         problems.append(f"steps: {steps}, golden [{low}, {high}]")

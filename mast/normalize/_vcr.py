@@ -24,11 +24,12 @@ from typing import Any
 
 import orjson
 
-from mast.caps import MAX_DECOMPRESSED_BYTES  # the most a compressed body may inflate to: a gzip bomb stops there
+from mast.caps import (
+    MAX_DECOMPRESSED_BYTES,  # the most a compressed body may inflate to: a gzip bomb stops there
+)
 from mast.normalize._common import usage_from
 from mast.normalize._msg_common import Msg
 from mast.normalize._timeline import Timeline
-
 
 
 def _header(headers: Any, name: str) -> str:

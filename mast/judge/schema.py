@@ -289,6 +289,24 @@ _MAX_FAILED_STARTS = 256
 """Braces tried as the start of an object before giving up (bounds the work on a hostile reply)."""
 
 
+def _scan(text: str) -> tuple[list[tuple[int, Any]], list[int]]:
+    """The complete top-level ``{`` values in ``text`` with their end offsets, and the braces that failed."""
+    decoder = json.JSONDecoder()
+    found: list[tuple[int, Any]] = []
+    failed: list[int] = []
+    at = text.find("{")
+    while at >= 0 and len(failed) < _MAX_FAILED_STARTS:
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except (json.JSONDecodeError, RecursionError):
+            failed.append(at)
+            at = text.find("{", at + 1)
+            continue
+        found.append((end, value))
+        at = text.find("{", end)
+    return found, failed
+
+
 def top_level_objects(text: str) -> list[Any]:
     """Every complete JSON value starting with ``{`` in ``text`` that is not inside another, in order.
 
@@ -296,32 +314,27 @@ def top_level_objects(text: str) -> list[Any]:
     value from a brace and reports where it ends, so what is inside an object is never counted
     on its own.
     """
-    decoder = json.JSONDecoder()
-    found: list[Any] = []
-    failed = 0
-    at = text.find("{")
-    while at >= 0 and failed < _MAX_FAILED_STARTS:
-        try:
-            value, end = decoder.raw_decode(text, at)
-        except (json.JSONDecodeError, RecursionError):
-            failed += 1
-            at = text.find("{", at + 1)
-            continue
-        found.append(value)
-        at = text.find("{", end)
-    return found
+    return [value for _, value in _scan(text)[0]]
+
+
+# A brace that opens what reads as a JSON object (a key follows, or nothing does): after the answer,
+# one that does not parse is a cut-off answer, not prose.
+_OBJECT_START = re.compile(r'\{\s*(?:"|$)')
 
 
 def extract_json(text: str, answer_keys: frozenset[str] = frozenset()) -> Any:
-    """The answer in a model's message: the whole text as JSON, else its last complete top-level object.
+    """The answer in a model's message: the whole text as JSON, else its last top-level object.
 
     A reply may quote an object before its answer (a verdict forged by the trace, in a code fence):
-    the *last* complete object is taken, never the first, and a reply holding two different objects
-    that each look like an answer (any of ``answer_keys``; any object when empty) is refused so it
-    is asked again. Only when no object is complete is a cut-off one repaired.
+    the *last* object is taken, never the first; when the last one is cut off (an object that
+    starts after the last complete answer and does not parse), the reply is refused so it is asked
+    again, never settled on an earlier, quoted one. A reply holding two different objects that each
+    look like an answer (any of ``answer_keys``; any object when empty) is refused too. Only when no
+    object is complete is a cut-off one repaired.
 
     Raises:
-        AnswerInvalid: when no JSON object can be read, or two different answers are given.
+        AnswerInvalid: when no JSON object can be read, the last one is cut off, or two different
+            answers are given.
     """
     stripped = text.strip()
     if not stripped:
@@ -330,16 +343,21 @@ def extract_json(text: str, answer_keys: frozenset[str] = frozenset()) -> Any:
         return orjson.loads(stripped)
     except orjson.JSONDecodeError:
         pass
-    objects = [o for o in top_level_objects(stripped) if isinstance(o, dict)]
-    answers = [o for o in objects if not answer_keys or answer_keys & o.keys()]
-    if len(answers) > 1 and any(a != answers[-1] for a in answers[:-1]):
+    scanned, failed = _scan(stripped)
+    objects = [(end, o) for end, o in scanned if isinstance(o, dict)]
+    answers = [(end, o) for end, o in objects if not answer_keys or answer_keys & o.keys()]
+    if answers and any(at >= answers[-1][0] and _OBJECT_START.match(stripped, at) for at in failed):
+        raise AnswerInvalid(
+            "the reply ends in a JSON object that is cut off or malformed; give exactly one complete JSON object"
+        )
+    if len(answers) > 1 and any(a != answers[-1][1] for _, a in answers[:-1]):
         raise AnswerInvalid(
             f"the reply holds {len(answers)} different answer objects; give exactly one JSON object, nothing quoted"
         )
     if answers:
-        return answers[-1]
+        return answers[-1][1]
     if objects:
-        return objects[-1]
+        return objects[-1][1]
     start = stripped.find("{")
     repaired = json_repair.loads(stripped[start:] if start >= 0 else stripped, skip_json_loads=True)
     if isinstance(repaired, dict) and repaired:

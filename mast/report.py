@@ -27,13 +27,15 @@ from typing import TextIO
 import pandas as pd
 
 from mast.__about__ import __version__
+from mast._outputs import csp_meta
 from mast.diagnosis import Diagnosis
 from mast.errors import EvaluationError, ResultsFileError
 from mast.evaluation.digest import ResultsDigest, compact_frame
 from mast.evaluation.labels import LabelSource, read_labels
 from mast.evaluation.report import EvaluationReport, fmt, fmt_ci, shorten
 from mast.evaluation.viewer import STYLE as VIEW_STYLE
-from mast.evaluation.viewer import TraceView
+from mast.evaluation.viewer import TraceView, script_text
+from mast.redact import redact_text
 from mast.results import iter_results
 from mast.taxonomy import Taxonomy, load_taxonomy
 
@@ -55,13 +57,17 @@ def render_report(
     seed: int = 0,
     taxonomy: Taxonomy | None = None,
     base: str | os.PathLike[str] | Iterable[Diagnosis] | None = None,
+    redact_patterns: tuple[tuple[str, str], ...] = (),
 ) -> str:
     """The HTML page for a results file (or diagnoses), with agreement sections when ``gold`` is given.
 
     With an earlier run ``base``, a ``diff`` section shows what changed per mode (see :mod:`mast.regression`).
+    Transcripts are shown as the judge read them, redacted with the run's options; ``redact_patterns``
+    are the run's custom patterns besides ``MAST_REDACT_PATTERNS`` (see :mod:`mast.evaluation.viewer`).
     """
     out = io.StringIO()
-    _write_page(results, out, gold=gold, title=title, n_boot=n_boot, seed=seed, taxonomy=taxonomy, base=base)
+    _write_page(results, out, gold=gold, title=title, n_boot=n_boot, seed=seed, taxonomy=taxonomy, base=base,
+                redact_patterns=redact_patterns)
     return out.getvalue()
 
 
@@ -95,6 +101,7 @@ def _write_page(
     seed: int = 0,
     taxonomy: Taxonomy | None = None,
     base: str | os.PathLike[str] | Iterable[Diagnosis] | None = None,
+    redact_patterns: tuple[tuple[str, str], ...] = (),
 ) -> None:
     from mast.evaluation.core import evaluate
 
@@ -105,7 +112,7 @@ def _write_page(
     if path is not None and not path.is_file():
         raise ResultsFileError(f"{path}: no such results file")
     gold_table = read_labels(gold, role="gold", taxonomy=tax) if gold is not None else None
-    digest, view = ResultsDigest(tax, keys=base is not None), TraceView(gold_table)
+    digest, view = ResultsDigest(tax, keys=base is not None), TraceView(gold_table, redact_patterns=tuple(redact_patterns))
     try:
         for diagnosis in iter_results(path) if path is not None else items or []:
             digest.add(diagnosis)
@@ -126,7 +133,8 @@ def _write_page(
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         out.write(
             "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            f"<title>{heading}</title><style>{_STYLE}{VIEW_STYLE}</style></head><body>"
+            + csp_meta(scripts=(script_text(),), styles=(_STYLE + VIEW_STYLE,))
+            + f"<title>{heading}</title><style>{_STYLE}{VIEW_STYLE}</style></head><body>"
             f"<h1>{heading}</h1><p class='note'>mast {__version__}, taxonomy {html.escape(tax.version)}, {stamp}</p>"
             + "".join(parts)
         )
@@ -228,7 +236,8 @@ def _summary(frame: pd.DataFrame, digest: ResultsDigest, source: str, taxonomy: 
     body = "".join(f"<div class='kpi'><b>{html.escape(v)}</b>{html.escape(k)}</div>" for k, v in kpis)
     body += f"<p class='note'>Results: {html.escape(source)}. Judge: {html.escape(', '.join(judges))}.</p>"
     if digest.errors:
-        errors = pd.DataFrame(digest.errors, columns=["trace_id", "status", "error"], dtype=object)
+        errors = pd.DataFrame([(t, s, redact_text(e or "").text) for t, s, e in digest.errors],
+                              columns=["trace_id", "status", "error"], dtype=object)
         body += "<p class='note'>Traces not judged, with the reason:</p>" + _table(
             errors, text_columns={"trace_id", "status", "error"})
     return _section("summary", "Summary", body)
@@ -291,7 +300,7 @@ def _disagreements(report: EvaluationReport) -> str:
         "kind": [d.kind for d in report.disagreements],
         "gold votes": [d.gold_votes or "" for d in report.disagreements],
         "confidence": [fmt(d.pred_confidence) for d in report.disagreements],
-        "judge's evidence": [shorten(d.pred_evidence, 400) for d in report.disagreements],
+        "judge's evidence": [shorten(redact_text(d.pred_evidence).text, 400) for d in report.disagreements],
     })
     note = ("<p class='note'>FP: the judge found the mode, the gold does not have it. FN: the gold has it, "
             "the judge did not find it.</p>")

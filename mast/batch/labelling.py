@@ -107,6 +107,7 @@ class Selection:
         sample_seed: the seed of ``sample``.
         trace_ids: judge only these traces (id, ``PATH`` or ``PATH#RECORD``).
         traces: traces already read (from a trace store), judged besides the files'.
+        follow_symlinks: read links found in a folder whose target is outside it (skipped by default).
     """
 
     include: Sequence[str] = ()
@@ -116,6 +117,7 @@ class Selection:
     sample_seed: int = 0
     trace_ids: Sequence[str] = ()
     traces: Sequence[Trace] = ()
+    follow_symlinks: bool = False
 
     @property
     def picks(self) -> bool:
@@ -267,7 +269,7 @@ def read_work_items(
 def _walk(paths: Sequence[str | os.PathLike[str]], output: Path, jsonl: Path, recursive: bool,
           select: Selection) -> FileSelection:
     return select_files(paths, recursive=recursive, include=select.include, exclude=select.exclude,
-                        outputs=(output, jsonl))
+                        outputs=(output, jsonl), follow_symlinks=select.follow_symlinks)
 
 
 def _files(paths: Sequence[str | os.PathLike[str]], output: Path, jsonl: Path, recursive: bool, select: Selection,
@@ -279,7 +281,7 @@ def _files(paths: Sequence[str | os.PathLike[str]], output: Path, jsonl: Path, r
     """
     selection = FileSelection()
     walk = walk_files(paths, selection, recursive=recursive, include=select.include, exclude=select.exclude,
-                      outputs=(output, jsonl))
+                      outputs=(output, jsonl), follow_symlinks=select.follow_symlinks)
     first = next(walk, None)
     if first is None:
         summary = selection.skipped_summary()

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
+from mast._outputs import write_csv
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
 from mast.results import iter_results, read_results, to_dataframe
@@ -52,7 +53,7 @@ def write_table(
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         if suffix == ".csv":
-            frame.to_csv(tmp, index=False)
+            write_csv(frame, tmp)  # formula-leading cells escaped for spreadsheets
         else:
             frame.to_parquet(tmp, index=False)
         os.replace(tmp, target)

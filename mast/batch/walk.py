@@ -4,7 +4,8 @@ A folder walk takes names ending in :data:`~mast.normalize.TRACE_SUFFIXES`; ``--
 other names (``*.md``, ``*.out``, ``*`` for everything), ``--exclude`` globs take names out. The
 results file a run writes (and files named after it: lock, state) is never an
 input, so ``mast label . -o out.jsonl`` does not read its own output. Files named on the command
-line are always read, except the results file. What was skipped is counted by reason, so a folder
+line are always read, except the results file. A symbolic link found in a folder is read only when
+its target lies inside that folder (``--follow-symlinks`` reads the others too). What was skipped is counted by reason, so a folder
 of ``.md`` files is not silently "0 judged".
 
 The walk is a stream (:func:`walk_files`): ``mast label`` starts judging with the first file found
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mast.errors import UsageError
-from mast.normalize import TRACE_SUFFIXES
+from mast.normalize import TRACE_SUFFIXES, link_leaves
 
 __all__ = ["FileSelection", "no_traces_error", "select_files", "walk_files"]
 
@@ -33,6 +34,7 @@ REASON_SUFFIX = "not a trace file name"
 REASON_EXCLUDED = "matched --exclude"
 REASON_OUTPUT = "the results file of this run"
 REASON_HIDDEN = "hidden"
+REASON_LINK_OUT = "a link that leaves the folder"
 
 
 @dataclass
@@ -50,12 +52,15 @@ class FileSelection:
     found: int = 0
     """Files selected so far."""
     _suffixes: set[str] = field(default_factory=set)
+    _links: list[str] = field(default_factory=list)
 
     def skip(self, path: Path, reason: str) -> None:
         """Note ``path`` as skipped for ``reason``."""
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
         if reason == REASON_SUFFIX:
             self._suffixes.add(path.suffix.lower() or "no extension")
+        elif reason == REASON_LINK_OUT and len(self._links) < 3:
+            self._links.append(str(path))
 
     def skipped_summary(self) -> str | None:
         """``skipped 3 files: 2 not a trace file name (.md, .out), 1 the results file of this run``."""
@@ -70,6 +75,9 @@ class FileSelection:
             if reason == REASON_SUFFIX:
                 suffixes = sorted(self._suffixes)
                 detail = f" ({', '.join(suffixes[:6])}{', ...' if len(suffixes) > 6 else ''})"
+            elif reason == REASON_LINK_OUT:
+                more = ", ..." if count > len(self._links) else ""
+                detail = f" ({', '.join(self._links)}{more}; --follow-symlinks reads them)"
             parts.append(f"{count} {reason}{detail}")
         noun = "file" if total == 1 else "files"
         hint = "; --include GLOB reads other names" if REASON_SUFFIX in self.skipped else ""
@@ -115,6 +123,7 @@ def select_files(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     outputs: Iterable[str | os.PathLike[str]] = (),
+    follow_symlinks: bool = False,
 ) -> FileSelection:
     """The files to read under ``paths`` (in sorted walk order), and the ones skipped with a reason.
 
@@ -126,13 +135,16 @@ def select_files(
         include: extra globs a file name (or path) may match to be read from a folder.
         exclude: globs that take a file out, given or found.
         outputs: results files of this run: never read, nor files named ``<name>.*`` beside them.
+        follow_symlinks: read a link found in a folder even when its target is outside that folder
+            (by default it is skipped and counted: a trace archive holding a link to
+            ``~/.aws/credentials`` must not send that file to the judge).
 
     Raises:
         UsageError: a path that does not exist.
     """
     selection = FileSelection()
     selection.files.extend(walk_files(paths, selection, recursive=recursive, include=include, exclude=exclude,
-                                      outputs=outputs))
+                                      outputs=outputs, follow_symlinks=follow_symlinks))
     return selection
 
 
@@ -144,6 +156,7 @@ def walk_files(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     outputs: Iterable[str | os.PathLike[str]] = (),
+    follow_symlinks: bool = False,
 ) -> Iterator[Path]:
     """The files :func:`select_files` selects, one at a time as the folders are walked.
 
@@ -158,11 +171,12 @@ def walk_files(
     for path in given:
         if not (path.exists() or path.is_symlink()):
             raise UsageError(f"{path}: no such file or folder")
-    return _walk(given, selection, recursive, include, exclude, _output_names(outputs))
+    return _walk(given, selection, recursive, include, exclude, _output_names(outputs), follow_symlinks)
 
 
 def _walk(paths: list[Path], selection: FileSelection, recursive: bool, include: Sequence[str],
-          exclude: Sequence[str], outputs: tuple[set[Path], list[tuple[Path, str]]]) -> Iterator[Path]:
+          exclude: Sequence[str], outputs: tuple[set[Path], list[tuple[Path, str]]],
+          follow_symlinks: bool = False) -> Iterator[Path]:
     exact, stems = outputs
 
     def selected(file: Path, *, given: bool) -> bool:
@@ -182,12 +196,15 @@ def _walk(paths: list[Path], selection: FileSelection, recursive: bool, include:
             if selected(path, given=True):  # a pipe or a broken link is read, and reported with its reason
                 yield path
         elif path.is_dir():
+            top = _resolved(path)
             for root, dirs, names in os.walk(path, followlinks=False):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []
                 for name in sorted(names):
                     file = Path(root) / name
                     if name.startswith("."):
                         selection.skip(file, REASON_HIDDEN)
+                    elif not follow_symlinks and link_leaves(file, top):
+                        selection.skip(file, REASON_LINK_OUT)
                     elif selected(file, given=False):
                         yield file
         else:  # removed since the check: the same one-line error

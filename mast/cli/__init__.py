@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from mast.__about__ import __version__
+from mast._outputs import terminal_safe
 from mast.errors import MastError, one_line
 
 
@@ -21,7 +22,10 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except (click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except click.ClickException as exc:  # click prints it: a value from a trace's name shown escaped
+            exc.message = terminal_safe(exc.message)
             raise
         except KeyboardInterrupt:
             click.echo("mast: interrupted", err=True)
@@ -31,8 +35,8 @@ class _Group(click.Group):
                 raise
             code = exc.exit_code if isinstance(exc, MastError) else 1
             prefix = "error" if isinstance(exc, MastError) else f"unexpected {type(exc).__name__}"
-            click.echo(f"mast: {prefix}: {one_line(exc)} (--debug for details)"
-                       if not isinstance(exc, MastError) else f"mast: {one_line(exc)}", err=True)
+            click.echo(terminal_safe(f"mast: {prefix}: {one_line(exc)} (--debug for details)"
+                                     if not isinstance(exc, MastError) else f"mast: {one_line(exc)}"), err=True)
             sys.exit(code)
 
 

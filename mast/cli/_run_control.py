@@ -26,7 +26,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def file_options(func: F) -> F:
-    """``--include`` / ``--exclude`` globs for folder walks."""
+    """``--include`` / ``--exclude`` globs and ``--follow-symlinks`` for folder walks."""
+    func = click.option("--follow-symlinks", is_flag=True,
+                        help="Also read links found in folders whose target is outside the folder "
+                             "(skipped by default, with a line saying so).")(func)
     func = click.option("--exclude", multiple=True, metavar="GLOB",
                         help="Skip files whose name or path matches GLOB (repeatable).")(func)
     func = click.option("--include", multiple=True, metavar="GLOB",

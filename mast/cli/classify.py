@@ -27,9 +27,10 @@ QUOTE_CHARS = 90
 
 
 def _traces(
-    paths: tuple[str, ...], format_: str, failures: list[str], include: tuple[str, ...], exclude: tuple[str, ...]
+    paths: tuple[str, ...], format_: str, failures: list[str], include: tuple[str, ...], exclude: tuple[str, ...],
+    follow_symlinks: bool = False,
 ) -> Iterator[Trace]:
-    selection = select_files(paths, include=include, exclude=exclude)
+    selection = select_files(paths, include=include, exclude=exclude, follow_symlinks=follow_symlinks)
     summary = selection.skipped_summary()
     if summary:
         stderr.print(f"mast: {summary}", markup=False, highlight=False)
@@ -131,6 +132,7 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
 def command(
     paths: tuple[str, ...], format_: str, as_json: bool, judge_config: JudgeConfig,
     include: tuple[str, ...] = (), exclude: tuple[str, ...] = (), fail_on: str | None = None,
+    follow_symlinks: bool = False,
 ) -> None:
     """Label the trace(s) in PATHS with the MAST failure modes.
 
@@ -150,7 +152,7 @@ def command(
     gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
     unreadable: list[str] = []
     found: list[Diagnosis] = []
-    traces = _traces(paths, format_, unreadable, include, exclude)
+    traces = _traces(paths, format_, unreadable, include, exclude, follow_symlinks)
     failed = asyncio.run(_run(traces, as_json, judge_config, found))
     if unreadable:
         raise SystemExit(2)

@@ -9,6 +9,7 @@ from typing import Any
 import click
 import orjson
 
+from mast._outputs import terminal_safe
 from mast.cli._shared import stdout, write_line
 from mast.errors import UsageError
 
@@ -85,7 +86,7 @@ def command(
     else:
         _print(result, changed, base, new, level, max_changed, worse)
     if worse:
-        click.echo(f"mast: significant rise in {', '.join(worse)} (threshold {threshold:g})", err=True)
+        click.echo(terminal_safe(f"mast: significant rise in {', '.join(worse)} (threshold {threshold:g})"), err=True)
         sys.exit(EXIT_WORSE)
 
 

@@ -113,6 +113,7 @@ def command(
     sources: SourceInputs,
     include: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
+    follow_symlinks: bool = False,
     limit: int | None = None,
     sample: int | None = None,
     sample_seed: int = 0,
@@ -151,7 +152,7 @@ def command(
     progress_on = stderr.is_terminal if show_progress is None else show_progress
     gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
     select = Selection(include=include, exclude=exclude, limit=limit, sample=sample, sample_seed=sample_seed,
-                       trace_ids=trace_ids)
+                       trace_ids=trace_ids, follow_symlinks=follow_symlinks)
     common: dict[str, Any] = {"config": judge_config, "overwrite": overwrite, "format": format_, "recursive": recursive,
               "shard": shard, "on_notice": _notice}
     if batch_api or batch_status or batch_cancel:

@@ -39,7 +39,7 @@ def _transcript(item: Trace) -> str:
 @file_options
 def command(
     paths: tuple[str, ...], format_: str, as_json: bool, transcript: bool,
-    include: tuple[str, ...] = (), exclude: tuple[str, ...] = (),
+    include: tuple[str, ...] = (), exclude: tuple[str, ...] = (), follow_symlinks: bool = False,
 ) -> None:
     """Read trace files of any supported format and print them normalised.
 
@@ -49,7 +49,7 @@ def command(
     gives a one-line error; the others still print (exit 2 if any failed, or if no trace was found).
     """
     failed = found = 0
-    selection = select_files(paths, include=include, exclude=exclude)
+    selection = select_files(paths, include=include, exclude=exclude, follow_symlinks=follow_symlinks)
     summary = selection.skipped_summary()
     if summary:
         stderr.print(f"mast: {summary}", markup=False, highlight=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from mast.cli._judge_options import _read_patterns
 from mast.cli._shared import stdout
 from mast.errors import UsageError
 
@@ -16,7 +17,11 @@ from mast.errors import UsageError
 @click.option("--n-boot", default=1000, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples for the agreement CIs.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
 @click.option("--base", type=click.Path(exists=True, dir_okay=False), help="An earlier run: adds a section on what changed (mast diff).")
-def command(results: str, gold: str | None, output: str, title: str | None, n_boot: int, seed: int, base: str | None) -> None:
+@click.option("--redact-patterns", "redact_patterns", metavar="FILE", callback=_read_patterns,
+              help="The custom redaction patterns the run used (its --redact-patterns file): transcripts are shown "
+                   "redacted with them; a run with patterns the report lacks shows no transcript.")
+def command(results: str, gold: str | None, output: str, title: str | None, n_boot: int, seed: int, base: str | None,
+            redact_patterns: tuple[tuple[str, str], ...] | None) -> None:
     """Write an HTML report: prevalence, co-occurrence, first failures, cost; agreement with --gold.
 
     \b
@@ -29,5 +34,6 @@ def command(results: str, gold: str | None, output: str, title: str | None, n_bo
     if not output.lower().endswith((".html", ".htm")):
         raise UsageError(f"-o {output}: mast report writes one HTML file; use a name ending in .html")
 
-    path = write_report(results, output, gold=gold, title=title, n_boot=n_boot, seed=seed, base=base)
+    path = write_report(results, output, gold=gold, title=title, n_boot=n_boot, seed=seed, base=base,
+                        redact_patterns=redact_patterns or ())
     stdout.print(f"wrote {path}", markup=False, highlight=False)

@@ -7,8 +7,16 @@ and the gold labels next to the prediction when given.
 
 The data travels as one JSON block inside the page; a small script draws only the visible page of
 the table and the one open trace, so a report of thousands of traces stays responsive and the file
-still works offline with no external URL. Transcripts are re-read from each result's ``source``
-(path and record); a source that is gone shows the verdicts with a note instead of the transcript.
+still works offline with no external URL.
+
+The page is made to be shared, so it shows what the judge read and nothing more. Transcripts are
+re-read from each result's ``source`` (path and record) only when the result carries the trace's
+content hash, and a trace is shown only when the file still holds a trace with that hash: a results
+line naming ``/etc/passwd`` (or a file that changed since) shows the verdicts with a note, never
+the file. The transcript is rebuilt as the judge read it (:func:`mast.judge.material.prepare`),
+redacted with the run's options (``redact_ips``, custom patterns: the same ``MAST_REDACT_PATTERNS``
+file, checked by its fingerprint); the judge's own texts (explanations, quotes, summary) pass the
+same rules. A run that did not redact is still redacted here, with the default rules, and says so.
 
 Example:
     >>> section = trace_view_section(read_diagnoses("results.jsonl"))   # doctest: +SKIP
@@ -23,15 +31,15 @@ import re
 import shutil
 import tempfile
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
 import pandas as pd
 
-from mast._render import render_step
 from mast.diagnosis import Diagnosis, Evidence
 from mast.errors import MastError
+from mast.redact import Redactor, current_redactor
 from mast.trace import Trace
 
 # A step longer than this keeps its head and tail around a marker, so one huge tool output cannot
@@ -70,8 +78,8 @@ class TraceView:
     100,000 lines makes a page that opens.
     """
 
-    def __init__(self, gold: pd.DataFrame | None = None) -> None:
-        self._transcripts = _TranscriptReader()
+    def __init__(self, gold: pd.DataFrame | None = None, *, redact_patterns: tuple[tuple[str, str], ...] = ()) -> None:
+        self._transcripts = _TranscriptReader(redact_patterns)
         self._gold = _gold_votes(gold) if gold is not None else {}
         self._spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES, mode="w+", encoding="utf-8")
         self.count = 0
@@ -89,7 +97,7 @@ class TraceView:
             self._details[kind] += 1
             row = _row(diagnosis, self._transcripts, gold)
         else:
-            row = _compact_row(diagnosis, gold)
+            row = _compact_row(diagnosis, gold, self._transcripts.scrubber(diagnosis)[0])
         self._codes.update(v["code"] for v in row["modes"] if v["present"])
         self._agents.update(row["agents"])
         self._statuses.add(row["status"])
@@ -117,19 +125,26 @@ class TraceView:
         )
         out.write(
             f"<section id='traces'><h2>Traces ({self.count})</h2>"
-            "<p class='note'>Click a trace to open it: the transcript is the one the judge read, each cited quote "
-            "is highlighted in its step; unverified quotes (not found in the cited step) are listed in red.</p>"
+            "<p class='note'>Click a trace to open it: the transcript is the one the judge read, redacted with the "
+            "same rules and options as the run (secrets show as [REDACTED:kind]); it is shown only when the source "
+            "file still holds the judged trace (same content hash). Each cited quote is highlighted in its step; "
+            "unverified quotes (not found in the cited step) are listed in red.</p>"
             + controls + table + "<div id='trace-detail' hidden></div>"
             + "<script type='application/json' id='mast-traces'>["
         )
         self._spool.seek(0)
         shutil.copyfileobj(self._spool, out)
         self._spool.seek(0, io.SEEK_END)
-        out.write("]</script>" + f"<script>{_SCRIPT.replace('__PAGE_ROWS__', str(PAGE_ROWS))}</script></section>")
+        out.write("]</script>" + f"<script>{script_text()}</script></section>")
 
     def close(self) -> None:
         """Drop the spooled rows."""
         self._spool.close()
+
+
+def script_text() -> str:
+    """The text of the section's ``<script>`` element, as written (its hash goes into the page's CSP)."""
+    return _SCRIPT.replace("__PAGE_ROWS__", str(PAGE_ROWS))
 
 
 STYLE = """
@@ -142,50 +157,76 @@ STYLE = """
 
 
 def _row(diagnosis: Diagnosis, transcripts: _TranscriptReader, gold: dict[str, list[bool]]) -> dict[str, Any]:
-    trace, note = transcripts.get(diagnosis)
+    from mast.judge.material import prepare
+
+    scrub, options, withheld = transcripts.scrubber(diagnosis)
+    trace, note = transcripts.get(diagnosis) if withheld is None else (None, withheld)
     cited: dict[int, list[Evidence]] = defaultdict(list)
     for verdict in diagnosis.failure_modes:
         for evidence in verdict.evidence:
             if evidence.step is not None:
                 cited[evidence.step].append(evidence)
-    steps = [_step(s.index, s.agent, render_step(s), cited.get(s.index, [])) for s in trace.steps] if trace else []
-    agents = sorted({a for a in ([a.name for a in trace.agents] if trace else []) if a})
-    if diagnosis.first_failure and diagnosis.first_failure.agent and diagnosis.first_failure.agent not in agents:
-        agents.append(diagnosis.first_failure.agent)
+    steps: list[dict[str, Any]] = []
+    agents: list[str] = []
+    task = ""
+    if trace is not None:
+        # What the judge read: rendered, capped and redacted by the judge's own preparation.
+        material = prepare(trace, redact=True, redact_ips=options[0], redact_patterns=options[1])
+        by_index = {s.index: s for s in trace.steps}
+        for index, text in material.blocks:
+            agent = by_index[index].agent if index in by_index else None
+            steps.append(_step(index, scrub(agent) if agent else agent, text,
+                               [_scrubbed(e, scrub) for e in cited.get(index, [])]))
+        agents = sorted({scrub(a.name) for a in trace.agents if a.name})
+        task = scrub(trace.task or "")
+        if diagnosis.judge.params.get("redact") is False:
+            note = _UNREDACTED_RUN
+    first = diagnosis.first_failure
+    if first and first.agent and scrub(first.agent) not in agents:
+        agents.append(scrub(first.agent))
     modes = [{"code": v.code, "name": v.name, "present": v.present, "confidence": v.confidence,
-              "explanation": v.explanation, "gold": gold.get(v.code),
-              "evidence": [{"step": e.step, "quote": e.quote, "verified": e.verified} for e in v.evidence]}
+              "explanation": scrub(v.explanation), "gold": gold.get(v.code),
+              "evidence": [{"step": e.step, "quote": scrub(e.quote), "verified": e.verified} for e in v.evidence]}
              for v in diagnosis.failure_modes]
-    return _view_row(diagnosis, task=(trace.task or "") if trace else "", note=note, agents=agents, modes=modes,
-                     steps=steps)
+    return _view_row(diagnosis, task=task, note=note, agents=agents, modes=modes, steps=steps, scrub=scrub)
 
 
-def _compact_row(diagnosis: Diagnosis, gold: dict[str, list[bool]]) -> dict[str, Any]:
+_UNREDACTED_RUN = ("This run did not redact what it sent to the judge; the page shows the transcript redacted with "
+                   "the default rules all the same.")
+
+
+def _scrubbed(evidence: Evidence, scrub: Scrub) -> Evidence:
+    return evidence.model_copy(update={"quote": scrub(evidence.quote)})
+
+
+def _compact_row(diagnosis: Diagnosis, gold: dict[str, list[bool]], scrub: Scrub) -> dict[str, Any]:
     """A row past the detail budget: what the table shows and the verdicts found, no transcript or quotes."""
     first = diagnosis.first_failure
     modes = [{"code": v.code, "name": v.name, "present": v.present, "confidence": v.confidence,
-              "explanation": v.explanation, "gold": gold.get(v.code), "evidence": []}
+              "explanation": scrub(v.explanation), "gold": gold.get(v.code), "evidence": []}
              for v in diagnosis.failure_modes if v.present or v.code in gold]
-    return _view_row(diagnosis, task="", note=_LEFT_OUT, agents=[first.agent] if first and first.agent else [],
-                     modes=modes, steps=[])
+    return _view_row(diagnosis, task="", note=_LEFT_OUT, agents=[scrub(first.agent)] if first and first.agent else [],
+                     modes=modes, steps=[], scrub=scrub)
 
 
 def _view_row(diagnosis: Diagnosis, *, task: str, note: str | None, agents: list[str],
-              modes: list[dict[str, Any]], steps: list[dict[str, Any]]) -> dict[str, Any]:
+              modes: list[dict[str, Any]], steps: list[dict[str, Any]], scrub: Scrub) -> dict[str, Any]:
     """One row of the trace view; the detailed and the compact row differ only in the arguments."""
     first = diagnosis.first_failure
     usage = diagnosis.usage
     return {
         "id": diagnosis.trace_id,
         "status": diagnosis.status,
-        "error": diagnosis.error.message if diagnosis.error else None,
+        "error": scrub(diagnosis.error.message) if diagnosis.error else None,
         "source": _source_label(diagnosis),
         "task": task,
         "note": note,
         "agents": agents,
-        "summary": diagnosis.summary,
+        "summary": scrub(diagnosis.summary),
         "task_completed": diagnosis.task_completed,
-        "first_failure": first.model_dump() if first else None,
+        "first_failure": first.model_copy(update={"agent": scrub(first.agent) if first.agent else first.agent,
+                                                  "explanation": scrub(first.explanation)}).model_dump()
+        if first else None,
         "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
                   "cost_usd": usage.cost_usd, "llm_calls": usage.llm_calls, "latency_s": round(usage.latency_s, 3),
                   "cached": usage.cached},
@@ -245,20 +286,63 @@ def _cap(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, 
     return "".join(out), new_spans
 
 
+Scrub = Callable[[str], str]
+"""Redacts one text of the judge's answer (explanation, quote, summary) for the page."""
+
+
 class _TranscriptReader:
     """Re-reads each result's source, keeping the last few files parsed.
 
     A JSONL of many traces is parsed once while its results come in a row (results follow their
-    files' order); memory holds at most :data:`_CACHED_FILES` parsed files.
+    files' order); memory holds at most :data:`_CACHED_FILES` parsed files. A result without a
+    content hash is never looked up, and a file is shown only through a trace with that hash.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, patterns: tuple[tuple[str, str], ...] = ()) -> None:
         self._files: OrderedDict[str, list[Trace] | str] = OrderedDict()
+        self._patterns = patterns
+        self._fingerprint: str | None = None
+        self._fingerprinted = False
+        self._redactors: dict[bool, Redactor] = {}
+
+    def scrubber(self, diagnosis: Diagnosis) -> tuple[Scrub, tuple[bool, tuple[tuple[str, str], ...]], str | None]:
+        """How to redact this result's texts, the options for its transcript, and why it is withheld (or ``None``).
+
+        The run's options come from the result (``judge.params``): ``redact_ips`` as it was, custom
+        patterns when this report has the same ones (by fingerprint). A run with patterns this report
+        lacks gets the default rules for its texts and no transcript.
+        """
+        params = diagnosis.judge.params
+        ips = bool(params.get("redact_ips", False))
+        if ips not in self._redactors:
+            self._redactors[ips] = current_redactor(ips=ips, patterns=self._patterns)
+        redactor = self._redactors[ips]
+
+        def scrub(text: str) -> str:
+            return redactor.redact(text).text if text else text
+
+        recorded = params.get("redact_patterns")
+        withheld = None
+        if recorded and recorded != self._custom_fingerprint():
+            withheld = (f"the run redacted with custom patterns ({recorded}) this report does not have: transcript not "
+                        "shown; set MAST_REDACT_PATTERNS to the run's patterns file to show it")
+        return scrub, (ips, self._patterns), withheld
+
+    def _custom_fingerprint(self) -> str | None:
+        if not self._fingerprinted:
+            from mast.judge.config import JudgeConfig
+
+            self._fingerprint = JudgeConfig(redact_patterns=self._patterns).redact_patterns_fingerprint()
+            self._fingerprinted = True
+        return self._fingerprint
 
     def get(self, diagnosis: Diagnosis) -> tuple[Trace | None, str | None]:
         path = diagnosis.source.path
         if not path:
             return None, "no source path in the result: transcript not available"
+        if not diagnosis.trace_hash:
+            # Without the hash nothing ties the path to what was judged: it is not read at all.
+            return None, f"{path}: the result has no content hash, so the file is not read (transcript not shown)"
         if path in self._files:
             self._files.move_to_end(path)
         else:
@@ -268,13 +352,15 @@ class _TranscriptReader:
         traces = self._files[path]
         if isinstance(traces, str):
             return None, traces
-        for trace in traces:
-            if trace.trace_id == diagnosis.trace_id:
-                return trace, None
         record = diagnosis.source.record or 0
-        if 0 <= record < len(traces) and diagnosis.trace_hash in (None, traces[record].content_hash()):
-            return traces[record], None
-        return None, f"{path}: trace {diagnosis.trace_id} not found in the source any more"
+        candidates = [t for t in traces if t.trace_id == diagnosis.trace_id]
+        if 0 <= record < len(traces):
+            candidates.append(traces[record])
+        for trace in candidates:
+            if trace.content_hash() == diagnosis.trace_hash:
+                return trace, None
+        return None, (f"{path}: no trace in the file has the judged trace's content hash "
+                      "(changed or not the judged file): transcript not shown")
 
     @staticmethod
     def _read(path: str, format: str | None) -> list[Trace] | str:
@@ -388,8 +474,13 @@ $('prev').addEventListener('click', () => { page = Math.max(0, page - 1); draw()
 $('next').addEventListener('click', () => { page += 1; draw(); });
 $('trace-table').tBodies[0].addEventListener('click', (ev) => { const tr = ev.target.closest('tr'); if (tr) open(tr.dataset.id); });
 draw();
-// A link to `report.html#trace=ID` opens that trace, on load and when the hash changes.
-function follow(){ const wanted = decodeURIComponent((location.hash.match(/^#trace=(.*)$/) || [])[1] || ''); if (wanted) open(wanted); }
+// A link to `report.html#trace=ID` opens that trace, on load and when the hash changes; a fragment
+// that is not valid percent-encoding (decodeURIComponent throws URIError) is ignored.
+function follow(){
+  let wanted = '';
+  try { wanted = decodeURIComponent((location.hash.match(/^#trace=(.*)$/) || [])[1] || ''); } catch (e) { return; }
+  if (wanted) open(wanted);
+}
 window.addEventListener('hashchange', follow);
 follow();
 })();

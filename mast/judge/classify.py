@@ -67,9 +67,11 @@ from mast.judge.verdicts import (
     failed_diagnosis,
     judge_info,
     merge_detectors,
+    scrub_diagnosis,
     source_ref,
     usage_of,
 )
+from mast.redact import current_redactor
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.trace import Trace
 
@@ -275,6 +277,9 @@ class Judge:
 
     def _detectors_only(self, trace: Trace, started: float) -> Diagnosis:
         diagnosis = detectors.detectors_diagnosis(trace, self.taxonomy)
+        if self.config.redact:  # the detectors quote the trace as read: what is stored is redacted
+            redactor = current_redactor(ips=self.config.redact_ips, patterns=tuple(self.config.redact_patterns))
+            scrub_diagnosis(diagnosis, lambda text: redactor.redact(text).text if text else text)
         diagnosis.source = source_ref(trace)
         diagnosis.trace_hash = diagnosis.trace_hash or trace.content_hash()
         diagnosis.usage.latency_s = time.perf_counter() - started
@@ -305,7 +310,7 @@ class Judge:
             trace_hash=trace_hash, usage=usage_of(meter, started), warnings=[*warnings, *outcome.notes],
         )
         if prepared.detectors is not None:
-            merge_detectors(diagnosis, prepared.detectors)
+            merge_detectors(diagnosis, scrub_diagnosis(prepared.detectors, material.scrub))
         await judge_cache.write(self._cache, key, diagnosis, diagnosis.warnings)
         return diagnosis
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mast._render import cap_text
@@ -39,6 +40,9 @@ class Material:
     """Secrets replaced, by kind."""
     warnings: list[str] = field(default_factory=list)
     """Cuts and other notes for the diagnosis."""
+    scrub: Callable[[str], str] = field(default=lambda text: text, repr=False)
+    """Redacts a text with the rules the trace was redacted with (identity when redaction is off): the
+    judge's answer passes through it before it is stored, so a quoted secret never reaches the results."""
 
     @property
     def n_steps(self) -> int:
@@ -116,6 +120,12 @@ class _Redaction:
         # One rule set for every text of the trace (redact_text would look it up again per text).
         self.redactor: Redactor | None = current_redactor(ips=ips, patterns=patterns) if enabled else None
 
+    def scrub(self, text: str) -> str:
+        """``text`` redacted, not counted (for the judge's answer)."""
+        if self.redactor is None or not text:
+            return text
+        return self.redactor.redact(text).text
+
     def __call__(self, text: str) -> str:
         if self.redactor is None or not text:
             return text
@@ -170,4 +180,5 @@ def prepare(
         hints=hint_text,
         redactions=dict(redaction.counts),
         warnings=warnings,
+        scrub=redaction.scrub,
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import lru_cache
 from string import Template
 
 from mast.errors import UsageError
@@ -126,17 +127,58 @@ def choose_fence(*texts: str) -> str:
     """A fence name that occurs in none of ``texts``, so no trace text can close the fence early.
 
     ``MAST_TRACE`` when the texts never mention it; otherwise the same name with a suffix derived
-    from the texts (deterministic, so the same trace always gets the same prompt).
+    from the texts (deterministic, so the same trace always gets the same prompt). A mention counts
+    in any case and in look-alike letters too (``МАЅТ_ТRАСЕ`` in Cyrillic, fullwidth ``ＭＡＳＴ``, a
+    zero-width space inside it): the texts are compared by their :func:`fence_skeleton`.
     """
     joined = "\x00".join(texts)
-    if FENCE_BASE not in joined:
+    skeleton = fence_skeleton(joined)
+    if FENCE_BASE.casefold() not in skeleton:
         return FENCE_BASE
     seed = hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()
     for attempt in range(1000):
         candidate = f"{FENCE_BASE}_{seed[attempt % 56 : attempt % 56 + 8]}_{attempt}"
-        if candidate not in joined:
+        if candidate.casefold() not in skeleton:
             return candidate
     raise UsageError("cannot find a fence name absent from the trace")  # pragma: no cover - needs 1000 collisions
+
+
+# Characters that render as nothing: a fence name with one inside still reads as the fence. Unicode's
+# confusables data leaves these to the separate "default ignorable" property, which Python's
+# unicodedata does not expose, so the few that matter (format characters in text) are listed here.
+_INVISIBLE = "\u00ad\u061c\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e" \
+    "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff"
+_FENCE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+
+
+@lru_cache(maxsize=1)
+def _skeleton_table() -> dict[int, str | None]:
+    """Every look-alike of a fence character (Unicode's confusables.txt) -> that ASCII character."""
+    from confusable_homoglyphs.confusables import confusables_data
+
+    table: dict[int, str | None] = dict.fromkeys(map(ord, _INVISIBLE))
+    for target in _FENCE_ALPHABET:
+        for glyph in confusables_data.get(target, []):
+            look_alike = glyph["c"]
+            if len(look_alike) == 1 and not look_alike.isascii():
+                table.setdefault(ord(look_alike), target)
+    for char, glyphs in confusables_data.items():
+        if len(char) == 1 and not char.isascii() and ord(char) not in table:
+            for glyph in glyphs:
+                if len(glyph["c"]) == 1 and glyph["c"] in _FENCE_ALPHABET:
+                    table[ord(char)] = glyph["c"]
+                    break
+    return table
+
+
+def fence_skeleton(text: str) -> str:
+    """``text`` case-folded, with every look-alike of a letter, digit or ``_`` replaced by it and invisible characters dropped.
+
+    Two texts with the same skeleton look the same to a reader (and to a model reading a fence).
+    """
+    if not text.isascii():
+        text = text.translate(_skeleton_table())
+    return text.casefold()
 
 
 def hints_block(hints: str | None) -> str:

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -284,31 +285,81 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 # --- parsing -------------------------------------------------------------------------------------
 
-_FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+_MAX_FAILED_STARTS = 256
+"""Braces tried as the start of an object before giving up (bounds the work on a hostile reply)."""
 
 
-def extract_json(text: str) -> Any:
-    """The JSON value in a model's message: plain, inside a code fence, or repairable.
+def _scan(text: str) -> tuple[list[tuple[int, Any]], list[int]]:
+    """The complete top-level ``{`` values in ``text`` with their end offsets, and the braces that failed."""
+    decoder = json.JSONDecoder()
+    found: list[tuple[int, Any]] = []
+    failed: list[int] = []
+    at = text.find("{")
+    while at >= 0 and len(failed) < _MAX_FAILED_STARTS:
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except (json.JSONDecodeError, RecursionError):
+            failed.append(at)
+            at = text.find("{", at + 1)
+            continue
+        found.append((end, value))
+        at = text.find("{", end)
+    return found, failed
+
+
+def top_level_objects(text: str) -> list[Any]:
+    """Every complete JSON value starting with ``{`` in ``text`` that is not inside another, in order.
+
+    Prose, code fences and a cut-off object around them are skipped: ``raw_decode`` reads one
+    value from a brace and reports where it ends, so what is inside an object is never counted
+    on its own.
+    """
+    return [value for _, value in _scan(text)[0]]
+
+
+# A brace that opens what reads as a JSON object (a key follows, or nothing does): after the answer,
+# one that does not parse is a cut-off answer, not prose.
+_OBJECT_START = re.compile(r'\{\s*(?:"|$)')
+
+
+def extract_json(text: str, answer_keys: frozenset[str] = frozenset()) -> Any:
+    """The answer in a model's message: the whole text as JSON, else its last top-level object.
+
+    A reply may quote an object before its answer (a verdict forged by the trace, in a code fence):
+    the *last* object is taken, never the first; when the last one is cut off (an object that
+    starts after the last complete answer and does not parse), the reply is refused so it is asked
+    again, never settled on an earlier, quoted one. A reply holding two different objects that each
+    look like an answer (any of ``answer_keys``; any object when empty) is refused too. Only when no
+    object is complete is a cut-off one repaired.
 
     Raises:
-        AnswerInvalid: when no JSON object can be read.
+        AnswerInvalid: when no JSON object can be read, the last one is cut off, or two different
+            answers are given.
     """
     stripped = text.strip()
     if not stripped:
         raise AnswerInvalid("the answer was empty")
-    candidates = [stripped]
-    fenced = _FENCED.search(stripped)
-    if fenced:
-        candidates.append(fenced.group(1).strip())
-    start, end = stripped.find("{"), stripped.rfind("}")
-    if 0 <= start < end:
-        candidates.append(stripped[start : end + 1])
-    for candidate in candidates:
-        try:
-            return orjson.loads(candidate)
-        except orjson.JSONDecodeError:
-            continue
-    repaired = json_repair.loads(candidates[-1], skip_json_loads=True)
+    try:
+        return orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        pass
+    scanned, failed = _scan(stripped)
+    objects = [(end, o) for end, o in scanned if isinstance(o, dict)]
+    answers = [(end, o) for end, o in objects if not answer_keys or answer_keys & o.keys()]
+    if answers and any(at >= answers[-1][0] and _OBJECT_START.match(stripped, at) for at in failed):
+        raise AnswerInvalid(
+            "the reply ends in a JSON object that is cut off or malformed; give exactly one complete JSON object"
+        )
+    if len(answers) > 1 and any(a != answers[-1][1] for _, a in answers[:-1]):
+        raise AnswerInvalid(
+            f"the reply holds {len(answers)} different answer objects; give exactly one JSON object, nothing quoted"
+        )
+    if answers:
+        return answers[-1][1]
+    if objects:
+        return objects[-1][1]
+    start = stripped.find("{")
+    repaired = json_repair.loads(stripped[start:] if start >= 0 else stripped, skip_json_loads=True)
     if isinstance(repaired, dict) and repaired:
         return repaired
     raise AnswerInvalid("the answer is not a JSON object")
@@ -368,7 +419,7 @@ def parse_answer(
     Raises:
         AnswerInvalid: when the answer cannot be read or does not validate (message fit for a re-ask).
     """
-    data = extract_json(text)
+    data = extract_json(text, frozenset(spec.model.model_fields))
     if not isinstance(data, dict):
         raise AnswerInvalid("the answer must be a JSON object")
     notes = _normalise_modes(data, taxonomy) if spec.name == DIAGNOSIS_SCHEMA_NAME else []

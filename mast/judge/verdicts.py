@@ -20,6 +20,7 @@ Reusable on their own, e.g. by a provider batch API that got the raw completion 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -135,7 +136,7 @@ def diagnosis_from_answer(
         failure_modes=verdicts,
         task_completed=getattr(value, "task_completed", None),
         first_failure=first,
-        summary=str(getattr(value, "summary", "") or ""),
+        summary=material.scrub(str(getattr(value, "summary", "") or "")),
         usage=usage or DiagnosisUsage(),
         warnings=[*(warnings or []), *verdict_warnings],
         redactions=material.redactions,
@@ -189,7 +190,8 @@ def verdicts_from_answer(value: BaseModel, taxonomy: Taxonomy, material: Materia
                 elsewhere = material.find_quote(item.quote)
                 where = f" (it occurs in S{elsewhere})" if elsewhere is not None else ""
                 warnings.append(f"{mode.code}: quote cited from S{item.step} not found there{where}")
-            evidence.append(Evidence(step=item.step, quote=item.quote, verified=verified))
+            # Verified against what the judge read, then redacted like it: a quoted secret is not stored.
+            evidence.append(Evidence(step=item.step, quote=material.scrub(item.quote), verified=verified))
         verdicts.append(
             ModeVerdict(
                 code=mode.code,
@@ -198,7 +200,7 @@ def verdicts_from_answer(value: BaseModel, taxonomy: Taxonomy, material: Materia
                 present=answer.present,
                 confidence=answer.confidence,
                 evidence=evidence,
-                explanation=answer.rationale,
+                explanation=material.scrub(answer.rationale),
             )
         )
     return verdicts, warnings
@@ -218,7 +220,25 @@ def first_failure_from_answer(value: BaseModel, material: Material, warnings: li
     step = answer.step
     if step is not None and material.step_text(step) is None:
         warnings.append(f"first failure cites step S{step}, which the trace does not have")
-    return FirstFailure(step=step, agent=answer.agent, code=code, explanation=answer.explanation)
+    return FirstFailure(step=step, agent=material.scrub(answer.agent) if answer.agent else answer.agent, code=code,
+                        explanation=material.scrub(answer.explanation))
+
+
+def scrub_diagnosis(diagnosis: Diagnosis, scrub: Callable[[str], str]) -> Diagnosis:
+    """Redact the texts of ``diagnosis`` that quote the trace (quotes, explanations, summary, first failure), in place.
+
+    The offline detectors quote the trace as it was read; what is stored is redacted like a prompt.
+    """
+    for verdict in diagnosis.failure_modes:
+        verdict.explanation = scrub(verdict.explanation)
+        for evidence in verdict.evidence:
+            evidence.quote = scrub(evidence.quote)
+    diagnosis.summary = scrub(diagnosis.summary)
+    first = diagnosis.first_failure
+    if first is not None:
+        first.explanation = scrub(first.explanation)
+        first.agent = scrub(first.agent) if first.agent else first.agent
+    return diagnosis
 
 
 def merge_detectors(diagnosis: Diagnosis, detectors: Diagnosis) -> None:

@@ -130,6 +130,7 @@ Then ``load_trace("run.json")`` detects it, ``mast formats`` lists it, and its t
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import pkgutil
 import sys
@@ -137,12 +138,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from mast._outputs import terminal_safe
+from mast.caps import CapExceeded
 from mast.errors import MastError, TraceFormatError, UsageError, one_line
 from mast.normalize.base import RawInput, TraceFormat, formats, get_format, register
 from mast.trace import Trace, field_notes
 
 _END = object()
-
 
 EXTENSION_PACKAGES = ("logs", "dialects", "spans", "file_formats")
 """Subpackages whose modules register an extension when imported, in import order: framework logs,
@@ -173,6 +175,7 @@ __all__ = [
     "formats",
     "get_format",
     "iter_paths",
+    "link_leaves",
     "iter_traces",
     "load_trace",
     "load_traces",
@@ -218,15 +221,20 @@ def detect_format(source: str | os.PathLike[str] | Any) -> tuple[TraceFormat, fl
     """
     raw = _raw(source)
     scores: list[tuple[float, int, TraceFormat]] = []
+    capped: CapExceeded | None = None
     for fmt in formats():
         try:
             score = float(fmt.detect(raw))
+        except CapExceeded as exc:  # the input would expand past a cap: said below if nothing else reads it
+            capped, score = exc, 0.0
         except Exception:  # noqa: BLE001 - a detector must never decide for the others
             score = 0.0
         if score >= 1.0:
             return fmt, 1.0
         scores.append((score, -fmt.priority, fmt))
     score, _, best = max(scores, key=lambda item: (item[0], item[1]))
+    if score < DETECT_THRESHOLD and capped is not None:
+        raise raw.fail(f"not read: {capped}") from capped
     if score < DETECT_THRESHOLD:
         try:
             raw.data()
@@ -298,6 +306,8 @@ def _parse_guarded(fmt: TraceFormat, raw: RawInput) -> Iterator[Trace | TraceFor
             yield item
     except MastError:
         raise
+    except CapExceeded as exc:
+        raise raw.fail(f"{fmt.name}: not read: {exc}") from exc
     except RecursionError as exc:
         raise raw.fail(f"{fmt.name}: input nested too deeply to read") from exc
     except MemoryError as exc:
@@ -344,11 +354,15 @@ def load_trace(source: str | os.PathLike[str] | Any, format: str = "auto") -> Tr
     return first
 
 
-def iter_paths(paths: Iterable[str | os.PathLike[str]], *, recursive: bool = True) -> Iterator[Path]:
+def iter_paths(
+    paths: Iterable[str | os.PathLike[str]], *, recursive: bool = True, follow_symlinks: bool = False
+) -> Iterator[Path]:
     """Files to read under ``paths``: files as given, folders walked in sorted order.
 
     Hidden entries are skipped, symbolic links to folders are not followed (no loops), and only
-    names ending in :data:`TRACE_SUFFIXES` are picked up inside folders.
+    names ending in :data:`TRACE_SUFFIXES` are picked up inside folders. A link to a file outside
+    the folder walked is skipped, with one logged line (``follow_symlinks`` reads it): a trace
+    archive holding a link to ``~/.aws/credentials`` must not send that file to the judge.
 
     Raises:
         UsageError: when a path does not exist.
@@ -358,11 +372,29 @@ def iter_paths(paths: Iterable[str | os.PathLike[str]], *, recursive: bool = Tru
         if path.is_file() or path.is_symlink() or (path.exists() and not path.is_dir()):
             yield path  # a pipe or a broken link too: reading it gives the one-line reason
         elif path.is_dir():
+            top = path.resolve()
             for root, dirs, files in os.walk(path, followlinks=False):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []
                 for name in sorted(files):
                     file = Path(root) / name
-                    if not name.startswith(".") and file.suffix.lower() in TRACE_SUFFIXES:
-                        yield file
+                    if name.startswith(".") or file.suffix.lower() not in TRACE_SUFFIXES:
+                        continue
+                    if not follow_symlinks and link_leaves(file, top):
+                        logging.getLogger("mast").warning(
+                            "mast: skipped %s: a link that leaves the folder (follow_symlinks reads it)",
+                            terminal_safe(file))
+                        continue
+                    yield file
         else:
             raise UsageError(f"{path}: no such file or folder")
+
+
+def link_leaves(file: Path, top: Path) -> bool:
+    """Whether ``file`` is a symbolic link whose target lies outside the folder ``top`` (resolved)."""
+    if not file.is_symlink():
+        return False
+    try:
+        target = file.resolve()
+    except (OSError, RuntimeError):  # a loop leads nowhere, so nothing leaks: read, and reported with its reason
+        return False
+    return not target.is_relative_to(top)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from mast.caps import check_steps
 from mast.normalize._common import agents_from_steps, sum_usage
 from mast.normalize._timeline import Timeline, closing_answer
 from mast.trace import Agent, SourceInfo, Step, Trace, Usage
@@ -74,7 +75,12 @@ def assemble_trace(
             summing the steps would count one reply's usage twice.
         derive_agents: ``False`` for sources that declare every agent (``known_agents`` is the list).
         fields: any other :class:`Trace` field (``trace_id``, ``framework``, ``status``, ``metadata``...).
+
+    Raises:
+        CapExceeded: more than :data:`~mast.caps.MAX_STEPS_PER_TRACE` steps (readers that build steps
+            one by one stop at the cap earlier; this holds for every format).
     """
+    check_steps(len(steps))
     known = list(known_agents)
     if not derive_agents:
         agents = known

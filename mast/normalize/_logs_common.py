@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from mast.caps import check_more_steps
 from mast.trace import SourceInfo, Step, Trace, Usage
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -43,7 +44,12 @@ class LogParse:
     """The framework whose parser produced this (set by the dispatcher from :class:`FrameworkLog`)."""
 
     def add(self, **fields: Any) -> Step:
-        """Append a step (its index is its position) and return it."""
+        """Append a step (its index is its position) and return it.
+
+        Raises:
+            CapExceeded: past :data:`~mast.caps.MAX_STEPS_PER_TRACE` steps.
+        """
+        check_more_steps(len(self.steps))
         step = Step(index=len(self.steps), **fields)
         self.steps.append(step)
         return step

@@ -26,7 +26,7 @@ from mast.normalize._logs_common import (
     framework_logs,
     preferred_logs,
 )
-from mast.normalize._payload import decode_text, literal_failure
+from mast.normalize._payload import decode_text, literal_allowed, literal_failure
 from mast.normalize.logs.ag2 import parse_messages
 from mast.trace import Usage
 
@@ -121,7 +121,8 @@ def parse_payload(payload: Any, framework: str | None = None) -> LogParse:
             result.metadata.setdefault("trajectory_encoding", decoded[1])
             return result
         result = parse_log(payload, framework)
-        if decoded is None and payload.strip()[:1] in ("{", "[") and result.variant == "blocks":
+        opens = payload.strip()[:1] in ("{", "[")
+        if decoded is None and opens and (result.variant == "blocks" or not literal_allowed(payload.strip())):
             result.warnings.insert(0, f"the trajectory text opens like a list or object but is {literal_failure(payload)}: read as plain text")
         return result
     if isinstance(payload, list):

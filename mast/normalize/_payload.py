@@ -7,8 +7,9 @@ single quotes), or a YAML-like dump (``- content: ...``; read by the ``ag2_yaml`
 lists, bytes become text).
 
 Python literals are read with :func:`ast.literal_eval`, never ``eval``, and only when the text is
-smaller than :data:`MAX_LITERAL_CHARS` and nests no deeper than :data:`MAX_DEPTH` (counted on the
-raw brackets before parsing, so a hostile input never reaches the parser's own recursion).
+smaller than :data:`~mast.caps.MAX_LITERAL_CHARS`, holds at most :data:`~mast.caps.MAX_LITERAL_ITEMS`
+items and nests no deeper than :data:`MAX_DEPTH` (all counted on the raw text before parsing, so a
+hostile input never reaches the parser's memory or its own recursion).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Any
 
 import orjson
 
-MAX_LITERAL_CHARS = 8 * 1024 * 1024
-"""Larger texts are not tried as Python literals (the parser needs ~20x the text in memory)."""
+from mast.caps import MAX_LITERAL_CHARS, MAX_LITERAL_ITEMS, literal_items
+
 MAX_DEPTH = 100
 """Deeper bracket nesting is refused before parsing."""
 _BRACKETS = re.compile(r"[\[\]{}()]")
@@ -67,7 +68,7 @@ def decode_text(text: str) -> tuple[Any, str] | None:
         return orjson.loads(stripped), "json text"
     except orjson.JSONDecodeError:
         pass
-    if len(stripped) > MAX_LITERAL_CHARS or bracket_depth(stripped) > MAX_DEPTH:
+    if not literal_allowed(stripped):
         return None
     try:
         value = ast.literal_eval(stripped)
@@ -78,11 +79,21 @@ def decode_text(text: str) -> tuple[Any, str] | None:
     return plain(value), "python literal"
 
 
+def literal_allowed(text: str) -> bool:
+    """Whether ``text`` is small, short of items and shallow enough to hand to ``ast.literal_eval``."""
+    return len(text) <= MAX_LITERAL_CHARS and literal_items(text) <= MAX_LITERAL_ITEMS and bracket_depth(text) <= MAX_DEPTH
+
+
 def literal_failure(text: str) -> str:
-    """Why a text that opens like a list or object could not be read, for a warning."""
+    """Why a text that opens like a list or object could not be read, for a warning (naming the cap it passed)."""
     stripped = text.strip()
     if len(stripped) > MAX_LITERAL_CHARS:
-        return f"not JSON, and too large ({len(stripped):,} chars) to try as a Python literal"
+        return (f"not JSON, and too large ({len(stripped):,} chars) to try as a Python literal "
+                f"(over the MAX_LITERAL_CHARS cap, {MAX_LITERAL_CHARS:,})")
+    items = literal_items(stripped)
+    if items > MAX_LITERAL_ITEMS:
+        return (f"not JSON, and too many items ({items:,}) to try as a Python literal "
+                f"(over the MAX_LITERAL_ITEMS cap, {MAX_LITERAL_ITEMS:,})")
     if bracket_depth(stripped) > MAX_DEPTH:
         return f"not JSON, and nested deeper than {MAX_DEPTH} levels"
     return "neither JSON nor a Python literal (truncated or malformed)"

@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from mast.caps import check_more_steps
 from mast.normalize._common import parse_arguments
 from mast.normalize._messages import (
     CHAT_ROLES,
@@ -207,6 +208,7 @@ class Timeline:
                         content=msg.content, tool_calls=msg.tool_calls, attributes=attributes, **fields)
             for call in msg.tool_calls:
                 self._remember(_Call(call=call, agent=who))
+        check_more_steps(len(self.steps))
         self.steps.append(step)
         self._register(msg)
         return step
@@ -301,6 +303,7 @@ class Timeline:
             self._remember(_Call(call=call, agent=agent, answered=True))
             step = Step(index=len(self.steps), kind="tool_call", agent=agent or self.default_agent, tool_calls=[call], tool_results=[result],
                         error=error, attributes=attributes, **fields)
+        check_more_steps(len(self.steps))
         self.steps.append(step)
         self._register(Msg(role="tool", tool_results=[result]))
         return step
@@ -308,6 +311,7 @@ class Timeline:
     def add_step(self, **fields: Any) -> Step:
         """Emit a step that is not a message (an agent span, an error)."""
         step = Step(index=len(self.steps), **fields)
+        check_more_steps(len(self.steps))
         self.steps.append(step)
         return step
 

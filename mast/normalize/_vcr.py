@@ -24,12 +24,12 @@ from typing import Any
 
 import orjson
 
+from mast.caps import (
+    MAX_DECOMPRESSED_BYTES,  # the most a compressed body may inflate to: a gzip bomb stops there
+)
 from mast.normalize._common import usage_from
 from mast.normalize._msg_common import Msg
 from mast.normalize._timeline import Timeline
-
-MAX_DECOMPRESSED_BYTES = 32 * 2**20
-"""The most a compressed recorded body may inflate to (32 MiB); a gzip bomb stops here."""
 
 
 def _header(headers: Any, name: str) -> str:
@@ -63,7 +63,8 @@ def inflate(blob: bytes, notes: list[str] | None = None, *, limit: int | None = 
                 notes.append(f"a recorded body is compressed but does not inflate ({exc}): kept as it is")
             return blob
     if inflater.unconsumed_tail and notes is not None:
-        notes.append(f"a recorded body inflates to more than {limit // 2**20} MiB: cut there")
+        notes.append(f"a recorded body inflates to more than {limit // 2**20} MiB: cut there "
+                     "(the MAX_DECOMPRESSED_BYTES cap)")
     return out
 
 

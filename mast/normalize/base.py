@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import orjson
 
+from mast.caps import MAX_JSON_DEPTH
 from mast.errors import TraceFormatError
 from mast.normalize._console import plain_console, strip_ansi
 from mast.trace import SourceInfo, Trace
@@ -208,8 +209,10 @@ class RawInput:
         if stripped[0] in "[{":
             try:
                 return orjson.loads(stripped), "json"
-            except orjson.JSONDecodeError:
-                pass
+            except orjson.JSONDecodeError as exc:
+                if "depth limit" in str(exc) or "recursion" in str(exc).lower():
+                    raise self.fail(f"JSON nested too deeply: more than {MAX_JSON_DEPTH:,} levels "
+                                    "(the MAX_JSON_DEPTH cap)") from exc
             if _LOG_LINE.match(stripped):
                 return self._plain(text), "text"  # "[2025-17-01 10:00:00 INFO] ..." opens a log (ChatDev), not broken JSON
             lines = [ln for ln in stripped.splitlines() if ln.strip()]

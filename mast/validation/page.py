@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 
+from mast._outputs import csp_meta
 from mast.validation.models import ModeFinding, Reference, ValidationReport
 
 _STYLE = """
@@ -85,15 +86,17 @@ def render_validation_page(report: ValidationReport) -> str:
     )
     codes = sorted({m.code for m in report.modes})
     options = "".join(f"<option>{html.escape(c)}</option>" for c in codes)
-    script = (
-        "<script>const f=document.getElementById('dis-mode'),k=document.getElementById('dis-kind');"
+    code = (
+        "const f=document.getElementById('dis-mode'),k=document.getElementById('dis-kind');"
         "function d(){for(const r of document.querySelectorAll('#disagreements tbody tr')){"
         "r.hidden=(f.value&&r.dataset.code!==f.value)||(k.value&&r.dataset.kind!==k.value);}}"
-        "f.onchange=d;k.onchange=d;</script>"
+        "f.onchange=d;k.onchange=d;"
     )
+    script = f"<script>{code}</script>"
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>mast validation: {judge}</title><style>{_STYLE}</style></head><body>"
+        + csp_meta(scripts=(code,), styles=(_STYLE,))
+        + f"<title>mast validation: {judge}</title><style>{_STYLE}</style></head><body>"
         f"<h1>Validation of {judge}</h1><p class='note'>prompt {html.escape(str(report.judge.get('prompt_hash') or '–'))[:19]}, "
         f"taxonomy {html.escape(str(report.judge.get('taxonomy_version')))}, {report.created_at:%Y-%m-%d %H:%M} UTC</p>"
         f"<section id='verdict-section'><h2>Verdict</h2><p id='verdict'>{html.escape(report.verdict)}</p></section>"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mast._outputs import csv_text
 from mast.validation.models import ValidationReport
 from mast.validation.page import render_validation_page
 
@@ -15,11 +16,11 @@ SUMMARY = "summary.json"
 def write_outputs(report: ValidationReport, out: Path) -> None:
     """Write every file of a validation run into ``out`` (each written whole, then renamed into place)."""
     _atomic(out / SUMMARY, report.model_dump_json(indent=2))
-    _atomic(out / "per_mode.csv", pd.DataFrame([m.model_dump() for m in report.modes]).to_csv(index=False))
+    _atomic(out / "per_mode.csv", csv_text(pd.DataFrame([m.model_dump() for m in report.modes])))
     rows = [
         {"set": s.name, **d.model_dump()} for s in report.sets if s.evaluation for d in s.evaluation.disagreements
     ]
-    _atomic(out / "disagreements.csv", pd.DataFrame(rows).to_csv(index=False))
+    _atomic(out / "disagreements.csv", csv_text(pd.DataFrame(rows)))
     _atomic(out / "verdict.txt", report.verdict + "\n")
     _atomic(out / "report.html", render_validation_page(report))
 

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
 from mast.normalize._common import as_dict, parse_time, text_of, tool_call, usage_from
+from mast.normalize._payload import literal_allowed
 from mast.normalize._sniff import sniffed_json
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, ToolCall, ToolResult, Trace
@@ -57,9 +58,11 @@ def _literal(node: ast.AST) -> Any:
 
 def parse_step_repr(text: str) -> dict[str, Any] | None:
     """A memory step from its ``repr()`` (``ActionStep(...)``), or ``None`` when it does not parse."""
+    if not literal_allowed(text.strip()):  # the parser's memory grows with the items (mast.caps)
+        return None
     try:
         tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     value = _literal(tree.body)
     return value if isinstance(value, dict) else None
@@ -219,8 +222,10 @@ class _Memory:
     def _parse_calls(self, text: str, position: int) -> list[ToolCall]:
         body = text.split("\n", 1)[1] if text.startswith("Calling tools:") and "\n" in text else text
         try:
+            if not literal_allowed(body.strip()):
+                raise ValueError("over the literal caps")
             value = ast.literal_eval(body.strip())
-        except (SyntaxError, ValueError, RecursionError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             self.warnings.append(f"message {position}: tool-call text is not a readable list; kept as raw arguments")
             return [ToolCall(name="?", arguments_raw=body)]
         return _calls(value)

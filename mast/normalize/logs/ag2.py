@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mast.caps import check_steps
 from mast.normalize._common import text_of, tool_call, tool_result
 from mast.normalize._logs_common import FrameworkLog, LogParse, body_text, register_log
 from mast.trace import Step, ToolCall, ToolResult
@@ -46,7 +47,11 @@ def parse_messages(messages: list[Any], *, variant: str = "ag2_messages") -> Log
     """One step per AG2 message; speakers from ``name``; tool calls and results kept.
 
     In a two-party chat each message's recipient is the other party.
+
+    Raises:
+        CapExceeded: more messages than :data:`~mast.caps.MAX_STEPS_PER_TRACE` (checked before any step is built).
     """
+    check_steps(len(messages), "the message list")
     out = LogParse(variant=variant)
     names = {m.get("name") for m in messages if isinstance(m, dict) and m.get("name")}
     pair = sorted(str(n) for n in names) if len(names) == 2 else None

@@ -1,0 +1,119 @@
+"""Text from traces made safe for where it is shown: spreadsheets and terminals.
+
+Trace ids, agent names, summaries and quotes come from the traces, that is from whoever wrote the
+pages and files an agent read. Two places read text as more than text:
+
+- a spreadsheet opening a CSV takes a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a
+  carriage return as a formula (``=HYPERLINK(...)``, ``=cmd|...``). :func:`spreadsheet_cell`
+  prefixes such a cell with ``'``, the escape spreadsheet tools themselves use (and that OWASP's
+  note on CSV injection recommends); every CSV mast writes goes through :func:`write_csv` or :func:`csv_text`.
+- a browser runs what a page holds: :func:`csp_meta` gives mast's HTML pages a Content-Security-Policy
+  that lets only their own inline script and styles run (by hash) and loads nothing from anywhere.
+- a terminal takes control characters (ESC sequences clear the screen or set the window title).
+  :func:`terminal_safe` shows them escaped (``\\x1b``) wherever a command prints an id, a name
+  or a path.
+
+Example:
+    >>> spreadsheet_cell("=HYPERLINK('http://x')")
+    "'=HYPERLINK('http://x')"
+    >>> terminal_safe("run\\x1b]0;pwned\\x07")
+    'run\\\\x1b]0;pwned\\\\x07'
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import os
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["FORMULA_LEADS", "csp_meta", "csv_text", "spreadsheet_cell", "spreadsheet_safe", "terminal_safe", "write_csv"]
+
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+"""A cell starting with one of these is read as a formula by Excel, LibreOffice or Google Sheets."""
+
+
+def spreadsheet_cell(value: Any) -> Any:
+    """``value`` with a ``'`` in front when it is text a spreadsheet would read as a formula; else as is."""
+    if isinstance(value, str) and value.startswith(FORMULA_LEADS):
+        return "'" + value
+    return value
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``frame`` whose text cells (and column names) cannot start a formula.
+
+    Only text columns change: numbers keep their type, so ``-0.5`` stays a number.
+    """
+    out = frame.copy()
+    for column in out.columns:
+        series = out[column]
+        if series.dtype == object or str(series.dtype) in ("string", "str"):
+            out[column] = series.map(spreadsheet_cell)
+    out.columns = [spreadsheet_cell(c) if isinstance(c, str) else c for c in out.columns]
+    return out
+
+
+# RFC 4180 rows end in CRLF, and then Python's csv quotes every cell holding a CR or LF: with a bare
+# "\n" it leaves a lone CR unquoted, which a spreadsheet reads as a new row whose first cell is
+# whatever followed it (a formula, say).
+_ROW_END = "\r\n"
+
+
+def write_csv(frame: pd.DataFrame, target: str | os.PathLike[str]) -> None:
+    """Write ``frame`` as CSV (no index) to ``target``, every cell escaped for spreadsheets."""
+    spreadsheet_safe(frame).to_csv(target, index=False, lineterminator=_ROW_END)
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """``frame`` as CSV text (no index), every cell escaped for spreadsheets."""
+    buffer = io.StringIO()
+    spreadsheet_safe(frame).to_csv(buffer, index=False, lineterminator=_ROW_END)
+    return buffer.getvalue()
+
+
+# C0 and C1 control characters, DEL, and the Unicode controls that reorder or hide text
+# (bidi overrides and isolates, zero-width and line/paragraph separators).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+_CONTROL_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    # C0 and DEL as \xNN, the rest as \uNNNN: inside a JSON string (mast's --json output) C0 is
+    # already escaped by the encoder, and \uNNNN is a valid JSON escape, so JSON stays JSON.
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: object, *, keep_lines: bool = False) -> str:
+    """``text`` (any value, as ``str``) with control characters shown as ``\\x..``/``\\u....`` escapes.
+
+    Printable text passes unchanged, a backslash too (Windows paths still read as paths). With
+    ``keep_lines`` newlines and tabs stay (for mast's own multi-line output).
+    """
+    return (_CONTROL_BUT_LINES if keep_lines else _CONTROL).sub(_escape, str(text))
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def csp_meta(*, scripts: tuple[str, ...] = (), styles: tuple[str, ...] = ()) -> str:
+    """A ``<meta http-equiv='Content-Security-Policy'>`` allowing exactly these inline scripts and styles.
+
+    Each is allowed by the sha256 of its text (the content of its ``<script>``/``<style>`` element, as
+    written): a script or style injected by a trace field, should one ever slip past the escaping,
+    does not run; images only from ``data:`` URIs (the embedded figures); nothing is fetched, no form
+    is sent, no ``<base>`` is honoured.
+    """
+    script_src = " ".join(_sha256(s) for s in scripts) or "'none'"
+    style_src = " ".join(_sha256(s) for s in styles) or "'none'"
+    policy = (f"default-src 'none'; script-src {script_src}; style-src {style_src}; img-src data:; "
+              "base-uri 'none'; form-action 'none'")
+    return f"<meta http-equiv='Content-Security-Policy' content=\"{html.escape(policy)}\">"

@@ -49,6 +49,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mast.errors import UsageError
+from mast.redact.gitleaks import GitleaksRules, load_data
+from mast.redact.pii import credential_shapes
 from mast.redact.rules import IPV4_RULE, Rule, custom_rule, default_rules
 
 if TYPE_CHECKING:
@@ -114,6 +116,8 @@ class Redactor:
             raise UsageError("custom redaction patterns are name -> regex pairs, e.g. {'employee_id': r'E\\d{6}'}")
         custom = [custom_rule(str(name), regex) for name, regex in pairs]
         self.rules: tuple[Rule, ...] = (*default_rules(), *((IPV4_RULE,) if ips else ()), *custom)
+        # Provider token shapes (gitleaks' rule set and mast's own), run with RE2: linear time.
+        self.credentials = _credentials()
         # Most texts (names, prose, logs) hold none of the rules' literals: one search over each
         # text for any of them spares the few dozen searches of the rules themselves.
         self._gate = _any_of(n for rule in self.rules if not rule.lower for n in rule.needles)
@@ -145,6 +149,10 @@ class Redactor:
         for order, rule in active:
             for kind, start, end in rule.findings(text, lowered):
                 spans.append((start, -end, order, kind))
+        last = len(self.rules)
+        # In rule order: mast's own shapes first, so their kind names a span both find.
+        for number, (kind, start, end) in enumerate(self.credentials.findings(text, lowered)):
+            spans.append((start, -end, last + number, kind))
         if not spans:
             return RedactionResult(text, {})
         spans.sort()
@@ -163,6 +171,12 @@ class Redactor:
             position = end
         parts.append(text[position:])
         return RedactionResult("".join(parts), counts)
+
+
+@lru_cache(maxsize=1)
+def _credentials() -> GitleaksRules:
+    """gitleaks' rules and mast's own credential shapes, compiled for RE2 once."""
+    return GitleaksRules(load_data(), credential_shapes())
 
 
 def _rarity(char: str) -> int:

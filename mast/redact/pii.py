@@ -25,9 +25,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from mast.redact.rules import Rule
+from mast.redact.rules import Rule, token_start
 
-__all__ = ["RULES_FILE", "credential_rules", "iban_ok", "luhn_ok", "more_rules"]
+__all__ = ["RULES_FILE", "credential_rules", "credential_shapes", "iban_ok", "luhn_ok", "more_rules"]
 
 RULES_FILE = Path(__file__).resolve().parent.parent / "data" / "credential_rules.yaml"
 """The credential shapes, as data."""
@@ -69,25 +69,51 @@ def _card_network(digits: str) -> bool:
     )
 
 
-# A run of digits with single spaces or hyphens, taken whole (possessive: no backtracking over the
-# many digit runs of a log); the check counts the digits.
-_CARD = re.compile(r"[2-6]\d{3}(?:[ \-]?\d)++")
+# A whole run of digits joined by single spaces or hyphens, from its first digit only (the
+# look-behinds: no digit, and no digit and separator, before it) and possessive, so every run is
+# read once, whatever its length; the check then looks for a card inside it.
+_CARD = re.compile(r"\d(?<!\d\d)(?<!\d[ \-]\d)(?:[ \-]?\d){12,}+")
+_SHORT_RUN = 64
+"""A run up to this long is searched for a card at every group boundary; a longer one (a dump of
+numbers) only at its start and its end."""
+
+
+def _card_at(text: str, start: int, end: int) -> bool:
+    raw = text[start:end]
+    if len({c for c in raw if not c.isdigit()}) > 1:
+        return False
+    digits = raw.replace(" ", "").replace("-", "")
+    return 13 <= len(digits) <= 19 and _card_network(digits) and luhn_ok(digits)
 
 
 def _card(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     start, end = match.span()
     before = text[start - 1] if start else ""
     after = text[end] if end < len(text) else ""
-    if before and (before.isalnum() or before in "._-+/#") or after and (after.isalnum() or after in "_-"):
+    if before and (before.isalpha() or before in "._-+/#") or after and (after.isalnum() or after in "_-"):
         return None  # part of a longer number, id, version, path or time
-    raw = match.group(0)
-    separators = {c for c in raw if not c.isdigit()}
-    if len(separators) > 1:
-        return None
-    digits = raw.replace(" ", "").replace("-", "")
-    if not 13 <= len(digits) <= 19 or not _card_network(digits) or not luhn_ok(digits):
-        return None
-    return "card_number", start, end
+    if _card_at(text, start, end):
+        return "card_number", start, end
+    # A card inside a longer run ("ref 12 4111 1111 1111 1111"): windows from one group boundary to
+    # another, each 13-19 digits.
+    groups = [(m.start(), m.end()) for m in re.finditer(r"\d+", text[start:end])]
+    firsts = range(len(groups)) if end - start <= _SHORT_RUN else (0,)
+    for first in firsts:
+        for last in range(first, len(groups)):
+            low, high = start + groups[first][0], start + groups[last][1]
+            digits = high - low
+            if digits > 40:
+                break
+            if _card_at(text, low, high):
+                return "card_number", low, high
+    if end - start > _SHORT_RUN:
+        for first in range(len(groups) - 1, max(-1, len(groups) - 20), -1):
+            low, high = start + groups[first][0], end
+            if high - low > 40:
+                break
+            if _card_at(text, low, high):
+                return "card_number", low, high
+    return None
 
 
 # IBAN lengths by country (ISO 13616 registry).
@@ -111,22 +137,56 @@ def iban_ok(iban: str) -> bool:
     return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
 
 
-_IBAN = re.compile(r"[A-Z]{2}\d{2}(?: ?[A-Z0-9])++")
+# Bounded (an IBAN is at most 34 characters, 42 in groups of four) and possessive; searched from
+# where a token starts.
+_IBAN = re.compile(token_start(r"[A-Z][A-Z]\d{2}(?: ?[A-Z0-9]){11,38}+"))
+
+
+_IBAN_FORM = re.compile(r"[A-Z0-9]{4}(?: [A-Z0-9]{1,4}){1,9}|[A-Z0-9]{1,40}")
+"""An IBAN as written: in groups of four, or whole."""
+_INNER_STARTS = 3
+"""Group starts of a rejected candidate tried as the start of an IBAN (the first and two more)."""
+
+
+@lru_cache(maxsize=4_096)
+def _iban_checked(compact: str) -> bool:
+    return iban_ok(compact)
+
+
+def _iban_from(text: str, start: int) -> int:
+    """The end of a valid IBAN starting at ``start``, or -1 (only the country's length is tried)."""
+    length = _IBAN_LENGTHS.get(text[start : start + 2])
+    if length is None or not text[start + 2 : start + 4].isdigit():
+        return -1
+    form = _IBAN_FORM.match(text, start)
+    if form is None:
+        return -1
+    compact, position = 0, start
+    for group in form.group(0).split(" "):
+        compact += len(group)
+        position += len(group)
+        if compact >= length:
+            break
+        position += 1  # the space
+    if compact != length or (position < len(text) and text[position].isalnum()):
+        return -1
+    return position if _iban_checked(text[start:position].replace(" ", "")) else -1
 
 
 def _iban(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    # The candidate may run into the next word ("DE89 3704 ... 00 and"), or start with a group that
+    # is not an IBAN while one starts at the next group ("ref AB12 DE89 3704 ..."): the first few
+    # group starts are tried.
     start, end = match.span()
-    if start and (text[start - 1].isalnum() or text[start - 1] in "_-"):
-        return None
-    # The pattern may run into the next word ("DE89 3704 ... 00 and"); shorten to the longest valid IBAN.
-    value = match.group(0)
-    while value:
-        if iban_ok(value) and not (start + len(value) < len(text) and text[start + len(value)].isalnum()):
-            return "iban", start, start + len(value)
-        cut = value.rstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-        value = (value[:-1] if cut == value else cut).rstrip(" ")
-        if len(value.replace(" ", "")) < 15:
-            break
+    tried = 0
+    for position in range(start, end - 3):
+        if position == start or text[position - 1] == " ":
+            found = _iban_from(text, position)
+            if found > 0:
+                return "iban", position, found
+            tried += 1
+            if tried == _INNER_STARTS:
+                break
     return None
 
 
@@ -158,33 +218,29 @@ def credential_rules(path: Path = RULES_FILE) -> list[dict[str, Any]]:
     return rules
 
 
-def _token_check(kind: str, lead: re.Pattern[str] | None = None, lead_len: int = 0) -> Any:
-    def check(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
-        start, end = match.start() - lead_len, match.end()
-        if start < 0 or (lead is not None and not lead.fullmatch(text, start, match.start())):
-            return None
-        if start and text[start - 1] in _KEY_CHARS:
-            return None
-        if end < len(text) and text[end] in _KEY_CHARS:
-            return None
-        return kind, start, end
-
-    return check
+@lru_cache(maxsize=1)
+def credential_shapes() -> tuple[dict[str, Any], ...]:
+    """mast's own credential shapes (``credential_rules.yaml``) as rules for the RE2 engine of
+    :mod:`mast.redact.gitleaks`: whole tokens, the lead (if any) put back in front of the regex."""
+    shapes = []
+    for entry in credential_rules():
+        shape = {
+            "id": "mast-" + entry["id"],
+            "kind": entry["kind"],
+            "regex": (entry.get("lead") or "") + entry["regex"],
+            "keywords": sorted({k.lower() for k in entry["keywords"]}),
+            "token_bounds": True,
+        }
+        shapes.append(shape)
+    return tuple(shapes)
 
 
 @lru_cache(maxsize=1)
 def more_rules() -> tuple[Any, ...]:
     """The rules of this module as :mod:`mast.redact` rules (built once)."""
     rules: list[Any] = [
-        Rule("card_number", _CARD, check=_card, min_digits=13),
-        Rule("iban", _IBAN, check=_iban, min_digits=12),
+        Rule("card_number", _CARD, check=_card, min_digits=13, resume="end"),
+        Rule("iban", _IBAN, check=_iban, min_digits=12, resume="end"),
         Rule("ssn", _SSN, check=_ssn, min_digits=9),
     ]
-    for entry in credential_rules():
-        # A credential that starts with a character class is searched from its literal; the
-        # fixed-width lead before it is checked in Python (re scans for a literal at C speed, while a
-        # look-behind at the front would make it try every position).
-        lead = re.compile(entry["lead"]) if entry.get("lead") else None
-        check = _token_check(entry["kind"], lead, int(entry.get("lead_len", 0)))
-        rules.append(Rule(entry["kind"], re.compile(entry["regex"]), check=check, needles=tuple(entry["keywords"])))
     return tuple(rules)

@@ -15,7 +15,7 @@ from mast.errors import UsageError
 
 # A check turns one match into the (kind, start, end) to replace, or None to keep the text. It gets
 # the original text, since some rules match on a lower-cased copy.
-Check = Callable[[re.Match[str], str], "tuple[str, int, int] | None"]
+Check = Callable[[re.Match[str], str], "tuple[str, int, int] | list[tuple[str, int, int]] | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +38,19 @@ class Rule:
     min_digits: int = 0
     """Digits every match holds at least: a text with fewer is not searched."""
 
+    resume: str = "next"
+    """Where the search goes on after a rejected candidate: ``"next"``, one character later (every
+    repetition in the pattern is bounded, so each start costs a bounded amount); ``"run"``, after the
+    run of key characters the candidate starts (no token can start inside that run); ``"end"``, after
+    the candidate (its check already looked inside it); a group name, after that group (no candidate
+    starts inside it)."""
+
     def findings(self, text: str, lowered: str) -> Iterable[tuple[str, int, int]]:
-        """``(kind, start, end)`` of each match in ``text`` (``lowered``: its lower-cased copy, same offsets)."""
+        """``(kind, start, end)`` of each match in ``text`` (``lowered``: its lower-cased copy, same offsets).
+
+        One pass: the search never goes back before a candidate it has passed, and no candidate
+        costs more than a bounded amount, so the time is linear in the text.
+        """
         subject = lowered if self.lower else text
         if self.check is None:
             for match in self.regex.finditer(subject):
@@ -50,13 +61,43 @@ class Rule:
         position = 0
         while (candidate := self.regex.search(subject, position)) is not None:
             found = self.check(candidate, text)
-            if found is None:
-                # A rejected candidate must not swallow a real one inside it
-                # ("compass: token=..." first matches from "pass").
-                position = candidate.start() + 1
+            start = candidate.start()
+            if not found:
+                if self.resume == "end":
+                    position = max(candidate.end(), start + 1)
+                elif self.resume == "run":
+                    position = max(_KEY_RUN.match(subject, start).end(), start + 1)  # type: ignore[union-attr]
+                elif self.resume != "next":
+                    position = max(candidate.end(self.resume), start + 1)
+                else:
+                    # A rejected candidate must not swallow a real one inside it
+                    # ("compass: token=..." first matches from "pass").
+                    position = start + 1
+                continue
+            if isinstance(found, list):
+                yield from found
             else:
                 yield found
-                position = max(candidate.end(), candidate.start() + 1)
+            position = max(candidate.end(), start + 1)
+
+
+_KEY_RUN = re.compile(r"[A-Za-z0-9_\-]*")
+_NOT_AFTER_KEY = r"(?<![A-Za-z0-9_\-].)"
+"""Put after a pattern's first character: the match starts a token. A look-behind there (not at the
+front) keeps the pattern's literal start, so ``re`` still jumps between occurrences of it, and a run
+of prefix-like text is searched from its first character only (no restart inside it)."""
+
+
+def token_start(pattern: str) -> str:
+    """``pattern`` that only matches where a token starts (not after a key character)."""
+    if pattern.startswith("["):
+        close = pattern.index("]", 1)
+        return pattern[: close + 1] + _NOT_AFTER_KEY + pattern[close + 1 :]
+    if pattern[0] == "\\":
+        return pattern[:2] + _NOT_AFTER_KEY + pattern[2:]
+    if not pattern[0].isalnum() and pattern[0] not in "-_~/:":
+        raise ValueError(f"token_start needs a pattern that starts with a character or a class: {pattern}")
+    return pattern[0] + _NOT_AFTER_KEY + pattern[1:]
 
 
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -122,10 +163,11 @@ def _provider_rules() -> list[Rule]:
         ("api_key", r"dop_v1_[a-f0-9]{64}", False, ("dop_v1_",)),
         ("api_key", r"gsk_[A-Za-z0-9]{40,}", False, ("gsk_",)),  # Groq
         ("api_key", r"r8_[A-Za-z0-9]{30,}", False, ("r8_",)),  # Replicate
-        ("api_key", r"(?:pplx|xai)-[A-Za-z0-9]{40,}", False, ("pplx-", "xai-")),
+        ("api_key", r"pplx-[A-Za-z0-9]{40,}", False, ("pplx-",)),
+        ("api_key", r"xai-[A-Za-z0-9]{40,}", False, ("xai-",)),
     ]
     rules = [
-        Rule(kind, re.compile(pattern + _E), check=_prefixed(kind, generated), needles=needles)
+        Rule(kind, re.compile(token_start(pattern) + _E), check=_prefixed(kind, generated), needles=needles, resume="run")
         for kind, pattern, generated, needles in prefixed
     ]
     rules.append(
@@ -140,10 +182,10 @@ _PEM = re.compile(
     r"-----BEGIN[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
     r"(?:[^-]{0,65536}?-----END[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)"
 )
-_JWT = re.compile(r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*")
+_JWT = re.compile(token_start(r"eyJ[A-Za-z0-9_\-]{10,}+\.eyJ[A-Za-z0-9_\-]{10,}+\.[A-Za-z0-9_\-]*+"))
 _URL_PASSWORD = re.compile(r"://[^\s:/@\"'<>]{0,128}:(?P<secret>[^\s/\"'<>]{1,256})@")
 # These run on the lower-cased text; the secret's span is read back from the original.
-_BEARER = re.compile(r"bearer\s+(?P<secret>[a-z0-9\-._~+/]{12,}=*)")
+_BEARER = re.compile(r"bearer\s{1,8}(?P<secret>[a-z0-9\-._~+/]{12,}+=*)")
 _BASIC = re.compile(r"authorization[\"']?\s*[:=]\s*[\"']?basic\s+(?P<secret>[a-z0-9+/]{8,}={0,2})")
 _SIGNED_URL = re.compile(
     r"[?&](?:sig|signature|x-amz-signature|x-amz-security-token|x-goog-signature)=(?P<secret>[^&\s\"'#<>]{16,})"
@@ -216,6 +258,37 @@ def _word_start(text: str, start: int) -> bool:
     return text[start - 1].islower() and text[start].isupper() and text[start + 1 : start + 2].islower()
 
 
+_ENV_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+# The last word of an upper-case variable name that says it holds something *about* a secret,
+# not the secret ("PGPASSFILE" aside, which the core word does not reach).
+_ENV_NOT_SECRET = frozenset(
+    {"FILE", "PATH", "DIR", "NAME", "ID", "LENGTH", "LEN", "COUNT", "TYPE", "URL", "URI", "ENV", "REF",
+     "MIN", "MAX", "POLICY", "TTL", "EXPIRY", "EXPIRES", "EXPIRATION", "HEADER", "PARAM", "ENABLED",
+     "REQUIRED", "LIMIT", "SIZE", "FORMAT", "KIND", "MODE", "SOURCE", "ARN", "VERSION", "PROMPT"}
+)
+
+
+def _env_name(text: str, key_start: int, suffix_end: int) -> bool:
+    """True when the key word sits in an upper-case variable name (``PGPASSWORD``, ``MYSQL_ROOT_PASSWORD``,
+    ``SECRET_KEY_BASE``) whose last word does not name something about the secret (``..._FILE``)."""
+    name = text[key_start:suffix_end]
+    if not name or not all(c in _ENV_NAME_CHARS for c in name) or not any(c.isalpha() for c in name):
+        return False
+    start = key_start
+    while start > 0 and key_start - start < 64 and text[start - 1] in _ENV_NAME_CHARS:
+        start -= 1
+    if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "-"):
+        return False  # inside a longer mixed-case word
+    last = text[start:suffix_end].rstrip("0123456789_").rsplit("_", 1)[-1]
+    return last not in _ENV_NOT_SECRET
+
+
+def _is_code_reference(value: str) -> bool:
+    """``env.JWT_TOKEN``, ``self.config.api_key``: a dotted name in code, not a value. A dotted value
+    with a generated-looking part (``tok.AbC9xYz.QwErTy12``) is a token, not code."""
+    return _CODE_REFERENCE.match(value) is not None and not any(_is_generated(part) for part in value.split("."))
+
+
 def _assignment(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     core = match.group("core")
     key_start = match.start("core")
@@ -225,15 +298,21 @@ def _assignment(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
             return None  # a plain "key": dictionary keys, sort keys, primary keys
         key_start = prefix.start()
         core = prefix.group(0).rstrip("_-") + "key"
-    if not _word_start(text, key_start):
-        return None
-    suffix = re.sub(r"[_.\-]", "", match.group("suffix")).rstrip("0123456789")
-    if suffix not in _SUFFIXES:
-        return None
-    if core == "pass" and text[key_start - 1 : key_start] not in ("_", ".", "-"):
-        return None  # "pass=12 fail=3", "pass: true"; only db_pass / mysql-pass name a password
+    kind = _kind_of(core)
     group = "dq" if match.group("dq") is not None else "sq" if match.group("sq") is not None else "bare"
     start, end = match.span(group)
+    if kind != "password" and end - start < 8:
+        return None  # tokens and keys are long (the cheapest test first: lists of "token:" are common)
+    raw_suffix = match.group("suffix")
+    env = _env_name(text, key_start, match.end("suffix"))
+    if not env and not _word_start(text, key_start):
+        return None
+    if raw_suffix and not env:
+        suffix = re.sub(r"[_.\-]", "", raw_suffix).rstrip("0123456789")
+        if suffix not in _SUFFIXES:
+            return None
+    if core == "pass" and not env and text[key_start - 1 : key_start] not in ("_", ".", "-"):
+        return None  # "pass=12 fail=3", "pass: true"; only db_pass / mysql-pass name a password
     value = text[start:end]
     if group == "bare":
         stripped = value.rstrip(".:!?")
@@ -245,10 +324,9 @@ def _assignment(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
         or lowered in _NOT_VALUES
         or lowered.startswith(("[redacted", "$", "%(", "{{", "<", "/", "./", "~/", "os.environ", "process.env", "env("))
         or len(set(lowered)) == 1  # "****", "xxxxxxxx"
-        or (group == "bare" and _CODE_REFERENCE.match(value))  # "env.JWT_TOKEN", "self.config.api_key": code, not a value
+        or (group == "bare" and _is_code_reference(value))
     ):
         return None
-    kind = _kind_of(core)
     if kind == "password":
         if group == "bare" and match.group("sep") == ":" and lowered in _PROSE:
             return None  # "Password: is incorrect"
@@ -323,14 +401,17 @@ def default_rules() -> tuple[Rule, ...]:
     """The built-in rules, in the order they apply (built once)."""
     return (
         Rule("private_key", _PEM, needles=("-----BEGIN",)),
-        Rule("jwt", _JWT, check=_prefixed("jwt"), needles=("eyJ",)),
+        Rule("jwt", _JWT, check=_prefixed("jwt"), needles=("eyJ",), resume="run"),
         *_provider_rules(),
         Rule("password", _URL_PASSWORD, group="secret", needles=("://",)),
         Rule("token", _BEARER, check=_bearer, lower=True, needles=("bearer",)),
         Rule("password", _BASIC, group="secret", lower=True, needles=("authorization",)),
         # sig=, signature= (also x-amz- / x-goog-signature=), x-amz-security-token=
         Rule("token", _SIGNED_URL, group="secret", lower=True, needles=("sig=", "signature=", "security-token=")),
-        Rule("secret", _ASSIGNMENT, check=_assignment, lower=True, needles=("pass", "pwd", "secret", "token", "credential", "key")),
+        Rule(
+            "secret", _ASSIGNMENT, check=_assignment, lower=True, resume="core",
+            needles=("pass", "pwd", "secret", "token", "credential", "key"),
+        ),
         Rule("email", _EMAIL_DOMAIN, check=_email, needles=("@",)),
         Rule("phone", _PHONE, check=_phone, min_digits=10),
         *_more_rules(),

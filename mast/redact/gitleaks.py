@@ -83,7 +83,7 @@ def kind_of(rule_id: str) -> str:
     words = set(re.split(r"[-_]", rule_id.lower()))
     if "private" in words and "key" in words or rule_id.endswith("private-key"):
         return "private_key"
-    if words & {"password", "passwd", "pwd"}:
+    if words & {"password", "passwd", "pwd"} or {"auth", "user"} <= words:
         return "password"
     if "jwt" in words:
         return "jwt"

@@ -209,6 +209,70 @@ def _ssn(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     return "ssn", start, end
 
 
+# --- national formats: phone numbers, UK National Insurance numbers, passport numbers ------------
+
+# A phone number written the national way, with the trunk prefix 0 ("020 7946 0958", "07700 900123",
+# "030 1234567"): candidates are bounded runs of digit groups, the numbering plan is phonenumbers'.
+_NATIONAL_PHONE = re.compile(r"0(?<![\w+.\-/:]0)\d{1,4}(?:[ \-]\d{2,8}){1,3}(?![\w\-/:]|\.\d)|0(?<![\w+.\-/:]0)7\d{9}(?![\w\-/:]|\.\d)")
+NATIONAL_REGIONS = ("GB",)
+"""Countries whose national phone formats are recognised (ISO 3166 codes, phonenumbers' metadata)."""
+
+
+@lru_cache(maxsize=4_096)
+def _national_phone_ok(candidate: str) -> bool:
+    import phonenumbers
+
+    digits = sum(c.isdigit() for c in candidate)
+    if not 10 <= digits <= 11:
+        return False
+    for region in NATIONAL_REGIONS:
+        try:
+            number = phonenumbers.parse(candidate, region)
+        except phonenumbers.NumberParseException:
+            continue
+        if phonenumbers.is_valid_number(number):
+            return True
+        # Ofcom keeps 07700 900000-900999 for drama (and tests): possible, not "valid", still a mobile
+        if region == "GB" and phonenumbers.is_possible_number(number) and str(number.national_number).startswith("7"):
+            return True
+    return False
+
+
+def _national_phone(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, end = match.span()
+    if len({c for c in match.group(0) if not c.isdigit()}) > 1:
+        return None  # one kind of separator in a number
+    return ("phone", start, end) if _national_phone_ok(match.group(0)) else None
+
+
+# UK National Insurance number: two letters (neither D, F, I, Q, U nor V; the second not O; not the
+# prefixes HMRC never issues), six digits, a suffix A-D; whole or in pairs.
+_NI_NUMBER = re.compile(token_start(r"[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z](?: ?\d{2}){3} ?[A-D](?![A-Za-z0-9])"))
+_NI_NEVER = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
+
+
+def _ni_number(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    value = match.group(0)
+    if value[:2] in _NI_NEVER or value.count(" ") not in (0, 4):
+        return None
+    return "ni_number", match.start(), match.end()
+
+
+# A passport number has no checksum and no common shape: it is found after the word.
+_PASSPORT = re.compile(
+    r"passport(?:[ _\-]?(?:no|nr|number|num|id|#))?\.?[\"']?[ \t]{0,3}[:#=]?[ \t]{0,3}[\"']?(?P<secret>[a-z0-9]{6,9})(?![a-z0-9])"
+)
+
+
+def _passport(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, end = match.span("secret")
+    if sum(c.isdigit() for c in text[start:end]) < 5:
+        return None  # "passport photo", "passport office"
+    if match.start() > 0 and text[match.start() - 1].isalpha():
+        return None
+    return "passport", start, end
+
+
 def credential_rules(path: Path = RULES_FILE) -> list[dict[str, Any]]:
     """The credential shapes of ``path`` (default: the shipped file), as dicts with id, kind, regex, keywords."""
     import yaml
@@ -242,5 +306,8 @@ def more_rules() -> tuple[Any, ...]:
         Rule("card_number", _CARD, check=_card, min_digits=13, resume="end"),
         Rule("iban", _IBAN, check=_iban, min_digits=12, resume="end"),
         Rule("ssn", _SSN, check=_ssn, min_digits=9),
+        Rule("phone", _NATIONAL_PHONE, check=_national_phone, min_digits=10),
+        Rule("ni_number", _NI_NUMBER, check=_ni_number, min_digits=6),
+        Rule("passport", _PASSPORT, check=_passport, lower=True, needles=("passport",)),
     ]
     return tuple(rules)

@@ -113,6 +113,9 @@ def _is_generated(value: str) -> bool:
     return any(c.isdigit() for c in value) and any(c.isupper() for c in value) and any(c.islower() for c in value)
 
 
+is_generated = _is_generated
+
+
 # --- provider keys: anchored on published prefixes --------------------------------------------
 
 _E = r"(?![A-Za-z0-9_\-])"  # no key character right after
@@ -363,7 +366,7 @@ def _email(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
 
 _PHONE = re.compile(
     r"(?:"
-    r"\+\d{1,3}(?:[ .\-]?\(\d{1,4}\))?(?:[ .\-]\d{1,4}){2,5}"  # +44 20 7946 0958, +1-202-555-0143
+    r"\+\d{1,3}(?:[ .\-]?\(\d{1,4}\))?(?:[ .\-]\d{1,6}){1,5}"  # +44 20 7946 0958, +44 7700 900123, +1-202-555-0143
     r"|\+\d{8,15}"  # +14155550123
     r"|\(\d{3}\)[ .\-]?\d{3}[ .\-]\d{4}"  # (202) 555-0143
     r"|\d{3}(?P<sep>[.\-])\d{3}(?P=sep)\d{4}"  # 202-555-0143, 202.555.0143
@@ -414,8 +417,16 @@ def default_rules() -> tuple[Rule, ...]:
         ),
         Rule("email", _EMAIL_DOMAIN, check=_email, needles=("@",)),
         Rule("phone", _PHONE, check=_phone, min_digits=10),
+        *_general_rules(),
         *_more_rules(),
     )
+
+
+def _general_rules() -> tuple[Rule, ...]:
+    # Secrets found by where they sit: command-line flags, HTTP headers, URLs, config files.
+    from mast.redact.general import general_rules
+
+    return general_rules()
 
 
 def _more_rules() -> tuple[Rule, ...]:

@@ -1,0 +1,261 @@
+"""General credential rules: where a secret sits, whatever provider issued it.
+
+Provider token shapes come from gitleaks (:mod:`mast.redact.gitleaks`); these rules find secrets by
+their place instead:
+
+* ``cli-user``: ``curl -u user:PASS`` / ``--user user:PASS`` (the password part);
+* ``cli-program-password``: ``mysql -pPASS``, ``mysqldump``/``mariadb`` alike, ``sshpass -p PASS``,
+  ``redis-cli -a PASS``;
+* ``cli-flag``: ``--password=X``, ``--token X``, ``--api-key X``, ``--client-secret X``... (a flag
+  whose name ends with a credential word);
+* ``http-authorization``: ``Authorization:`` / ``Proxy-Authorization:`` with any scheme (``Token``,
+  ``Digest``, ``Negotiate``, ``AWS4-HMAC-SHA256``...) or none: everything after the scheme;
+  ``Basic`` and ``Bearer`` have their own rules in :mod:`mast.redact.rules`;
+* ``cookie``: every value of a ``Cookie:`` header and the value of a ``Set-Cookie:`` (not its
+  attributes);
+* ``url-bot-token``: ``/bot<id>:<token>/`` (Telegram's bot API);
+* ``url-path-token``: a generated-looking path segment after ``/token/``, ``/key/``, ``/secret/``,
+  ``/auth/``, ``/webhooks/<id>/``...;
+* ``config-blob``: base64 under credential-named keys of YAML, JSON or INI files: a kubeconfig's
+  ``client-key-data``, a Docker config's ``auth`` (base64 of ``user:password``) and
+  ``identitytoken``, Kubernetes' ``tls.key`` and ``ssh-privatekey``;
+* ``der-private-key``: a private key in DER, base64-encoded without PEM armour (RSA PKCS#1 and
+  PKCS#8, EC, Ed25519), recognised by the fixed bytes every such key starts with.
+
+Every repetition is bounded or possessive and every pattern starts with a literal, so each rule
+reads the text once (see :class:`mast.redact.rules.Rule`).
+
+Example:
+    >>> from mast.redact import redact_text
+    >>> redact_text("mysql -u deploy -phunter2 shop").text
+    'mysql -u deploy -p[REDACTED:password] shop'
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+from mast.redact.rules import Rule, is_generated, token_start
+
+__all__ = ["general_rules"]
+
+_PLACEHOLDER_STARTS = ("$", "%", "{{", "<", "[redacted", "***", "...", "${", "env:", "vault:")
+
+
+def _placeholder(value: str) -> bool:
+    lowered = value.lower()
+    return not value or lowered.startswith(_PLACEHOLDER_STARTS) or len(set(lowered)) == 1
+
+
+def _space_before(text: str, start: int) -> bool:
+    return start == 0 or text[start - 1] in " \t\n\r\"'`=(["
+
+
+# --- command lines -----------------------------------------------------------------------------
+
+_CLI_USER = re.compile(r"-(?:u|-user)(?:[ \t]{1,4}|=)[\"']?[^\s:\"']{1,128}:(?P<secret>[^\s\"']{1,256})")
+
+
+def _cli_user(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    if not _space_before(text, match.start()):
+        return None
+    start, end = match.span("secret")
+    value = text[start:end]
+    if _placeholder(value) or value.startswith("//"):  # "-u host://..." is not user:password
+        return None
+    return "password", start, end
+
+
+_CLI_PROGRAM = re.compile(
+    r"(?:(?P<mysql>mysql(?:dump|admin|import|check|sh)?|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,200}?[ \t]-p[\"']?(?P<joined>[^\s\"'-][^\s\"']{0,127})"
+    r"|(?P<sshpass>sshpass)[ \t]{1,4}-p[ \t]{0,4}[\"']?(?P<sshpw>[^\s\"'-][^\s\"']{0,127})"
+    r"|(?P<redis>redis-cli)\b[^\n|;&]{0,200}?[ \t]-a[ \t]{1,4}[\"']?(?P<redispw>[^\s\"'-][^\s\"']{0,255}))"
+)
+
+
+def _cli_program(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    if match.start() > 0 and (text[match.start() - 1].isalnum() or text[match.start() - 1] in "_-"):
+        return None
+    group = "joined" if match.group("joined") else "sshpw" if match.group("sshpw") else "redispw"
+    start, end = match.span(group)
+    if _placeholder(text[start:end]):
+        return None
+    return "password", start, end
+
+
+_CLI_FLAG = re.compile(
+    r"--(?P<name>[a-z0-9_-]{0,30}?(?:password|passwd|passphrase|token|secret|api[_-]?key|access[_-]?key"
+    r"|secret[_-]?key|private[_-]?key|auth[_-]?key|client[_-]?secret))(?P<tail>[a-z0-9_-]{0,20})"
+    r"(?P<sep>=|[ \t]{1,4})[\"']?(?P<secret>[^\s\"']{1,512})"
+)
+_FLAG_TAILS = frozenset({"", "-value", "_value", "s"})
+
+
+def _cli_flag(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    if not _space_before(text, match.start()) or match.group("tail") not in _FLAG_TAILS:
+        return None  # --token-file, --password-stdin: about a secret, not one
+    start, end = match.span("secret")
+    value = text[start:end]
+    if _placeholder(value) or (match.group("sep") != "=" and value.startswith("-")):
+        return None  # the next flag
+    name = match.group("name")
+    kind = "password" if "pass" in name else "token" if "token" in name else "secret" if "secret" in name else "api_key"
+    return kind, start, end
+
+
+# --- HTTP ---------------------------------------------------------------------------------------
+
+_AUTHORIZATION = re.compile(
+    r"authori[sz]ation[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?(?P<value>[^\r\n\"'\\]{1,2048})"
+)
+# The IANA registry of HTTP authentication schemes, and the ones APIs commonly use besides.
+_SCHEMES = frozenset(
+    {"digest", "dpop", "gnap", "hoba", "mutual", "negotiate", "ntlm", "oauth", "privatetoken",
+     "scram-sha-1", "scram-sha-256", "vapid", "aws4-hmac-sha256", "token", "apikey", "api-key", "key",
+     "ssws", "splunk", "jwt", "mac", "hawk", "signature", "kerberos", "sso-key", "klaviyo-api-key",
+     "client-id", "sharedkey", "sharedkeylite", "otp", "access_token", "dsn", "gtoken", "upload"}
+)
+
+
+def _authorization(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start = match.start()
+    if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        return None  # inside a longer word ("preauthorization: ...")
+    value_start, value_end = match.span("value")
+    value = text[value_start:value_end].rstrip(" \t,;")
+    value_end = value_start + len(value)
+    words = value.split(None, 1)
+    if not words:
+        return None
+    scheme = words[0].lower()
+    if scheme in ("basic", "bearer"):
+        return None  # their own rules
+    if len(words) == 2 and scheme in ("digest", "mutual", "hoba", "signature"):
+        # parameter lists with quoted values ("username=..., response=..."): the rest of the line
+        line_end = text.find("\n", value_start, value_start + 2048)
+        value_end = line_end if line_end >= 0 else min(len(text), value_start + 2048)
+        value = text[value_start:value_end].rstrip(" \t\r,;'")
+        value_end = value_start + len(value)
+    if len(words) == 2:
+        secret_start = value_start + value.index(words[1], len(words[0]))
+        rest = words[1]
+        if _placeholder(rest):
+            return None
+        if scheme not in _SCHEMES and not (is_generated(rest.split()[0]) or len(rest.split()[0]) >= 20):
+            return None  # "Authorization: required for this endpoint"
+        return "token", secret_start, value_end
+    credential = words[0]
+    if _placeholder(credential) or not (is_generated(credential) or len(credential) >= 24 and any(c.isdigit() for c in credential)):
+        return None
+    return "token", value_start, value_start + len(credential)
+
+
+_COOKIE = re.compile(r"(?P<name>set-cookie|cookie)[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?(?P<value>[^\r\n\"'\\]{1,4096})")
+
+
+def _cookie(match: re.Match[str], text: str) -> list[tuple[str, int, int]] | None:
+    start = match.start()
+    if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        if not (match.group("name") == "cookie" and text[start - 1] == "."):  # document.cookie
+            return None
+    position = match.start("value")
+    # Pairs are split by hand: http.cookies.SimpleCookie drops a whole header on one odd pair,
+    # and a redactor must not keep a header because it is malformed.
+    found: list[tuple[str, int, int]] = []
+    for part in match.group("value").split(";"):
+        equals = part.find("=")
+        if equals > 0 and part[:equals].strip() and " " not in part[:equals].strip():
+            value = part[equals + 1 :].strip()
+            value_start = position + equals + 1 + (len(part[equals + 1 :]) - len(part[equals + 1 :].lstrip()))
+            if value and not _placeholder(value):
+                found.append(("cookie", value_start, value_start + len(value)))
+        position += len(part) + 1
+        if match.group("name") == "set-cookie":
+            break  # the rest are attributes: Path, Expires, HttpOnly...
+    return found or None
+
+
+# --- URLs ---------------------------------------------------------------------------------------
+
+_BOT_TOKEN = re.compile(r"/bot(?P<secret>\d{5,16}:[A-Za-z0-9_\-]{30,64}+)")
+_PATH_TOKEN = re.compile(
+    r"/(?:tokens?|api[_-]?keys?|keys?|secrets?|access[_-]?tokens?|auth|passwords?|webhooks/\d{5,25})"
+    r"/(?P<secret>[a-z0-9_\-.~%]{16,256}+)"
+)
+_ID_SHAPED = re.compile(
+    r"[0-9a-fA-F]{7,128}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+
+
+def _path_token(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, end = match.span("secret")
+    value = text[start:end]
+    if _ID_SHAPED.fullmatch(value) or not (is_generated(value) or any(c.isdigit() for c in value) and len(value) >= 32):
+        return None  # /keys/<sha>, /auth/callback-handler: not a credential
+    return "token", start, end
+
+
+# --- configuration files ------------------------------------------------------------------------
+
+_CONFIG_BLOB = re.compile(
+    r"(?P<name>client-key-data|client_key_data|token-data|identitytoken|registrytoken|auth|\.dockerconfigjson"
+    r"|tls\.key|ssh-privatekey|private_key_data|privatekeydata)"
+    r"[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?(?P<secret>[a-z0-9+/_\-]{4,65536}+={0,2})"
+)
+
+
+def _base64_bytes(value: str) -> bytes | None:
+    try:
+        return base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        try:
+            return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+        except (binascii.Error, ValueError):
+            return None
+
+
+def _config_blob(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start = match.start()
+    if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_-"):
+        return None  # oauth:, author:, x-auth: (those are other rules' business)
+    name = match.group("name")
+    secret_start, secret_end = match.span("secret")
+    value = text[secret_start:secret_end]
+    if name == "auth":
+        decoded = _base64_bytes(value) if len(value) >= 8 else None
+        if not decoded or b":" not in decoded:
+            return None  # "auth: true", "auth: oauth2": only base64 of user:password
+        return "password", secret_start, secret_end
+    if len(value) < 16 or _placeholder(value):
+        return None
+    if name in ("identitytoken", "registrytoken"):
+        return "token", secret_start, secret_end
+    if _base64_bytes(value) is None:
+        return None
+    return ("private_key" if "key" in name else "secret"), secret_start, secret_end
+
+
+_DER_KEY = re.compile(
+    token_start(
+        r"M(?:II[A-Za-z0-9+/]{3}IBA(?:AK[BC]|DANBgkqhkiG9w0B)|HcCAQEE|IGkAgEBBD|IHcAgEBBE"
+        r"|I[A-Za-z0-9+/]{2}AgEAMB[AM]GByqGSM49AgEG|C4CAQAwBQYDK2VwBCIEI)"
+        r"(?:[A-Za-z0-9+/]|\\n|\r?\n)*+={0,2}"
+    )
+)
+
+
+def general_rules() -> tuple[Rule, ...]:
+    """The rules of this module (see the module docstring), in the order they apply."""
+    return (
+        Rule("password", _CLI_USER, check=_cli_user, needles=("-u", "--user")),
+        Rule("password", _CLI_PROGRAM, check=_cli_program, needles=("mysql", "mariadb", "sshpass", "redis-cli")),
+        Rule("secret", _CLI_FLAG, check=_cli_flag, lower=True, needles=("--",)),
+        Rule("token", _AUTHORIZATION, check=_authorization, lower=True, needles=("authori",)),
+        Rule("cookie", _COOKIE, check=_cookie, lower=True, needles=("cookie",)),
+        Rule("token", _BOT_TOKEN, group="secret", needles=("/bot",)),
+        Rule("token", _PATH_TOKEN, check=_path_token, lower=True, needles=("/",)),
+        Rule("secret", _CONFIG_BLOB, check=_config_blob, lower=True, needles=("data", "token", "auth", "key", ".dockerconfigjson")),
+        Rule("private_key", _DER_KEY, needles=("MII", "MHc", "MC4")),
+    )

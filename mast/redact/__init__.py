@@ -92,6 +92,19 @@ _GATED_CHARS = 4_096
 """Texts up to this long are first searched for any rule's literal at all (most hold none)."""
 
 
+_RUN = re.compile(r"[A-Za-z0-9+/=_\-]+")
+_RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
+
+
+def _to_run_end(text: str, end: int) -> int:
+    """``end``, or the end of the token it cuts: a pattern's length cap (the generic gitleaks rule's
+    150 characters, an assignment's 512) must not leave the rest of a longer secret behind."""
+    if 0 < end < len(text) and text[end - 1] in _RUN_CHARS and text[end] in _RUN_CHARS:
+        run = _RUN.match(text, end)
+        return run.end() if run is not None else end
+    return end
+
+
 def _lower(text: str) -> str:
     """Lower-cased text with the same offsets as ``text``.
 
@@ -159,16 +172,25 @@ class Redactor:
         parts: list[str] = []
         counts: dict[str, int] = {}
         position = 0
+        current: list[Any] | None = None  # [start, end, kind] of the finding being widened
         for start, negative_end, _, kind in spans:
             end = -negative_end
-            if start < position:
+            if current is not None and start < current[1]:
                 # Overlaps the previous finding: widen it rather than leave a tail of a secret behind.
-                position = max(position, end)
+                if end > current[1]:
+                    current[1] = _to_run_end(text, end)
                 continue
-            parts.append(text[position:start])
-            parts.append(f"[REDACTED:{kind}]")
-            counts[kind] = counts.get(kind, 0) + 1
-            position = end
+            if current is not None:
+                parts.append(text[position : current[0]])
+                parts.append(f"[REDACTED:{current[2]}]")
+                counts[current[2]] = counts.get(current[2], 0) + 1
+                position = current[1]
+            current = [start, _to_run_end(text, end), kind]
+        if current is not None:
+            parts.append(text[position : current[0]])
+            parts.append(f"[REDACTED:{current[2]}]")
+            counts[current[2]] = counts.get(current[2], 0) + 1
+            position = current[1]
         parts.append(text[position:])
         return RedactionResult("".join(parts), counts)
 

@@ -249,13 +249,13 @@ _DER_KEY = re.compile(
 def general_rules() -> tuple[Rule, ...]:
     """The rules of this module (see the module docstring), in the order they apply."""
     return (
-        Rule("password", _CLI_USER, check=_cli_user, needles=("-u", "--user")),
-        Rule("password", _CLI_PROGRAM, check=_cli_program, needles=("mysql", "mariadb", "sshpass", "redis-cli")),
-        Rule("secret", _CLI_FLAG, check=_cli_flag, lower=True, needles=("--",)),
-        Rule("token", _AUTHORIZATION, check=_authorization, lower=True, needles=("authori",)),
-        Rule("cookie", _COOKIE, check=_cookie, lower=True, needles=("cookie",)),
-        Rule("token", _BOT_TOKEN, group="secret", needles=("/bot",)),
-        Rule("token", _PATH_TOKEN, check=_path_token, lower=True, needles=("/",)),
-        Rule("secret", _CONFIG_BLOB, check=_config_blob, lower=True, needles=("data", "token", "auth", "key", ".dockerconfigjson")),
-        Rule("private_key", _DER_KEY, needles=("MII", "MHc", "MC4")),
+        Rule("password", _CLI_USER, check=_cli_user, needles=("-u", "--user"), name="cli-user"),
+        Rule("password", _CLI_PROGRAM, check=_cli_program, needles=("mysql", "mariadb", "sshpass", "redis-cli"), name="cli-program-password"),
+        Rule("secret", _CLI_FLAG, check=_cli_flag, lower=True, needles=("--",), name="cli-flag"),
+        Rule("token", _AUTHORIZATION, check=_authorization, lower=True, needles=("authori",), name="http-authorization"),
+        Rule("cookie", _COOKIE, check=_cookie, lower=True, needles=("cookie",), name="cookie"),
+        Rule("token", _BOT_TOKEN, group="secret", needles=("/bot",), name="url-bot-token"),
+        Rule("token", _PATH_TOKEN, check=_path_token, lower=True, needles=("/",), name="url-path-token"),
+        Rule("secret", _CONFIG_BLOB, check=_config_blob, lower=True, needles=("data", "token", "auth", "key", ".dockerconfigjson"), name="config-blob"),
+        Rule("private_key", _DER_KEY, needles=("MII", "MHc", "MC4"), name="der-private-key"),
     )

@@ -303,11 +303,11 @@ def credential_shapes() -> tuple[dict[str, Any], ...]:
 def more_rules() -> tuple[Any, ...]:
     """The rules of this module as :mod:`mast.redact` rules (built once)."""
     rules: list[Any] = [
-        Rule("card_number", _CARD, check=_card, min_digits=13, resume="end"),
-        Rule("iban", _IBAN, check=_iban, min_digits=12, resume="end"),
-        Rule("ssn", _SSN, check=_ssn, min_digits=9),
-        Rule("phone", _NATIONAL_PHONE, check=_national_phone, min_digits=10),
-        Rule("ni_number", _NI_NUMBER, check=_ni_number, min_digits=6),
-        Rule("passport", _PASSPORT, check=_passport, lower=True, needles=("passport",)),
+        Rule("card_number", _CARD, check=_card, min_digits=13, resume="end", name="card-number"),
+        Rule("iban", _IBAN, check=_iban, min_digits=12, resume="end", name="iban"),
+        Rule("ssn", _SSN, check=_ssn, min_digits=9, name="ssn"),
+        Rule("phone", _NATIONAL_PHONE, check=_national_phone, min_digits=10, name="phone-national"),
+        Rule("ni_number", _NI_NUMBER, check=_ni_number, min_digits=6, name="ni-number"),
+        Rule("passport", _PASSPORT, check=_passport, lower=True, needles=("passport",), name="passport"),
     ]
     return tuple(rules)

@@ -37,6 +37,8 @@ class Rule:
     holding none of them is not searched. Empty: always searched."""
     min_digits: int = 0
     """Digits every match holds at least: a text with fewer is not searched."""
+    name: str = ""
+    """The rule's id (``tests/data/redact/rule_cases.yaml`` keeps a positive and a near miss for each)."""
 
     resume: str = "next"
     """Where the search goes on after a rejected candidate: ``"next"``, one character later (every
@@ -170,11 +172,14 @@ def _provider_rules() -> list[Rule]:
         ("api_key", r"xai-[A-Za-z0-9]{40,}", False, ("xai-",)),
     ]
     rules = [
-        Rule(kind, re.compile(token_start(pattern) + _E), check=_prefixed(kind, generated), needles=needles, resume="run")
+        Rule(
+            kind, re.compile(token_start(pattern) + _E), check=_prefixed(kind, generated), needles=needles, resume="run",
+            name="provider-" + ("twilio-sk" if needles[0] == "SK" else re.sub(r"[^a-z0-9]+", "-", needles[0].lower()).strip("-")),
+        )
         for kind, pattern, generated, needles in prefixed
     ]
     rules.append(
-        Rule("secret", re.compile(r"8Q~[A-Za-z0-9_~.\-]{31,40}" + _E), check=_azure_client_secret, needles=("8Q~",))
+        Rule("secret", re.compile(r"8Q~[A-Za-z0-9_~.\-]{31,40}" + _E), check=_azure_client_secret, needles=("8Q~",), name="azure-client-secret")
     )
     return rules
 
@@ -403,20 +408,20 @@ def _ipv4(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
 def default_rules() -> tuple[Rule, ...]:
     """The built-in rules, in the order they apply (built once)."""
     return (
-        Rule("private_key", _PEM, needles=("-----BEGIN",)),
-        Rule("jwt", _JWT, check=_prefixed("jwt"), needles=("eyJ",), resume="run"),
+        Rule("private_key", _PEM, needles=("-----BEGIN",), name="pem-private-key"),
+        Rule("jwt", _JWT, check=_prefixed("jwt"), needles=("eyJ",), resume="run", name="jwt"),
         *_provider_rules(),
-        Rule("password", _URL_PASSWORD, group="secret", needles=("://",)),
-        Rule("token", _BEARER, check=_bearer, lower=True, needles=("bearer",)),
-        Rule("password", _BASIC, group="secret", lower=True, needles=("authorization",)),
+        Rule("password", _URL_PASSWORD, group="secret", needles=("://",), name="url-password"),
+        Rule("token", _BEARER, check=_bearer, lower=True, needles=("bearer",), name="bearer"),
+        Rule("password", _BASIC, group="secret", lower=True, needles=("authorization",), name="basic-auth"),
         # sig=, signature= (also x-amz- / x-goog-signature=), x-amz-security-token=
-        Rule("token", _SIGNED_URL, group="secret", lower=True, needles=("sig=", "signature=", "security-token=")),
+        Rule("token", _SIGNED_URL, group="secret", lower=True, needles=("sig=", "signature=", "security-token="), name="signed-url"),
         Rule(
             "secret", _ASSIGNMENT, check=_assignment, lower=True, resume="core",
-            needles=("pass", "pwd", "secret", "token", "credential", "key"),
+            needles=("pass", "pwd", "secret", "token", "credential", "key"), name="assignment",
         ),
-        Rule("email", _EMAIL_DOMAIN, check=_email, needles=("@",)),
-        Rule("phone", _PHONE, check=_phone, min_digits=10),
+        Rule("email", _EMAIL_DOMAIN, check=_email, needles=("@",), name="email"),
+        Rule("phone", _PHONE, check=_phone, min_digits=10, name="phone-international"),
         *_general_rules(),
         *_more_rules(),
     )
@@ -436,7 +441,7 @@ def _more_rules() -> tuple[Rule, ...]:
     return more_rules()
 
 
-IPV4_RULE = Rule("ipv4", _IPV4, check=_ipv4, min_digits=4)
+IPV4_RULE = Rule("ipv4", _IPV4, check=_ipv4, min_digits=4, name="ipv4")
 _KIND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 

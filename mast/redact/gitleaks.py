@@ -52,7 +52,7 @@ __all__ = ["DATA_FILE", "GitleaksRule", "GitleaksRules", "convert", "kind_of", "
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "gitleaks_rules.json"
 """The converted rule set (JSON), with the gitleaks commit it was taken from."""
 
-_WHOLE = 16_384
+_WHOLE = 4_096
 """Texts up to this long are searched whole by each rule whose keyword occurs; longer ones only
 in windows around the keyword's occurrences (merged where they overlap)."""
 _BEFORE, _AFTER = 256, 1_024

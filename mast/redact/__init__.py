@@ -147,8 +147,12 @@ class Redactor:
             return RedactionResult(text, {})
         lowered = _lower(text)
         if len(text) > _GATED_CHARS:
-            # A long text holds most literals somewhere: checking for them would only add scans.
-            active = list(enumerate(self.rules))
+            # A long text holds most literals somewhere: each rule's are looked for on their own
+            # (a substring search is far cheaper than the rule's), without the combined gate.
+            active = [
+                (o, r) for o, r in enumerate(self.rules)
+                if not r.needles or any(needle in (lowered if r.lower else text) for needle in r.needles)
+            ]
         else:
             active = list(self._always)
             if self._gate.search(text) is not None:

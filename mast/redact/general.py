@@ -4,8 +4,8 @@ Provider token shapes come from gitleaks (:mod:`mast.redact.gitleaks`); these ru
 their place instead:
 
 * ``cli-user``: ``curl -u user:PASS`` / ``--user user:PASS`` (the password part);
-* ``cli-program-password``: ``mysql -pPASS``, ``mysqldump``/``mariadb`` alike, ``sshpass -p PASS``,
-  ``redis-cli -a PASS``;
+* ``cli-mysql-password``, ``cli-mariadb-password``, ``cli-sshpass-password``, ``cli-redis-cli-password``:
+  ``mysql -pPASS`` (``mysqldump`` and the rest alike), ``sshpass -p PASS``, ``redis-cli -a PASS``;
 * ``cli-flag``: ``--password=X``, ``--token X``, ``--api-key X``, ``--client-secret X``... (a flag
   whose name ends with a credential word);
 * ``http-authorization``: ``Authorization:`` / ``Proxy-Authorization:`` with any scheme (``Token``,
@@ -68,27 +68,28 @@ def _cli_user(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     return "password", start, end
 
 
-_CLI_PROGRAM = re.compile(
-    r"(?:(?P<mysql>mysql(?:dump|admin|import|check|sh)?|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,200}?[ \t]-p[\"']?(?P<joined>[^\s\"'-][^\s\"']{0,127})"
-    r"|(?P<sshpass>sshpass)[ \t]{1,4}-p[ \t]{0,4}[\"']?(?P<sshpw>[^\s\"'-][^\s\"']{0,127})"
-    r"|(?P<redis>redis-cli)\b[^\n|;&]{0,200}?[ \t]-a[ \t]{1,4}[\"']?(?P<redispw>[^\s\"'-][^\s\"']{0,255}))"
+# One pattern per program, each starting with its name (a literal: re jumps between occurrences).
+_CLI_PROGRAMS = (
+    re.compile(r"mysql(?:dump|admin|import|check|sh)?\b[^\n|;&]{0,200}?[ \t]-p[\"']?(?P<secret>[^\s\"'-][^\s\"']{0,127})"),
+    re.compile(r"mariadb(?:-dump|-admin)?\b[^\n|;&]{0,200}?[ \t]-p[\"']?(?P<secret>[^\s\"'-][^\s\"']{0,127})"),
+    re.compile(r"sshpass[ \t]{1,4}-p[ \t]{0,4}[\"']?(?P<secret>[^\s\"'-][^\s\"']{0,127})"),
+    re.compile(r"redis-cli\b[^\n|;&]{0,200}?[ \t]-a[ \t]{1,4}[\"']?(?P<secret>[^\s\"'-][^\s\"']{0,255})"),
 )
 
 
 def _cli_program(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     if match.start() > 0 and (text[match.start() - 1].isalnum() or text[match.start() - 1] in "_-"):
         return None
-    group = "joined" if match.group("joined") else "sshpw" if match.group("sshpw") else "redispw"
-    start, end = match.span(group)
+    start, end = match.span("secret")
     if _placeholder(text[start:end]):
         return None
     return "password", start, end
 
 
 _CLI_FLAG = re.compile(
-    r"--(?P<name>[a-z0-9_-]{0,30}?(?:password|passwd|passphrase|token|secret|api[_-]?key|access[_-]?key"
+    r"-(?<![\w-].)-(?P<name>[a-z0-9_-]{0,30}?(?:password|passwd|passphrase|token|secret|api[_-]?key|access[_-]?key"
     r"|secret[_-]?key|private[_-]?key|auth[_-]?key|client[_-]?secret))(?P<tail>[a-z0-9_-]{0,20})"
-    r"(?P<sep>=|[ \t]{1,4})[\"']?(?P<secret>[^\s\"']{1,512})"
+    r"(?:(?P<sep>=)[\"']?(?P<secret>[^\s\"']{1,512})|[ \t]{1,4}[\"']?(?P<spaced>[^\s\"'\-][^\s\"']{0,511}))"
 )
 _FLAG_TAILS = frozenset({"", "-value", "_value", "s"})
 
@@ -96,10 +97,10 @@ _FLAG_TAILS = frozenset({"", "-value", "_value", "s"})
 def _cli_flag(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     if not _space_before(text, match.start()) or match.group("tail") not in _FLAG_TAILS:
         return None  # --token-file, --password-stdin: about a secret, not one
-    start, end = match.span("secret")
+    start, end = match.span("secret" if match.group("sep") else "spaced")
     value = text[start:end]
-    if _placeholder(value) or (match.group("sep") != "=" and value.startswith("-")):
-        return None  # the next flag
+    if _placeholder(value):
+        return None
     name = match.group("name")
     kind = "password" if "pass" in name else "token" if "token" in name else "secret" if "secret" in name else "api_key"
     return kind, start, end
@@ -107,8 +108,11 @@ def _cli_flag(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
 
 # --- HTTP ---------------------------------------------------------------------------------------
 
+# The scheme, then one credential token; Basic and Bearer are left to their own rules in the pattern
+# (cheap to reject), and the parameter lists of Digest-like schemes are read on in Python.
 _AUTHORIZATION = re.compile(
-    r"authori[sz]ation[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?(?P<value>[^\r\n\"'\\]{1,2048})"
+    r"authori[sz]ation[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?(?!(?:basic|bearer)[ \t])"
+    r"(?P<value>[^\s\"'\\]{1,8192}(?:[ \t]{1,4}[^\s\"'\\]{1,8192})?)"
 )
 # The IANA registry of HTTP authentication schemes, and the ones APIs commonly use besides.
 _SCHEMES = frozenset(
@@ -152,7 +156,10 @@ def _authorization(match: re.Match[str], text: str) -> tuple[str, int, int] | No
     return "token", value_start, value_start + len(credential)
 
 
-_COOKIE = re.compile(r"(?P<name>set-cookie|cookie)[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?(?P<value>[^\r\n\"'\\]{1,4096})")
+# A header's value is read only when a name=value pair starts it (cheap to reject otherwise).
+_COOKIE = re.compile(
+    r"(?P<name>set-cookie|cookie)[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?(?=[^\s=;,\"']{1,256}=)(?P<value>[^\r\n\"'\\]{1,4096})"
+)
 
 
 def _cookie(match: re.Match[str], text: str) -> list[tuple[str, int, int]] | None:
@@ -206,6 +213,12 @@ _CONFIG_BLOB = re.compile(
 )
 
 
+_CONFIG_NAMES = (
+    "client-key-data", "client_key_data", "token-data", "identitytoken", "registrytoken", "auth",
+    "dockerconfigjson", "tls.key", "ssh-privatekey", "private_key_data", "privatekeydata",
+)
+
+
 def _base64_bytes(value: str) -> bytes | None:
     try:
         return base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
@@ -250,12 +263,15 @@ def general_rules() -> tuple[Rule, ...]:
     """The rules of this module (see the module docstring), in the order they apply."""
     return (
         Rule("password", _CLI_USER, check=_cli_user, needles=("-u", "--user"), name="cli-user"),
-        Rule("password", _CLI_PROGRAM, check=_cli_program, needles=("mysql", "mariadb", "sshpass", "redis-cli"), name="cli-program-password"),
+        *(
+            Rule("password", pattern, check=_cli_program, needles=(program,), name=f"cli-{program}-password")
+            for pattern, program in zip(_CLI_PROGRAMS, ("mysql", "mariadb", "sshpass", "redis-cli"), strict=True)
+        ),
         Rule("secret", _CLI_FLAG, check=_cli_flag, lower=True, needles=("--",), name="cli-flag"),
         Rule("token", _AUTHORIZATION, check=_authorization, lower=True, needles=("authori",), name="http-authorization"),
         Rule("cookie", _COOKIE, check=_cookie, lower=True, needles=("cookie",), name="cookie"),
         Rule("token", _BOT_TOKEN, group="secret", needles=("/bot",), name="url-bot-token"),
         Rule("token", _PATH_TOKEN, check=_path_token, lower=True, needles=("/",), name="url-path-token"),
-        Rule("secret", _CONFIG_BLOB, check=_config_blob, lower=True, needles=("data", "token", "auth", "key", ".dockerconfigjson"), name="config-blob"),
+        Rule("secret", _CONFIG_BLOB, check=_config_blob, lower=True, needles=_CONFIG_NAMES, name="config-blob"),
         Rule("private_key", _DER_KEY, needles=("MII", "MHc", "MC4"), name="der-private-key"),
     )

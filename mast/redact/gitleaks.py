@@ -98,14 +98,13 @@ def kind_of(rule_id: str) -> str:
 class _Allow:
     target: str  # "secret", "match" or "line"
     regex: Any  # one RE2 pattern for all of the list's regexes, or None
-    stopwords: tuple[str, ...]
+    stopwords: Any  # one RE2 pattern of all the stop words, or None
     both: bool  # condition AND: the regex and a stop word must both accept
 
     def accepts(self, secret: str, match: str, line: str) -> bool:
         subject = match if self.target == "match" else line if self.target == "line" else secret
         by_regex = self.regex is not None and self.regex.search(subject) is not None
-        lowered = secret.lower()
-        by_word = any(word in lowered for word in self.stopwords)
+        by_word = self.stopwords is not None and self.stopwords.search(secret.lower()) is not None
         if self.both:
             return (self.regex is None or by_regex) and (not self.stopwords or by_word)
         return by_regex or by_word
@@ -148,7 +147,7 @@ def _compile_allow(entries: Iterable[dict[str, Any]]) -> tuple[_Allow, ...]:
             _Allow(
                 target=entry.get("target", "secret"),
                 regex=regex,
-                stopwords=tuple(entry.get("stopwords") or ()),
+                stopwords=re2.compile("|".join(re2.escape(w) for w in words)) if (words := entry.get("stopwords")) else None,
                 both=entry.get("condition", "OR") == "AND",
             )
         )

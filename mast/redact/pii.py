@@ -139,7 +139,8 @@ def iban_ok(iban: str) -> bool:
 
 # Bounded (an IBAN is at most 34 characters, 42 in groups of four) and possessive; searched from
 # where a token starts.
-_IBAN = re.compile(token_start(r"[A-Z][A-Z]\d{2}(?: ?[A-Z0-9]){11,38}+"))
+# (the look-behind sits after the country and first digit, where few positions get to it)
+_IBAN = re.compile(r"[A-Z][A-Z]\d(?<![A-Za-z0-9_\-][A-Z][A-Z]\d)\d(?: ?[A-Z0-9]){11,38}+")
 
 
 _IBAN_FORM = re.compile(r"[A-Z0-9]{4}(?: [A-Z0-9]{1,4}){1,9}|[A-Z0-9]{1,40}")
@@ -213,7 +214,10 @@ def _ssn(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
 
 # A phone number written the national way, with the trunk prefix 0 ("020 7946 0958", "07700 900123",
 # "030 1234567"): candidates are bounded runs of digit groups, the numbering plan is phonenumbers'.
-_NATIONAL_PHONE = re.compile(r"0(?<![\w+.\-/:]0)\d{1,4}(?:[ \-]\d{2,8}){1,3}(?![\w\-/:]|\.\d)|0(?<![\w+.\-/:]0)7\d{9}(?![\w\-/:]|\.\d)")
+# Not right after another group of digits ("4 020 ...": inside a run of numbers), so a run is tried once.
+_NATIONAL_PHONE = re.compile(
+    r"0(?<![\w+.\-/:]0)(?<!\d[ \-]0)(?:\d{1,4}(?:[ \-]\d{2,8}){1,3}|7\d{9})(?![\w\-/:]|\.\d)"
+)
 NATIONAL_REGIONS = ("GB",)
 """Countries whose national phone formats are recognised (ISO 3166 codes, phonenumbers' metadata)."""
 

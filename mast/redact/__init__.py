@@ -8,24 +8,45 @@ Kinds found by default:
 
 ========================  ==============================================================
 ``api_key``               provider keys by their published prefixes (OpenAI, Anthropic, AWS,
-                          Google, GitHub, GitLab, Slack, Hugging Face, Stripe, SendGrid, ...) and
-                          ``api_key=`` / ``AccountKey=`` / ``x-api-key:`` assignments
-``token``                 bearer tokens, OAuth access tokens, signed-URL signatures, webhooks,
-                          ``token=`` assignments
+                          Google, GitHub, GitLab, Slack, Hugging Face, Stripe, SendGrid, ...),
+                          ``api_key=`` / ``AccountKey=`` / ``x-api-key:`` assignments, ``--api-key``
+``token``                 bearer tokens, any other ``Authorization:`` scheme (``Token``, ``Digest``,
+                          ``Negotiate``...), OAuth access tokens, signed-URL signatures, webhooks,
+                          ``/bot<token>/`` and other tokens in URL paths, ``token=``, ``--token``
 ``jwt``                   JSON Web Tokens
-``private_key``           PEM private key blocks (also JSON-escaped, as in GCP service accounts)
-``password``              ``scheme://user:PASSWORD@host``, ``password=`` assignments, HTTP Basic
+``private_key``           PEM private key blocks (also JSON-escaped, as in GCP service accounts),
+                          DER keys in base64, a kubeconfig's ``client-key-data``
+``password``              ``scheme://user:PASSWORD@host``, ``password=`` and ``PGPASSWORD=``-style
+                          assignments, HTTP Basic, ``curl -u user:PASS``, ``mysql -pPASS``,
+                          ``--password=``, a Docker config's ``auth``
 ``secret``                ``secret=`` / ``client_secret:`` / AWS secret keys in assignments,
                           Google and Azure client secrets
+``cookie``                the values of ``Cookie:`` and ``Set-Cookie:`` headers
 ``email``                 e-mail addresses
-``phone``                 phone numbers written in international (+...) or North American form
+``phone``                 phone numbers: international (+...), North American, and national formats
+                          checked against the numbering plan (``phonenumbers``; UK by default)
+``card_number``           payment cards (network prefix and Luhn check)
+``iban``                  IBANs (country length and mod-97 check)
+``ssn``                   US social security numbers
+``ni_number``             UK National Insurance numbers
+``passport``              passport numbers written after the word "passport"
 ``ipv4``                  IPv4 addresses, only with ``ips=True`` (IT traces need them)
 ========================  ==============================================================
+
+On top of these, the ~220 provider rules of gitleaks (:mod:`mast.redact.gitleaks`, kept as data in
+``mast/data/gitleaks_rules.json`` and run with RE2) and mast's own credential shapes
+(``mast/data/credential_rules.yaml``) name their findings ``api_key``, ``token``, ``secret``,
+``password`` or ``private_key``.
 
 Assignments redact the value only (``password=[REDACTED:password]``), so the judge still sees what
 the step did. Identifiers that merely look random (git SHAs, UUIDs, span ids, digests, pod names,
 version strings) are left alone: every pattern is anchored on a prefix or a key name, never on
-entropy alone.
+entropy alone, and a bare hexadecimal run or UUID is never a finding unless a key name or provider
+prefix says it is one.
+
+Time is linear in the text for every rule: patterns are bounded or possessive, searched from where
+a token starts, and never tried again inside a run they have passed (see
+:class:`mast.redact.rules.Rule`); gitleaks' patterns run on RE2, linear by construction.
 
 Custom patterns (``name -> regex``) come from a YAML/JSON file named by ``MAST_REDACT_PATTERNS`` and
 from the ``patterns`` argument; a group named ``secret`` (or the only group) is what gets replaced.

@@ -29,8 +29,8 @@ Refresh (from a gitleaks checkout at the commit to pin)::
 
 Example:
     >>> rules = load_rules()
-    >>> [kind for kind, _, _ in rules.findings("export SHOPIFY=shpat_" + "a1" * 16)]
-    ['api_key']
+    >>> [kind for kind, _, _ in rules.findings("export SHOPIFY=shpat_" + "5d2f431b152d9d9789d9863251384793")]
+    ['token']
 """
 
 from __future__ import annotations

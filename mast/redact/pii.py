@@ -6,8 +6,11 @@
   check (ISO 13616), written whole or in groups of four.
 * ``ssn``: US social security numbers written ``AAA-GG-SSSS`` with a possible area, group and
   serial (never 000, 666 or 9xx; 00; 0000).
-* credential shapes from ``mast/data/credential_rules.yaml`` (after gitleaks' rule set; the file
-  says where each comes from).
+* ``phone`` in national form (UK by default, :data:`NATIONAL_REGIONS`): the numbering plan is
+  ``phonenumbers``' (Google's libphonenumber metadata), not a hand-written pattern.
+* ``ni_number``: UK National Insurance numbers; ``passport``: a number after the word "passport".
+* credential shapes from ``mast/data/credential_rules.yaml`` (:func:`credential_shapes`, run with
+  RE2 beside gitleaks' own rules in :mod:`mast.redact.gitleaks`).
 
 A check on every candidate (checksum, network prefix, token boundaries) keeps lookalikes alone:
 timestamps, span ids, order numbers and version strings are not replaced. :mod:`mast.redact` adds

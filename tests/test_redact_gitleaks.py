@@ -17,7 +17,15 @@ from pathlib import Path
 import pytest
 
 from mast.redact import redact_text
-from mast.redact.gitleaks import DATA_FILE, GitleaksRules, convert, kind_of, load_data, load_rules, shannon_entropy
+from mast.redact.gitleaks import (
+    DATA_FILE,
+    GitleaksRules,
+    convert,
+    kind_of,
+    load_data,
+    load_rules,
+    shannon_entropy,
+)
 
 CASES = json.loads((Path(__file__).parent / "data" / "redact" / "gitleaks_cases.json").read_text())
 DATA = load_data()

@@ -118,8 +118,11 @@ _RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 
 
 def _to_run_end(text: str, end: int) -> int:
-    """``end``, or the end of the token it cuts: a pattern's length cap (the generic gitleaks rule's
-    150 characters, an assignment's 512) must not leave the rest of a longer secret behind."""
+    """Where a finding ending at ``end`` really ends: the end of the token it cuts, if it cuts one.
+
+    A pattern's length cap (the generic gitleaks rule's 150 characters, an assignment's 512) must not
+    leave the rest of a longer secret behind.
+    """
     if 0 < end < len(text) and text[end - 1] in _RUN_CHARS and text[end] in _RUN_CHARS:
         run = _RUN.match(text, end)
         return run.end() if run is not None else end
@@ -222,7 +225,7 @@ class Redactor:
 
 @lru_cache(maxsize=1)
 def _credentials() -> GitleaksRules:
-    """gitleaks' rules and mast's own credential shapes, compiled for RE2 once."""
+    """Gitleaks' rules and mast's own credential shapes, compiled for RE2 once."""
     return GitleaksRules(load_data(), credential_shapes())
 
 

@@ -130,8 +130,11 @@ class GitleaksRule:
 
 
 def _without_lead(regex: str) -> str:
-    """``regex`` without gitleaks' leading ``[\\w.-]{0,50}?`` (it only widens the match before the
-    keyword, never changes the secret, and halves the search time)."""
+    """``regex`` without gitleaks' leading ``[\\w.-]{0,50}?``.
+
+    The lead only widens the match before the keyword, never changes the secret, and dropping it
+    halves the search time.
+    """
     for lead, kept in (("(?i)[\\w.-]{0,50}?", "(?i)"), ("[\\w.-]{0,50}?(?i:[\\w.-]{0,50}?", "(?i:")):
         if regex.startswith(lead):
             return kept + regex[len(lead) :]
@@ -340,7 +343,7 @@ def load_rules() -> GitleaksRules:
 
 
 def _allow_entries(entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """gitleaks allow lists as mast keeps them: path- and commit-only conditions dropped."""
+    """Gitleaks allow lists as mast keeps them: path- and commit-only conditions dropped."""
     kept = []
     for entry in entries:
         condition = str(entry.get("condition", "OR")).upper()
@@ -365,7 +368,7 @@ def _allow_entries(entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def convert(config: dict[str, Any], commit: str, license_text: str = "") -> dict[str, Any]:
-    """gitleaks' parsed ``gitleaks.toml`` as mast's rule data (every regex checked to compile with RE2).
+    """Gitleaks' parsed ``gitleaks.toml`` as mast's rule data (every regex checked to compile with RE2).
 
     Raises:
         ValueError: a regex that RE2 does not compile, or a rule without an id.

@@ -291,8 +291,11 @@ def credential_rules(path: Path = RULES_FILE) -> list[dict[str, Any]]:
 
 @lru_cache(maxsize=1)
 def credential_shapes() -> tuple[dict[str, Any], ...]:
-    """mast's own credential shapes (``credential_rules.yaml``) as rules for the RE2 engine of
-    :mod:`mast.redact.gitleaks`: whole tokens, the lead (if any) put back in front of the regex."""
+    """The credential shapes of ``credential_rules.yaml`` as rules for the RE2 engine.
+
+    Rules of :mod:`mast.redact.gitleaks`' engine that match whole tokens, the lead (if any) put back
+    in front of the regex.
+    """
     shapes = []
     for entry in credential_rules():
         shape = {

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -121,6 +120,7 @@ def examples(data: dict[str, Any], tries: int = 60, seed: int = 7) -> dict[str, 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Convert the TOML named on the command line (see the module docstring); 0 when done."""
     import argparse
     import tomllib
 

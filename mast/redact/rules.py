@@ -277,8 +277,11 @@ _ENV_NOT_SECRET = frozenset(
 
 
 def _env_name(text: str, key_start: int, suffix_end: int) -> bool:
-    """True when the key word sits in an upper-case variable name (``PGPASSWORD``, ``MYSQL_ROOT_PASSWORD``,
-    ``SECRET_KEY_BASE``) whose last word does not name something about the secret (``..._FILE``)."""
+    """True when the key word sits in an upper-case variable name that names a secret.
+
+    ``PGPASSWORD``, ``MYSQL_ROOT_PASSWORD``, ``SECRET_KEY_BASE``; not one whose last word names
+    something about the secret (``PGPASSWORD_FILE``).
+    """
     name = text[key_start:suffix_end]
     if not name or not all(c in _ENV_NAME_CHARS for c in name) or not any(c.isalpha() for c in name):
         return False
@@ -292,8 +295,10 @@ def _env_name(text: str, key_start: int, suffix_end: int) -> bool:
 
 
 def _is_code_reference(value: str) -> bool:
-    """``env.JWT_TOKEN``, ``self.config.api_key``: a dotted name in code, not a value. A dotted value
-    with a generated-looking part (``tok.AbC9xYz.QwErTy12``) is a token, not code."""
+    """True for a dotted name in code (``env.JWT_TOKEN``, ``self.config.api_key``), not a value.
+
+    A dotted value with a generated-looking part (``tok.AbC9xYz.QwErTy12``) is a token, not code.
+    """
     return _CODE_REFERENCE.match(value) is not None and not any(_is_generated(part) for part in value.split("."))
 
 

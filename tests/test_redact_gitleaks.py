@@ -66,6 +66,12 @@ def test_identifiers_stay_even_beside_a_rule_keyword() -> None:
         'idempotency_key: "123e4567-e89b-12d3-a456-426614174000", trace key: 4bf92f3577b34da6a3ce929d0e0e4736'
     )
     assert redact_text(text).text == text
+    for text in (
+        "span key: 00f067aa0ba902b7; token_id: 123e4567-e89b-12d3-a456-426614174000",
+        "secret_version: 2025-01-31T12:34:56.789Z; auth: 2025-01-31T12:34:56Z; api_key_created=1733040000123",
+        "commit_key = 3f786850e387550fdab836ed7e6dc881de23001b; cache key: sha256:9b2d9a5c1c2e4f7a8b3d6e0f1a2b3c4d",
+    ):
+        assert redact_text(text).text == text
 
 
 def test_allow_lists_that_look_at_the_match_see_the_key_name() -> None:

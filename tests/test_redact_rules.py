@@ -48,6 +48,8 @@ LEAKED = [
     ("PGPASSWORD=pg-secret-1 psql -h db", "pg-secret-1", "password"),
     ("export MYSQL_ROOT_PASSWORD=rootpw42", "rootpw42", "password"),
     ("SECRET_KEY_BASE=ab12cd34ef56ab78cd90", "ab12cd34ef56ab78cd90", "secret"),
+    ("pgpassword=s3cret99 and authtoken: abc123def456ghi", "s3cret99", "password"),
+    ("pgpassword=s3cret99 and authtoken: abc123def456ghi", "abc123def456ghi", "token"),
     ("GET https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe", "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", "token"),
     ("    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFcEFJQkFBS0NBUUVB", "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVkt", "private_key"),
     ('{"auths": {"registry.example": {"auth": "ZGVwbG95OmgzbGxv"}}}', "ZGVwbG95OmgzbGxv", "password"),
@@ -74,3 +76,4 @@ def test_what_is_around_a_secret_stays_readable() -> None:
         == "Set-Cookie: sid=[REDACTED:cookie]; Path=/; HttpOnly"
     )
     assert redact_text("PGPASSFILE=/home/me/.pgpass PGPASSWORD_FILE=/run/pw").counts == {}
+    assert redact_text("tokenizer=gpt2-xl detokenize: abc123def456 secretary: Jane").counts == {}

@@ -318,7 +318,10 @@ def _assignment(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
         return None  # tokens and keys are long (the cheapest test first: lists of "token:" are common)
     raw_suffix = match.group("suffix")
     env = _env_name(text, key_start, match.end("suffix"))
-    if not env and not _word_start(text, key_start):
+    # "password", "passwd", "secret" and "token" name a secret anywhere in a name ("dbpassword",
+    # "authtoken"); the short cores only at a word start ("compass", "bypass", "monkey").
+    whole_word = core in ("password", "passwd", "passphrase", "secret", "token")
+    if not env and not whole_word and not _word_start(text, key_start):
         return None
     if raw_suffix and not env:
         suffix = re.sub(r"[_.\-]", "", raw_suffix).rstrip("0123456789")

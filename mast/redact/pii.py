@@ -89,34 +89,52 @@ def _card_at(text: str, start: int, end: int) -> bool:
     return 13 <= len(digits) <= 19 and _card_network(digits) and luhn_ok(digits)
 
 
-def _card(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+def _card_from(text: str, groups: list[tuple[int, int]], first: int) -> int:
+    """The last group of a card that starts at group ``first`` (13-19 digits), or -1."""
+    digits = 0
+    for last in range(first, len(groups)):
+        digits += groups[last][1] - groups[last][0]
+        if digits > 19:
+            break
+        if digits >= 13 and _card_at(text, groups[first][0], groups[last][1]):
+            return last
+    return -1
+
+
+def _card(match: re.Match[str], text: str) -> list[tuple[str, int, int]] | None:
     start, end = match.span()
     before = text[start - 1] if start else ""
     after = text[end] if end < len(text) else ""
     if before and (before.isalpha() or before in "._-+/#") or after and (after.isalnum() or after in "_-"):
         return None  # part of a longer number, id, version, path or time
     if _card_at(text, start, end):
-        return "card_number", start, end
-    # A card inside a longer run ("ref 12 4111 1111 1111 1111"): windows from one group boundary to
-    # another, each 13-19 digits.
-    groups = [(m.start(), m.end()) for m in re.finditer(r"\d+", text[start:end])]
-    firsts = range(len(groups)) if end - start <= _SHORT_RUN else (0,)
-    for first in firsts:
-        for last in range(first, len(groups)):
-            low, high = start + groups[first][0], start + groups[last][1]
-            digits = high - low
-            if digits > 40:
-                break
-            if _card_at(text, low, high):
-                return "card_number", low, high
-    if end - start > _SHORT_RUN:
+        return [("card_number", start, end)]
+    # Cards inside a longer run ("ref 12 4111 1111 1111 1111", or a list of cards): windows from one
+    # group boundary, 13-19 digits each. A short run is tried from every group; a long one (a dump
+    # of numbers) from its start, from a group that is a whole card, and from right after a card
+    # found, so a list of cards is redacted card by card. Every try reads at most 19 digits: linear.
+    groups = [(start + m.start(), start + m.end()) for m in re.finditer(r"\d+", text[start:end])]
+    short = end - start <= _SHORT_RUN
+    found: list[tuple[str, int, int]] = []
+    first, chained = 0, True
+    while first < len(groups):
+        if short or chained or 13 <= groups[first][1] - groups[first][0] <= 19:
+            last = _card_from(text, groups, first)
+            if last >= 0:
+                found.append(("card_number", groups[first][0], groups[last][1]))
+                first, chained = last + 1, True
+                continue
+        first, chained = first + 1, False
+    if not short and not (found and found[-1][2] == end):
+        floor = found[-1][2] if found else start
         for first in range(len(groups) - 1, max(-1, len(groups) - 20), -1):
-            low, high = start + groups[first][0], end
-            if high - low > 40:
+            low = groups[first][0]
+            if end - low > 40 or low < floor:
                 break
-            if _card_at(text, low, high):
-                return "card_number", low, high
-    return None
+            if _card_at(text, low, end):
+                found.append(("card_number", low, end))
+                break
+    return found or None
 
 
 # IBAN lengths by country (ISO 13616 registry).
@@ -177,21 +195,27 @@ def _iban_from(text: str, start: int) -> int:
     return position if _iban_checked(text[start:position].replace(" ", "")) else -1
 
 
-def _iban(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
-    # The candidate may run into the next word ("DE89 3704 ... 00 and"), or start with a group that
-    # is not an IBAN while one starts at the next group ("ref AB12 DE89 3704 ..."): the first few
-    # group starts are tried.
+def _iban(match: re.Match[str], text: str) -> list[tuple[str, int, int]] | None:
+    # The candidate may run into the next word ("DE89 3704 ... 00 and"), start with a group that is
+    # not an IBAN while one starts at the next group ("ref AB12 DE89 3704 ..."), or hold the start
+    # of a second IBAN right after the first: the first few group starts are tried, and again after
+    # each IBAN found (each try reads at most 42 characters; starts stay inside the candidate).
     start, end = match.span()
+    found: list[tuple[str, int, int]] = []
     tried = 0
-    for position in range(start, end - 3):
+    position = start
+    while position < end - 3:
         if position == start or text[position - 1] == " ":
-            found = _iban_from(text, position)
-            if found > 0:
-                return "iban", position, found
+            hit = _iban_from(text, position)
+            if hit > 0:
+                found.append(("iban", position, hit))
+                position, tried = hit + 1, 0
+                continue
             tried += 1
             if tried == _INNER_STARTS:
                 break
-    return None
+        position += 1
+    return found or None
 
 
 # Searched from the first hyphen (a literal re finds fast); the area is read behind it in Python

@@ -1,0 +1,45 @@
+"""Issue 25 follow-up: shapes an independent attacker found leaking past the redactor, each as a
+general rule with a positive and a near miss (the near misses keep SHAs, UUIDs and timestamps)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mast.redact import redact_text
+
+# (text, what must go, kind): each was sent to the judge before.
+LEAKED = [
+    # 1. a second card or IBAN right after the first
+    ("4111111111111111 5500000000000004", "5500000000000004", "card_number"),
+    ("4111 1111 1111 1111 5500 0000 0000 0004", "5500 0000 0000 0004", "card_number"),
+    ("cards 4111111111111111 5500000000000004 378282246310005 6011111111111117", "6011111111111117", "card_number"),
+    ("4111 1111 1111 1111 5500 0000 0000 0004 3782 822463 10005 6011 1111 1111 1117", "6011 1111 1111 1117", "card_number"),
+    ("IBAN DE89370400440532013000 GB82WEST12345698765432", "GB82WEST12345698765432", "iban"),
+    ("DE89 3704 0044 0532 0130 00 GB82 WEST 1234 5698 7654 32 ok", "GB82 WEST 1234 5698 7654 32", "iban"),
+]
+
+KEPT = [
+    # near misses: runs of numbers that are no cards, ids and times
+    "order 1234 5678 9012 3456 7890 1234 5678 9012 and ts 1700000000123 1700000000456",
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b uuid 123e4567-e89b-12d3-a456-426614174000",
+    "at 2024-05-01T12:34:56.789Z span 00f067aa0ba902b7 trace 4bf92f3577b34da6a3ce929d0e0e4736",
+    "DE89370400440532013001 GB82WEST12345698765433",
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "kind"), LEAKED)
+def test_the_shapes_that_leaked_are_redacted(text: str, secret: str, kind: str) -> None:
+    result = redact_text(text)
+    assert secret not in result.text, result.text
+    assert f"[REDACTED:{kind}]" in result.text, result.text
+
+
+@pytest.mark.parametrize("text", KEPT)
+def test_lookalikes_stay(text: str) -> None:
+    assert redact_text(text).text == text
+
+
+def test_every_card_of_a_list_is_counted() -> None:
+    result = redact_text("4111111111111111 5500000000000004 378282246310005 6011111111111117")
+    assert result.counts == {"card_number": 4}
+    assert redact_text("IBAN DE89370400440532013000 GB82WEST12345698765432").counts == {"iban": 2}

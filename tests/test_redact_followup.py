@@ -16,6 +16,12 @@ LEAKED = [
     ("4111 1111 1111 1111 5500 0000 0000 0004 3782 822463 10005 6011 1111 1111 1117", "6011 1111 1111 1117", "card_number"),
     ("IBAN DE89370400440532013000 GB82WEST12345698765432", "GB82WEST12345698765432", "iban"),
     ("DE89 3704 0044 0532 0130 00 GB82 WEST 1234 5698 7654 32 ok", "GB82 WEST 1234 5698 7654 32", "iban"),
+    # 2. an unquoted value runs to whitespace, whatever punctuation it holds
+    ("SECRET_KEY=abcdefgh)ijkl1234", "ijkl1234", "secret"),
+    ("DJANGO_SECRET_KEY=QbtN)2FWXWD5KaPHI2ufKs+sJ-@S*k(-!Wzq", "Wzq", "secret"),
+    ("PASSWORD=pa(ss)word123", "word123", "password"),
+    ("PASSWORD=p4ss,w0rd99", "w0rd99", "password"),
+    ("SECRET=s3cr3t!@#$%^&*()_+ next", "&*()_+", "secret"),
 ]
 
 KEPT = [
@@ -24,7 +30,26 @@ KEPT = [
     "commit 3f786850e387550fdab836ed7e6dc881de23001b uuid 123e4567-e89b-12d3-a456-426614174000",
     "at 2024-05-01T12:34:56.789Z span 00f067aa0ba902b7 trace 4bf92f3577b34da6a3ce929d0e0e4736",
     "DE89370400440532013001 GB82WEST12345698765433",
+    # 8. code passes a variable on, it holds no value
+    "login(user, password=password)",
+    "client = OpenAI(api_key=api_key, timeout=30)",
+    "connect(host, password=db_password)",
 ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a list of pairs goes on after the value: only the value goes
+        ("Server=db;Password=Tr0ub4dor&3x;Database=app", "Server=db;Password=[REDACTED:password];Database=app"),
+        ("https://x.example/cb?token=9f8e7d6c5b4a3921&user=ops", "https://x.example/cb?token=[REDACTED:token]&user=ops"),
+        ("user=ops, password=hunter2pw, host=db", "user=ops, password=[REDACTED:password], host=db"),
+        ("(password=hunter2pw)", "(password=[REDACTED:password])"),
+        ("login(user, password=hunter2)", "login(user, password=[REDACTED:password])"),
+    ],
+)
+def test_an_unquoted_value_ends_where_the_next_pair_starts(text: str, expected: str) -> None:
+    assert redact_text(text).text == expected
 
 
 @pytest.mark.parametrize(("text", "secret", "kind"), LEAKED)

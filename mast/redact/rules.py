@@ -217,8 +217,15 @@ _ASSIGNMENT = re.compile(
     r"(?P<suffix>[a-z0-9_.\-]{0,24}?)"
     r"\\?[\"']?\s{0,3}(?P<sep>=>|[:=])\s{0,3}"
     r"(?:\\?\"(?P<dq>[^\"\\\r\n]{1,512})|'(?P<sq>[^'\\\r\n]{1,512})"
-    r"|(?P<bare>[^\s\"'`,;&<>(){}\[\]\\]{1,512}))"
+    r"|(?P<bare>[^\s\"'`<>\\]{1,512}))"
 )
+# An unquoted value runs to whitespace or a quote; it ends earlier where the next pair of a list
+# starts ("Password=pw;Database=app", "?token=t&user=u", "pw, host=db") or an HTML tag closes.
+_BARE_CUT = re.compile(r"[;&,|][ \t]?[A-Za-z_][A-Za-z0-9_.\-]{0,40}[ \t]?=|</|[,;][ \t]")
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+# In a call's arguments ("login(user, password=pw)") a value ends at the next argument or the call's end.
+_ARGUMENT = re.compile(r"[^\s\"'`,;&<>(){}\[\]\\]{1,512}")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*")
 # A bare "key" names a secret only after one of these words: api_key, AccountKey, x-api-key...
 _KEY_PREFIX = re.compile(
     r"(?:api|access|private|account|shared[_\-]?access|subscription|auth|session|signing|encryption|master|secret)[_\-]?$"
@@ -331,9 +338,27 @@ def _assignment(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
         return None  # "pass=12 fail=3", "pass: true"; only db_pass / mysql-pass name a password
     value = text[start:end]
     if group == "bare":
-        stripped = value.rstrip(".:!?")
-        end -= len(value) - len(stripped)
-        value = stripped
+        name_start = key_start
+        while name_start > 0 and key_start - name_start < 64 and (text[name_start - 1].isalnum() or text[name_start - 1] in "_-"):
+            name_start -= 1
+        before = text[max(0, name_start - 8) : name_start].rstrip(" \t")
+        if before.endswith(("(", ",")):
+            # a keyword argument in a call: the value is one argument; a variable passed on is code
+            argument = _ARGUMENT.match(text, start)
+            end = start + (len(argument.group(0)) if argument else 0)
+            value = text[start:end]
+            if _IDENTIFIER.fullmatch(value) and (value.islower() or value == text[name_start : match.end("suffix")]):
+                return None  # login(user, password=password), OpenAI(api_key=api_key)
+        else:
+            cut = _BARE_CUT.search(value)
+            if cut is not None:
+                value = value[: cut.start()]
+            value = value.rstrip(".:!?,;")
+            while value and value[-1] in _CLOSERS and value.count(value[-1]) > value.count(_CLOSERS[value[-1]]):
+                value = value[:-1].rstrip(".:!?,;")  # "(password=pw)", "[token=abc]"
+            end = start + len(value)
+        if value == text[name_start : match.end("suffix")]:
+            return None  # "password=password": the name again, a template's default
     lowered = value.strip().lower()
     if (
         not lowered

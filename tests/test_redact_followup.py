@@ -22,6 +22,21 @@ LEAKED = [
     ("PASSWORD=pa(ss)word123", "word123", "password"),
     ("PASSWORD=p4ss,w0rd99", "w0rd99", "password"),
     ("SECRET=s3cr3t!@#$%^&*()_+ next", "&*()_+", "secret"),
+    # 3. registry logins, .netrc, AWS SigV4, short Authorization values
+    ("docker login -u bot -p dockerPw_881 registry", "dockerPw_881", "password"),
+    ("podman login -u bot -p 'p0dPw!' quay.io", "p0dPw!", "password"),
+    ("machine api.example.com login alice password netrcPass99", "netrcPass99", "password"),
+    ("machine api.example.com\n  login alice\n  password netrcPass99\n", "netrcPass99", "password"),
+    ("default login bob password defPass77", "defPass77", "password"),
+    (
+        "Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/iam/aws4_request, "
+        "SignedHeaders=host, Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7",
+        "5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7",
+        "token",
+    ),
+    ("Authorization: Bearer abcd1234", "abcd1234", "token"),
+    ("authorization: bearer zq9x", "zq9x", "token"),
+    ("Authorization: Basic YTpi", "YTpi", "password"),
 ]
 
 KEPT = [
@@ -30,6 +45,9 @@ KEPT = [
     "commit 3f786850e387550fdab836ed7e6dc881de23001b uuid 123e4567-e89b-12d3-a456-426614174000",
     "at 2024-05-01T12:34:56.789Z span 00f067aa0ba902b7 trace 4bf92f3577b34da6a3ce929d0e0e4736",
     "DE89370400440532013001 GB82WEST12345698765433",
+    "Authorization: Bearer token required",
+    "Authorization: Bearer <token>",
+    "the machine password is stored in the vault; docker login -u bot --password-stdin",
     # 8. code passes a variable on, it holds no value
     "login(user, password=password)",
     "client = OpenAI(api_key=api_key, timeout=30)",

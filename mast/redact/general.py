@@ -6,11 +6,16 @@ their place instead:
 * ``cli-user``: ``curl -u user:PASS`` / ``--user user:PASS`` (the password part);
 * ``cli-mysql-password``, ``cli-mariadb-password``, ``cli-sshpass-password``, ``cli-redis-cli-password``:
   ``mysql -pPASS`` (``mysqldump`` and the rest alike), ``sshpass -p PASS``, ``redis-cli -a PASS``;
+* ``cli-registry-login-password``: ``docker login -u bot -p PASS`` (podman, nerdctl, buildah, skopeo,
+  oras, helm registry);
+* ``netrc-password``: a ``.netrc`` entry's password (``machine HOST login USER password PASS``, on one
+  line or several);
 * ``cli-flag``: ``--password=X``, ``--token X``, ``--api-key X``, ``--client-secret X``... (a flag
   whose name ends with a credential word);
 * ``http-authorization``: ``Authorization:`` / ``Proxy-Authorization:`` with any scheme (``Token``,
-  ``Digest``, ``Negotiate``, ``AWS4-HMAC-SHA256``...) or none: everything after the scheme;
-  ``Basic`` and ``Bearer`` have their own rules in :mod:`mast.redact.rules`;
+  ``Digest``, ``Negotiate``, ``AWS4-HMAC-SHA256``...) or none: everything after the scheme (a
+  parameter list to the end of the line); ``Basic`` and ``Bearer`` credentials of any length from 4
+  (long ones also have their own rules in :mod:`mast.redact.rules`, which find them anywhere);
 * ``cookie``: every value of a ``Cookie:`` header and the value of a ``Set-Cookie:`` (not its
   attributes);
 * ``url-bot-token``: ``/bot<id>:<token>/`` (Telegram's bot API);
@@ -77,6 +82,19 @@ _CLI_PROGRAMS = (
 )
 
 
+# "docker login -u bot -p PASS registry" (podman, nerdctl, buildah, skopeo alike; --password has cli-flag)
+_REGISTRY_LOGIN = re.compile(
+    r"(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]{1,4}registry)[ \t]{1,4}login\b[^\n|;&]{0,200}?"
+    r"[ \t]-p[ \t]{1,4}[\"']?(?P<secret>[^\s\"'-][^\s\"']{0,255})"
+)
+# A .netrc entry, on one line or several: "machine HOST login USER password PASS" ("default" for any
+# host); the login makes it one ("the machine password" in prose has none).
+_NETRC = re.compile(
+    r"(?:machine[ \t]{1,16}[^\s]{1,253}|default)(?:\s{1,16}(?:login|account|port)[ \t]{1,16}[^\s]{1,256}){1,3}"
+    r"\s{1,16}password[ \t]{1,16}(?P<secret>[^\s]{1,256})"
+)
+
+
 def _cli_program(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     if match.start() > 0 and (text[match.start() - 1].isalnum() or text[match.start() - 1] in "_-"):
         return None
@@ -111,7 +129,7 @@ def _cli_flag(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
 # The scheme, then one credential token; Basic and Bearer are left to their own rules in the pattern
 # (cheap to reject), and the parameter lists of Digest-like schemes are read on in Python.
 _AUTHORIZATION = re.compile(
-    r"authori[sz]ation[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?(?!(?:basic|bearer)[ \t])"
+    r"authori[sz]ation[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?"
     r"(?P<value>[^\s\"'\\]{1,8192}(?:[ \t]{1,4}[^\s\"'\\]{1,8192})?)"
 )
 # The IANA registry of HTTP authentication schemes, and the ones APIs commonly use besides.
@@ -120,6 +138,13 @@ _SCHEMES = frozenset(
      "scram-sha-1", "scram-sha-256", "vapid", "aws4-hmac-sha256", "token", "apikey", "api-key", "key",
      "ssws", "splunk", "jwt", "mac", "hawk", "signature", "kerberos", "sso-key", "klaviyo-api-key",
      "client-id", "sharedkey", "sharedkeylite", "otp", "access_token", "dsn", "gtoken", "upload"}
+)
+
+
+# Words that follow "Authorization: Bearer" in prose and docs, not credentials.
+_NOT_CREDENTIALS = frozenset(
+    {"token", "tokens", "header", "required", "missing", "invalid", "expired", "none", "null", "undefined",
+     "scheme", "authentication", "credentials", "value", "string", "your", "the", "with", "auth"}
 )
 
 
@@ -135,8 +160,17 @@ def _authorization(match: re.Match[str], text: str) -> tuple[str, int, int] | No
         return None
     scheme = words[0].lower()
     if scheme in ("basic", "bearer"):
-        return None  # their own rules
-    if len(words) == 2 and scheme in ("digest", "mutual", "hoba", "signature"):
+        # Their own rules find long ones anywhere; after "Authorization:" a short one is one too.
+        if len(words) < 2:
+            return None
+        credential = words[1].split()[0]
+        if len(credential) < 4 or _placeholder(credential) or credential.lower() in _NOT_CREDENTIALS:
+            return None
+        if scheme == "basic" and b":" not in (_base64_bytes(credential) or b""):
+            return None  # Basic carries base64 of user:password ("Basic realm" does not)
+        secret_start = value_start + value.index(credential, len(words[0]))
+        return ("password" if scheme == "basic" else "token"), secret_start, secret_start + len(credential)
+    if len(words) == 2 and scheme in ("digest", "mutual", "hoba", "signature", "aws4-hmac-sha256", "goog4-rsa-sha256", "goog4-hmac-sha256"):
         # parameter lists with quoted values ("username=..., response=..."): the rest of the line
         line_end = text.find("\n", value_start, value_start + 2048)
         value_end = line_end if line_end >= 0 else min(len(text), value_start + 2048)
@@ -267,6 +301,8 @@ def general_rules() -> tuple[Rule, ...]:
             Rule("password", pattern, check=_cli_program, needles=(program,), name=f"cli-{program}-password")
             for pattern, program in zip(_CLI_PROGRAMS, ("mysql", "mariadb", "sshpass", "redis-cli"), strict=True)
         ),
+        Rule("password", _REGISTRY_LOGIN, check=_cli_program, needles=("login",), name="cli-registry-login-password"),
+        Rule("password", _NETRC, check=_cli_program, needles=("machine", "default"), name="netrc-password"),
         Rule("secret", _CLI_FLAG, check=_cli_flag, lower=True, needles=("--",), name="cli-flag"),
         Rule("token", _AUTHORIZATION, check=_authorization, lower=True, needles=("authori",), name="http-authorization"),
         Rule("cookie", _COOKIE, check=_cookie, lower=True, needles=("cookie",), name="cookie"),

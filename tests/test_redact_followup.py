@@ -37,6 +37,12 @@ LEAKED = [
     ("Authorization: Bearer abcd1234", "abcd1234", "token"),
     ("authorization: bearer zq9x", "zq9x", "token"),
     ("Authorization: Basic YTpi", "YTpi", "password"),
+    # 4. international numbers by every country's numbering plan
+    ("+49 151 23456789", "23456789", "phone"),
+    ("ring +49 1512 3456789 now", "3456789", "phone"),
+    ("mobile: +49 170 1234567.", "1234567", "phone"),
+    ("Büro +49 (0)30 901820", "901820", "phone"),
+    ("+33 6 12 34 56 78", "12 34 56 78", "phone"),
 ]
 
 KEPT = [
@@ -45,6 +51,7 @@ KEPT = [
     "commit 3f786850e387550fdab836ed7e6dc881de23001b uuid 123e4567-e89b-12d3-a456-426614174000",
     "at 2024-05-01T12:34:56.789Z span 00f067aa0ba902b7 trace 4bf92f3577b34da6a3ce929d0e0e4736",
     "DE89370400440532013001 GB82WEST12345698765433",
+    "@@ -120,7 +120,9 @@ +2024-05-01 tz +05:30 delta +12345678 bytes +49 151 23456789012 x+49 151 23456789",
     "Authorization: Bearer token required",
     "Authorization: Bearer <token>",
     "the machine password is stored in the vault; docker login -u bot --password-stdin",

@@ -23,8 +23,9 @@ Kinds found by default:
                           Google and Azure client secrets
 ``cookie``                the values of ``Cookie:`` and ``Set-Cookie:`` headers
 ``email``                 e-mail addresses
-``phone``                 phone numbers: international (+...), North American, and national formats
-                          checked against the numbering plan (``phonenumbers``; UK by default)
+``phone``                 phone numbers: international (+..., every country's numbering plan),
+                          North American, and national formats checked against the numbering
+                          plan (``phonenumbers``; UK by default)
 ``card_number``           payment cards (network prefix and Luhn check)
 ``iban``                  IBANs (country length and mod-97 check)
 ``ssn``                   US social security numbers

@@ -6,6 +6,8 @@
   check (ISO 13616), written whole or in groups of four.
 * ``ssn``: US social security numbers written ``AAA-GG-SSSS`` with a possible area, group and
   serial (never 000, 666 or 9xx; 00; 0000).
+* ``phone`` in international form (``+49 151 23456789``): any country's numbering plan, checked by
+  ``phonenumbers``' matcher (leniency VALID) on a bounded window from the ``+``;
 * ``phone`` in national form (UK by default, :data:`NATIONAL_REGIONS`): the numbering plan is
   ``phonenumbers``' (Google's libphonenumber metadata), not a hand-written pattern.
 * ``ni_number``: UK National Insurance numbers; ``passport``: a number after the word "passport".
@@ -276,6 +278,37 @@ def _national_phone(match: re.Match[str], text: str) -> tuple[str, int, int] | N
     return ("phone", start, end) if _national_phone_ok(match.group(0)) else None
 
 
+# An international number ("+49 151 23456789", "+49 (0)30 901820", "+33 6 12 34 56 78"): a cheap,
+# bounded candidate from a "+" that starts a token, then phonenumbers' matcher with leniency VALID on
+# that window only (every country's numbering plan; a window is at most 26 characters: linear).
+_PLUS_PHONE = re.compile(r"\+(?<![\w+\-.]\+)\d[\d \-.()/]{5,22}\d")
+
+
+@lru_cache(maxsize=4_096)
+def _plus_phones(window: str) -> tuple[tuple[int, int], ...]:
+    import phonenumbers
+
+    return tuple(
+        (found.start, found.end)
+        for found in phonenumbers.PhoneNumberMatcher(window, None, leniency=phonenumbers.Leniency.VALID)
+        if window[found.start] == "+"
+    )
+
+
+def _plus_phone(match: re.Match[str], text: str) -> list[tuple[str, int, int]] | None:
+    if sum(c.isdigit() for c in match.group(0)) < 8:
+        return None
+    start = match.start()
+    found = []
+    for low, high in _plus_phones(match.group(0)):
+        end = start + high
+        after = text[end : end + 2]
+        if after[:1].isalnum() or after[:1] in ("_", "-", "/", ":") or after[:1] == "." and after[1:].isdigit():
+            continue  # cut out of a longer number, path or time
+        found.append(("phone", start + low, end))
+    return found or None
+
+
 # UK National Insurance number: two letters (neither D, F, I, Q, U nor V; the second not O; not the
 # prefixes HMRC never issues), six digits, a suffix A-D; whole or in pairs.
 _NI_NUMBER = re.compile(token_start(r"[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z](?: ?\d{2}){3} ?[A-D](?![A-Za-z0-9])"))
@@ -341,6 +374,7 @@ def more_rules() -> tuple[Any, ...]:
         Rule("iban", _IBAN, check=_iban, min_digits=12, resume="end", name="iban"),
         Rule("ssn", _SSN, check=_ssn, min_digits=9, name="ssn"),
         Rule("phone", _NATIONAL_PHONE, check=_national_phone, min_digits=10, name="phone-national"),
+        Rule("phone", _PLUS_PHONE, check=_plus_phone, min_digits=8, needles=("+",), name="phone-numbering-plan"),
         Rule("ni_number", _NI_NUMBER, check=_ni_number, min_digits=6, name="ni-number"),
         Rule("passport", _PASSPORT, check=_passport, lower=True, needles=("passport",), name="passport"),
     ]

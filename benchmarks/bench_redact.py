@@ -1,7 +1,10 @@
-"""Redaction speed: a 1 MB transcript, and the real sample traces in tests/data/traces, through mast.redact.
+"""Redaction speed: a 1 MB transcript, the real sample traces, and adversarial runs, through mast.redact.
 
-Run: .venv/bin/python benchmarks/bench_redact.py [--compare]
-(--compare: the same figures again without the rules of mast.redact_more, in the same process)
+Run: .venv/bin/python benchmarks/bench_redact.py [--adversarial-only] [--sizes 8000,16000] [--no-mb]
+
+Adversarial runs are the units of tests/data/redact/adversarial.yaml repeated to each size: the
+CPU time of each size (median of 3), the ratio of each size to the one before (2 when linear, 4 when
+quadratic), and 1 MB of each unit unless ``--no-mb`` (or the last size already took over 2 s).
 """
 
 from __future__ import annotations
@@ -70,12 +73,56 @@ def lookalikes(size: int, seed: int = 0) -> str:
 
 
 def best_of(runs: int, func) -> float:  # type: ignore[no-untyped-def]
+    """Least CPU seconds of this process over ``runs``."""
     times = []
     for _ in range(runs):
-        start = time.perf_counter()
+        start = time.process_time()
         func()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return min(times)
+
+
+ADVERSARIAL = REPO / "tests" / "data" / "redact" / "adversarial.yaml"
+
+
+def median_of(runs: int, func) -> float:  # type: ignore[no-untyped-def]
+    """Median CPU seconds of this process (the shared machine's other work inflates wall time)."""
+    times = []
+    for _ in range(runs):
+        start = time.process_time()
+        func()
+        times.append(time.process_time() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def adversarial(sizes: list[int], megabyte: bool, only: list[str]) -> None:
+    import yaml
+
+    units: dict[str, str] = yaml.safe_load(ADVERSARIAL.read_text())["units"]
+    if only:
+        units = {name: unit for name, unit in units.items() if name in only}
+    redactor = Redactor(ips=True)
+    worst = ("", 0.0)
+    print(f"adversarial runs, ips=True, median CPU time of 3; sizes {sizes} characters" + (" and 1 MB" if megabyte else ""))
+    for name, unit in units.items():
+        cells, previous, last = [], None, 0.0
+        for size in sizes:
+            if last > 3.0:
+                cells.append("(stopped: over 3 s)")
+                break
+            text = (unit * (size // len(unit) + 1))[:size]
+            last = median_of(3, lambda text=text: redactor.redact(text))
+            cells.append(f"{last * 1000:.1f} ms" + (f" (x{last / previous:.1f})" if previous else ""))
+            previous = last
+        if megabyte and last < 2.0:
+            text = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
+            mb = median_of(1, lambda text=text: redactor.redact(text))
+            cells.append(f"1 MB {mb * 1000:.0f} ms")
+            if mb > worst[1]:
+                worst = (name, mb)
+        print(f"  {name:20} {unit!r:38} " + ", ".join(cells))
+    if megabyte:
+        print(f"slowest 1 MB: {worst[0]} {worst[1] * 1000:.0f} ms")
 
 
 def main() -> None:
@@ -102,20 +149,14 @@ def main() -> None:
     print(f"redact_trace, 50 steps x 900 chars: {per_trace * 1000:.2f} ms per trace")
 
 
-def without_added_rules() -> None:
-    """Rebuild the rule set as it was before the card/IBAN/SSN and data-file rules (``--compare``)."""
-    import mast.redact as module
-
-    module._default_rules.cache_clear()
-    module._redactor.cache_clear()
-    module._more_rules = lambda: ()  # type: ignore[assignment]
-
-
 if __name__ == "__main__":
     import sys
 
-    main()
-    if "--compare" in sys.argv:
-        print("-- without the rules of mast.redact_more (cards, IBANs, SSNs, credential_rules.yaml):")
-        without_added_rules()
+    args = sys.argv[1:]
+    sizes = [16_000, 32_000, 64_000]
+    if "--sizes" in args:
+        sizes = [int(x) for x in args[args.index("--sizes") + 1].split(",")]
+    if "--adversarial-only" not in args:
         main()
+    only = args[args.index("--only") + 1].split(",") if "--only" in args else []
+    adversarial(sizes, megabyte="--no-mb" not in args, only=only)

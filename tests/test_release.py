@@ -53,8 +53,12 @@ def test_the_wheel_carries_mast_and_its_prompts_but_no_data(dist: tuple[Path, Pa
     assert any(n.startswith("mast/prompts/taxonomy/") for n in names)
     outside = [n for n in names if not n.startswith(("mast/", "mast_judge-"))]
     assert not outside, outside  # no tests/, data/ or other top-level folders
-    # The one data file the package needs at run time: the redaction rules (mast/redact/pii.py reads it).
-    assert [n for n in names if "/data/" in n or n.startswith("tests/")] == ["mast/data/credential_rules.yaml"]
+    # The data files the package needs at run time: the redaction rules (mast/redact/pii.py and
+    # mast/redact/gitleaks.py read them; the gitleaks file carries its MIT notice).
+    assert sorted(n for n in names if "/data/" in n or n.startswith("tests/")) == [
+        "mast/data/credential_rules.yaml",
+        "mast/data/gitleaks_rules.json",
+    ]
 
 
 def test_a_fresh_venv_with_only_the_wheel_labels_an_example(dist: tuple[Path, Path], tmp_path: Path) -> None:

@@ -8,24 +8,46 @@ Kinds found by default:
 
 ========================  ==============================================================
 ``api_key``               provider keys by their published prefixes (OpenAI, Anthropic, AWS,
-                          Google, GitHub, GitLab, Slack, Hugging Face, Stripe, SendGrid, ...) and
-                          ``api_key=`` / ``AccountKey=`` / ``x-api-key:`` assignments
-``token``                 bearer tokens, OAuth access tokens, signed-URL signatures, webhooks,
-                          ``token=`` assignments
+                          Google, GitHub, GitLab, Slack, Hugging Face, Stripe, SendGrid, ...),
+                          ``api_key=`` / ``AccountKey=`` / ``x-api-key:`` assignments, ``--api-key``
+``token``                 bearer tokens, any other ``Authorization:`` scheme (``Token``, ``Digest``,
+                          ``Negotiate``...), OAuth access tokens, signed-URL signatures, webhooks,
+                          ``/bot<token>/`` and other tokens in URL paths, ``token=``, ``--token``
 ``jwt``                   JSON Web Tokens
-``private_key``           PEM private key blocks (also JSON-escaped, as in GCP service accounts)
-``password``              ``scheme://user:PASSWORD@host``, ``password=`` assignments, HTTP Basic
+``private_key``           PEM private key blocks (also JSON-escaped, as in GCP service accounts),
+                          DER keys in base64, a kubeconfig's ``client-key-data``
+``password``              ``scheme://user:PASSWORD@host``, ``password=`` and ``PGPASSWORD=``-style
+                          assignments, HTTP Basic, ``curl -u user:PASS``, ``mysql -pPASS``,
+                          ``--password=``, a Docker config's ``auth``
 ``secret``                ``secret=`` / ``client_secret:`` / AWS secret keys in assignments,
                           Google and Azure client secrets
+``cookie``                the values of ``Cookie:`` and ``Set-Cookie:`` headers
 ``email``                 e-mail addresses
-``phone``                 phone numbers written in international (+...) or North American form
+``phone``                 phone numbers: international (+..., every country's numbering plan),
+                          North American, and national formats checked against the numbering
+                          plan (``phonenumbers``; UK by default)
+``card_number``           payment cards (network prefix and Luhn check)
+``iban``                  IBANs (country length and mod-97 check)
+``ssn``                   US social security numbers
+``ni_number``             UK National Insurance numbers
+``passport``              passport numbers written after the word "passport"
 ``ipv4``                  IPv4 addresses, only with ``ips=True`` (IT traces need them)
 ========================  ==============================================================
+
+On top of these, the ~220 provider rules of gitleaks (:mod:`mast.redact.gitleaks`, kept as data in
+``mast/data/gitleaks_rules.json`` and run with RE2) and mast's own credential shapes
+(``mast/data/credential_rules.yaml``) name their findings ``api_key``, ``token``, ``secret``,
+``password`` or ``private_key``.
 
 Assignments redact the value only (``password=[REDACTED:password]``), so the judge still sees what
 the step did. Identifiers that merely look random (git SHAs, UUIDs, span ids, digests, pod names,
 version strings) are left alone: every pattern is anchored on a prefix or a key name, never on
-entropy alone.
+entropy alone, and a bare hexadecimal run or UUID is never a finding unless a key name or provider
+prefix says it is one.
+
+Time is linear in the text for every rule: patterns are bounded or possessive, searched from where
+a token starts, and never tried again inside a run they have passed (see
+:class:`mast.redact.rules.Rule`); gitleaks' patterns run on RE2, linear by construction.
 
 Custom patterns (``name -> regex``) come from a YAML/JSON file named by ``MAST_REDACT_PATTERNS`` and
 from the ``patterns`` argument; a group named ``secret`` (or the only group) is what gets replaced.
@@ -49,6 +71,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mast.errors import UsageError
+from mast.redact.gitleaks import GitleaksRules, load_data
+from mast.redact.pii import credential_shapes
 from mast.redact.rules import IPV4_RULE, Rule, custom_rule, default_rules
 
 if TYPE_CHECKING:
@@ -90,6 +114,22 @@ _GATED_CHARS = 4_096
 """Texts up to this long are first searched for any rule's literal at all (most hold none)."""
 
 
+_RUN = re.compile(r"[A-Za-z0-9+/=_\-]+")
+_RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
+
+
+def _to_run_end(text: str, end: int) -> int:
+    """Where a finding ending at ``end`` really ends: the end of the token it cuts, if it cuts one.
+
+    A pattern's length cap (the generic gitleaks rule's 150 characters, an assignment's 512) must not
+    leave the rest of a longer secret behind.
+    """
+    if 0 < end < len(text) and text[end - 1] in _RUN_CHARS and text[end] in _RUN_CHARS:
+        run = _RUN.match(text, end)
+        return run.end() if run is not None else end
+    return end
+
+
 def _lower(text: str) -> str:
     """Lower-cased text with the same offsets as ``text``.
 
@@ -114,6 +154,8 @@ class Redactor:
             raise UsageError("custom redaction patterns are name -> regex pairs, e.g. {'employee_id': r'E\\d{6}'}")
         custom = [custom_rule(str(name), regex) for name, regex in pairs]
         self.rules: tuple[Rule, ...] = (*default_rules(), *((IPV4_RULE,) if ips else ()), *custom)
+        # Provider token shapes (gitleaks' rule set and mast's own), run with RE2: linear time.
+        self.credentials = _credentials()
         # Most texts (names, prose, logs) hold none of the rules' literals: one search over each
         # text for any of them spares the few dozen searches of the rules themselves.
         self._gate = _any_of(n for rule in self.rules if not rule.lower for n in rule.needles)
@@ -130,8 +172,12 @@ class Redactor:
             return RedactionResult(text, {})
         lowered = _lower(text)
         if len(text) > _GATED_CHARS:
-            # A long text holds most literals somewhere: checking for them would only add scans.
-            active = list(enumerate(self.rules))
+            # A long text holds most literals somewhere: each rule's are looked for on their own
+            # (a substring search is far cheaper than the rule's), without the combined gate.
+            active = [
+                (o, r) for o, r in enumerate(self.rules)
+                if not r.needles or any(needle in (lowered if r.lower else text) for needle in r.needles)
+            ]
         else:
             active = list(self._always)
             if self._gate.search(text) is not None:
@@ -145,24 +191,43 @@ class Redactor:
         for order, rule in active:
             for kind, start, end in rule.findings(text, lowered):
                 spans.append((start, -end, order, kind))
+        last = len(self.rules)
+        # In rule order: mast's own shapes first, so their kind names a span both find.
+        for number, (kind, start, end) in enumerate(self.credentials.findings(text, lowered)):
+            spans.append((start, -end, last + number, kind))
         if not spans:
             return RedactionResult(text, {})
         spans.sort()
         parts: list[str] = []
         counts: dict[str, int] = {}
         position = 0
+        current: list[Any] | None = None  # [start, end, kind] of the finding being widened
         for start, negative_end, _, kind in spans:
             end = -negative_end
-            if start < position:
+            if current is not None and start < current[1]:
                 # Overlaps the previous finding: widen it rather than leave a tail of a secret behind.
-                position = max(position, end)
+                if end > current[1]:
+                    current[1] = _to_run_end(text, end)
                 continue
-            parts.append(text[position:start])
-            parts.append(f"[REDACTED:{kind}]")
-            counts[kind] = counts.get(kind, 0) + 1
-            position = end
+            if current is not None:
+                parts.append(text[position : current[0]])
+                parts.append(f"[REDACTED:{current[2]}]")
+                counts[current[2]] = counts.get(current[2], 0) + 1
+                position = current[1]
+            current = [start, _to_run_end(text, end), kind]
+        if current is not None:
+            parts.append(text[position : current[0]])
+            parts.append(f"[REDACTED:{current[2]}]")
+            counts[current[2]] = counts.get(current[2], 0) + 1
+            position = current[1]
         parts.append(text[position:])
         return RedactionResult("".join(parts), counts)
+
+
+@lru_cache(maxsize=1)
+def _credentials() -> GitleaksRules:
+    """Gitleaks' rules and mast's own credential shapes, compiled for RE2 once."""
+    return GitleaksRules(load_data(), credential_shapes())
 
 
 def _rarity(char: str) -> int:

@@ -6,8 +6,13 @@
   check (ISO 13616), written whole or in groups of four.
 * ``ssn``: US social security numbers written ``AAA-GG-SSSS`` with a possible area, group and
   serial (never 000, 666 or 9xx; 00; 0000).
-* credential shapes from ``mast/data/credential_rules.yaml`` (after gitleaks' rule set; the file
-  says where each comes from).
+* ``phone`` in international form (``+49 151 23456789``): any country's numbering plan, checked by
+  ``phonenumbers``' matcher (leniency VALID) on a bounded window from the ``+``;
+* ``phone`` in national form (UK by default, :data:`NATIONAL_REGIONS`): the numbering plan is
+  ``phonenumbers``' (Google's libphonenumber metadata), not a hand-written pattern.
+* ``ni_number``: UK National Insurance numbers; ``passport``: a number after the word "passport".
+* credential shapes from ``mast/data/credential_rules.yaml`` (:func:`credential_shapes`, run with
+  RE2 beside gitleaks' own rules in :mod:`mast.redact.gitleaks`).
 
 A check on every candidate (checksum, network prefix, token boundaries) keeps lookalikes alone:
 timestamps, span ids, order numbers and version strings are not replaced. :mod:`mast.redact` adds
@@ -25,9 +30,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from mast.redact.rules import Rule
+from mast.redact.rules import Rule, token_start
 
-__all__ = ["RULES_FILE", "credential_rules", "iban_ok", "luhn_ok", "more_rules"]
+__all__ = ["RULES_FILE", "credential_rules", "credential_shapes", "iban_ok", "luhn_ok", "more_rules"]
 
 RULES_FILE = Path(__file__).resolve().parent.parent / "data" / "credential_rules.yaml"
 """The credential shapes, as data."""
@@ -69,25 +74,69 @@ def _card_network(digits: str) -> bool:
     )
 
 
-# A run of digits with single spaces or hyphens, taken whole (possessive: no backtracking over the
-# many digit runs of a log); the check counts the digits.
-_CARD = re.compile(r"[2-6]\d{3}(?:[ \-]?\d)++")
+# A whole run of digits joined by single spaces or hyphens, from its first digit only (the
+# look-behinds: no digit, and no digit and separator, before it) and possessive, so every run is
+# read once, whatever its length; the check then looks for a card inside it.
+_CARD = re.compile(r"\d(?<!\d\d)(?<!\d[ \-]\d)(?:[ \-]?\d){12,}+")
+_SHORT_RUN = 64
+"""A run up to this long is searched for a card at every group boundary; a longer one (a dump of
+numbers) only at its start and its end."""
 
 
-def _card(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+def _card_at(text: str, start: int, end: int) -> bool:
+    raw = text[start:end]
+    if len({c for c in raw if not c.isdigit()}) > 1:
+        return False
+    digits = raw.replace(" ", "").replace("-", "")
+    return 13 <= len(digits) <= 19 and _card_network(digits) and luhn_ok(digits)
+
+
+def _card_from(text: str, groups: list[tuple[int, int]], first: int) -> int:
+    """The last group of a card that starts at group ``first`` (13-19 digits), or -1."""
+    digits = 0
+    for last in range(first, len(groups)):
+        digits += groups[last][1] - groups[last][0]
+        if digits > 19:
+            break
+        if digits >= 13 and _card_at(text, groups[first][0], groups[last][1]):
+            return last
+    return -1
+
+
+def _card(match: re.Match[str], text: str) -> list[tuple[str, int, int]] | None:
     start, end = match.span()
     before = text[start - 1] if start else ""
     after = text[end] if end < len(text) else ""
-    if before and (before.isalnum() or before in "._-+/#") or after and (after.isalnum() or after in "_-"):
+    if before and (before.isalpha() or before in "._-+/#") or after and (after.isalnum() or after in "_-"):
         return None  # part of a longer number, id, version, path or time
-    raw = match.group(0)
-    separators = {c for c in raw if not c.isdigit()}
-    if len(separators) > 1:
-        return None
-    digits = raw.replace(" ", "").replace("-", "")
-    if not 13 <= len(digits) <= 19 or not _card_network(digits) or not luhn_ok(digits):
-        return None
-    return "card_number", start, end
+    if _card_at(text, start, end):
+        return [("card_number", start, end)]
+    # Cards inside a longer run ("ref 12 4111 1111 1111 1111", or a list of cards): windows from one
+    # group boundary, 13-19 digits each. A short run is tried from every group; a long one (a dump
+    # of numbers) from its start, from a group that is a whole card, and from right after a card
+    # found, so a list of cards is redacted card by card. Every try reads at most 19 digits: linear.
+    groups = [(start + m.start(), start + m.end()) for m in re.finditer(r"\d+", text[start:end])]
+    short = end - start <= _SHORT_RUN
+    found: list[tuple[str, int, int]] = []
+    first, chained = 0, True
+    while first < len(groups):
+        if short or chained or 13 <= groups[first][1] - groups[first][0] <= 19:
+            last = _card_from(text, groups, first)
+            if last >= 0:
+                found.append(("card_number", groups[first][0], groups[last][1]))
+                first, chained = last + 1, True
+                continue
+        first, chained = first + 1, False
+    if not short and not (found and found[-1][2] == end):
+        floor = found[-1][2] if found else start
+        for first in range(len(groups) - 1, max(-1, len(groups) - 20), -1):
+            low = groups[first][0]
+            if end - low > 40 or low < floor:
+                break
+            if _card_at(text, low, end):
+                found.append(("card_number", low, end))
+                break
+    return found or None
 
 
 # IBAN lengths by country (ISO 13616 registry).
@@ -111,23 +160,64 @@ def iban_ok(iban: str) -> bool:
     return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
 
 
-_IBAN = re.compile(r"[A-Z]{2}\d{2}(?: ?[A-Z0-9])++")
+# Bounded (an IBAN is at most 34 characters, 42 in groups of four) and possessive; searched from
+# where a token starts.
+# (the look-behind sits after the country and first digit, where few positions get to it)
+_IBAN = re.compile(r"[A-Z][A-Z]\d(?<![A-Za-z0-9_\-][A-Z][A-Z]\d)\d(?: ?[A-Z0-9]){11,38}+")
 
 
-def _iban(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
-    start, end = match.span()
-    if start and (text[start - 1].isalnum() or text[start - 1] in "_-"):
-        return None
-    # The pattern may run into the next word ("DE89 3704 ... 00 and"); shorten to the longest valid IBAN.
-    value = match.group(0)
-    while value:
-        if iban_ok(value) and not (start + len(value) < len(text) and text[start + len(value)].isalnum()):
-            return "iban", start, start + len(value)
-        cut = value.rstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-        value = (value[:-1] if cut == value else cut).rstrip(" ")
-        if len(value.replace(" ", "")) < 15:
+_IBAN_FORM = re.compile(r"[A-Z0-9]{4}(?: [A-Z0-9]{1,4}){1,9}|[A-Z0-9]{1,40}")
+"""An IBAN as written: in groups of four, or whole."""
+_INNER_STARTS = 3
+"""Group starts of a rejected candidate tried as the start of an IBAN (the first and two more)."""
+
+
+@lru_cache(maxsize=4_096)
+def _iban_checked(compact: str) -> bool:
+    return iban_ok(compact)
+
+
+def _iban_from(text: str, start: int) -> int:
+    """The end of a valid IBAN starting at ``start``, or -1 (only the country's length is tried)."""
+    length = _IBAN_LENGTHS.get(text[start : start + 2])
+    if length is None or not text[start + 2 : start + 4].isdigit():
+        return -1
+    form = _IBAN_FORM.match(text, start)
+    if form is None:
+        return -1
+    compact, position = 0, start
+    for group in form.group(0).split(" "):
+        compact += len(group)
+        position += len(group)
+        if compact >= length:
             break
-    return None
+        position += 1  # the space
+    if compact != length or (position < len(text) and text[position].isalnum()):
+        return -1
+    return position if _iban_checked(text[start:position].replace(" ", "")) else -1
+
+
+def _iban(match: re.Match[str], text: str) -> list[tuple[str, int, int]] | None:
+    # The candidate may run into the next word ("DE89 3704 ... 00 and"), start with a group that is
+    # not an IBAN while one starts at the next group ("ref AB12 DE89 3704 ..."), or hold the start
+    # of a second IBAN right after the first: the first few group starts are tried, and again after
+    # each IBAN found (each try reads at most 42 characters; starts stay inside the candidate).
+    start, end = match.span()
+    found: list[tuple[str, int, int]] = []
+    tried = 0
+    position = start
+    while position < end - 3:
+        if position == start or text[position - 1] == " ":
+            hit = _iban_from(text, position)
+            if hit > 0:
+                found.append(("iban", position, hit))
+                position, tried = hit + 1, 0
+                continue
+            tried += 1
+            if tried == _INNER_STARTS:
+                break
+        position += 1
+    return found or None
 
 
 # Searched from the first hyphen (a literal re finds fast); the area is read behind it in Python
@@ -149,6 +239,104 @@ def _ssn(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     return "ssn", start, end
 
 
+# --- national formats: phone numbers, UK National Insurance numbers, passport numbers ------------
+
+# A phone number written the national way, with the trunk prefix 0 ("020 7946 0958", "07700 900123",
+# "030 1234567"): candidates are bounded runs of digit groups, the numbering plan is phonenumbers'.
+# Not right after another group of digits ("4 020 ...": inside a run of numbers), so a run is tried once.
+_NATIONAL_PHONE = re.compile(
+    r"0(?<![\w+.\-/:]0)(?<!\d[ \-]0)(?:\d{1,4}(?:[ \-]\d{2,8}){1,3}|7\d{9})(?![\w\-/:]|\.\d)"
+)
+NATIONAL_REGIONS = ("GB",)
+"""Countries whose national phone formats are recognised (ISO 3166 codes, phonenumbers' metadata)."""
+
+
+@lru_cache(maxsize=4_096)
+def _national_phone_ok(candidate: str) -> bool:
+    import phonenumbers
+
+    digits = sum(c.isdigit() for c in candidate)
+    if not 10 <= digits <= 11:
+        return False
+    for region in NATIONAL_REGIONS:
+        try:
+            number = phonenumbers.parse(candidate, region)
+        except phonenumbers.NumberParseException:
+            continue
+        if phonenumbers.is_valid_number(number):
+            return True
+        # Ofcom keeps 07700 900000-900999 for drama (and tests): possible, not "valid", still a mobile
+        if region == "GB" and phonenumbers.is_possible_number(number) and str(number.national_number).startswith("7"):
+            return True
+    return False
+
+
+def _national_phone(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, end = match.span()
+    if len({c for c in match.group(0) if not c.isdigit()}) > 1:
+        return None  # one kind of separator in a number
+    return ("phone", start, end) if _national_phone_ok(match.group(0)) else None
+
+
+# An international number ("+49 151 23456789", "+49 (0)30 901820", "+33 6 12 34 56 78"): a cheap,
+# bounded candidate from a "+" that starts a token, then phonenumbers' matcher with leniency VALID on
+# that window only (every country's numbering plan; a window is at most 26 characters: linear).
+_PLUS_PHONE = re.compile(r"\+(?<![\w+\-.]\+)\d[\d \-.()/]{5,22}\d")
+
+
+@lru_cache(maxsize=4_096)
+def _plus_phones(window: str) -> tuple[tuple[int, int], ...]:
+    import phonenumbers
+
+    return tuple(
+        (found.start, found.end)
+        for found in phonenumbers.PhoneNumberMatcher(window, None, leniency=phonenumbers.Leniency.VALID)
+        if window[found.start] == "+"
+    )
+
+
+def _plus_phone(match: re.Match[str], text: str) -> list[tuple[str, int, int]] | None:
+    if sum(c.isdigit() for c in match.group(0)) < 8:
+        return None
+    start = match.start()
+    found = []
+    for low, high in _plus_phones(match.group(0)):
+        end = start + high
+        after = text[end : end + 2]
+        if after[:1].isalnum() or after[:1] in ("_", "-", "/", ":") or after[:1] == "." and after[1:].isdigit():
+            continue  # cut out of a longer number, path or time
+        found.append(("phone", start + low, end))
+    return found or None
+
+
+# UK National Insurance number: two letters (neither D, F, I, Q, U nor V; the second not O; not the
+# prefixes HMRC never issues), six digits, a suffix A-D; whole or in pairs.
+_NI_NUMBER = re.compile(token_start(r"[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z](?: ?\d{2}){3} ?[A-D](?![A-Za-z0-9])"))
+_NI_NEVER = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
+
+
+def _ni_number(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    value = match.group(0)
+    if value[:2] in _NI_NEVER or value.count(" ") not in (0, 4):
+        return None
+    return "ni_number", match.start(), match.end()
+
+
+# A passport number has no checksum and no common shape: it is found after the word.
+_PASSPORT = re.compile(
+    r"passport(?:[ _\-]?(?:no|nr|number|num|id|#))?\.?[\"']?[ \t]{0,3}[:#=]?[ \t]{0,3}[\"']?(?P<secret>[a-z0-9]{6,9})(?![a-z0-9])"
+)
+
+
+def _passport(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, end = match.span("secret")
+    if sum(c.isdigit() for c in text[start:end]) < 5:
+        return None  # "passport photo", "passport office"
+    if match.start() > 0 and text[match.start() - 1].isalpha():
+        return None
+    return "passport", start, end
+
+
 def credential_rules(path: Path = RULES_FILE) -> list[dict[str, Any]]:
     """The credential shapes of ``path`` (default: the shipped file), as dicts with id, kind, regex, keywords."""
     import yaml
@@ -158,33 +346,36 @@ def credential_rules(path: Path = RULES_FILE) -> list[dict[str, Any]]:
     return rules
 
 
-def _token_check(kind: str, lead: re.Pattern[str] | None = None, lead_len: int = 0) -> Any:
-    def check(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
-        start, end = match.start() - lead_len, match.end()
-        if start < 0 or (lead is not None and not lead.fullmatch(text, start, match.start())):
-            return None
-        if start and text[start - 1] in _KEY_CHARS:
-            return None
-        if end < len(text) and text[end] in _KEY_CHARS:
-            return None
-        return kind, start, end
+@lru_cache(maxsize=1)
+def credential_shapes() -> tuple[dict[str, Any], ...]:
+    """The credential shapes of ``credential_rules.yaml`` as rules for the RE2 engine.
 
-    return check
+    Rules of :mod:`mast.redact.gitleaks`' engine that match whole tokens, the lead (if any) put back
+    in front of the regex.
+    """
+    shapes = []
+    for entry in credential_rules():
+        shape = {
+            "id": "mast-" + entry["id"],
+            "kind": entry["kind"],
+            "regex": (entry.get("lead") or "") + entry["regex"],
+            "keywords": sorted({k.lower() for k in entry["keywords"]}),
+            "token_bounds": True,
+        }
+        shapes.append(shape)
+    return tuple(shapes)
 
 
 @lru_cache(maxsize=1)
 def more_rules() -> tuple[Any, ...]:
     """The rules of this module as :mod:`mast.redact` rules (built once)."""
     rules: list[Any] = [
-        Rule("card_number", _CARD, check=_card, min_digits=13),
-        Rule("iban", _IBAN, check=_iban, min_digits=12),
-        Rule("ssn", _SSN, check=_ssn, min_digits=9),
+        Rule("card_number", _CARD, check=_card, min_digits=13, resume="end", name="card-number"),
+        Rule("iban", _IBAN, check=_iban, min_digits=12, resume="end", name="iban"),
+        Rule("ssn", _SSN, check=_ssn, min_digits=9, name="ssn"),
+        Rule("phone", _NATIONAL_PHONE, check=_national_phone, min_digits=10, name="phone-national"),
+        Rule("phone", _PLUS_PHONE, check=_plus_phone, min_digits=8, needles=("+",), name="phone-numbering-plan"),
+        Rule("ni_number", _NI_NUMBER, check=_ni_number, min_digits=6, name="ni-number"),
+        Rule("passport", _PASSPORT, check=_passport, lower=True, needles=("passport",), name="passport"),
     ]
-    for entry in credential_rules():
-        # A credential that starts with a character class is searched from its literal; the
-        # fixed-width lead before it is checked in Python (re scans for a literal at C speed, while a
-        # look-behind at the front would make it try every position).
-        lead = re.compile(entry["lead"]) if entry.get("lead") else None
-        check = _token_check(entry["kind"], lead, int(entry.get("lead_len", 0)))
-        rules.append(Rule(entry["kind"], re.compile(entry["regex"]), check=check, needles=tuple(entry["keywords"])))
     return tuple(rules)

@@ -15,7 +15,7 @@ from mast.errors import UsageError
 
 # A check turns one match into the (kind, start, end) to replace, or None to keep the text. It gets
 # the original text, since some rules match on a lower-cased copy.
-Check = Callable[[re.Match[str], str], "tuple[str, int, int] | None"]
+Check = Callable[[re.Match[str], str], "tuple[str, int, int] | list[tuple[str, int, int]] | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +37,22 @@ class Rule:
     holding none of them is not searched. Empty: always searched."""
     min_digits: int = 0
     """Digits every match holds at least: a text with fewer is not searched."""
+    name: str = ""
+    """The rule's id (``tests/data/redact/rule_cases.yaml`` keeps a positive and a near miss for each)."""
+
+    resume: str = "next"
+    """Where the search goes on after a rejected candidate: ``"next"``, one character later (every
+    repetition in the pattern is bounded, so each start costs a bounded amount); ``"run"``, after the
+    run of key characters the candidate starts (no token can start inside that run); ``"end"``, after
+    the candidate (its check already looked inside it); a group name, after that group (no candidate
+    starts inside it)."""
 
     def findings(self, text: str, lowered: str) -> Iterable[tuple[str, int, int]]:
-        """``(kind, start, end)`` of each match in ``text`` (``lowered``: its lower-cased copy, same offsets)."""
+        """``(kind, start, end)`` of each match in ``text`` (``lowered``: its lower-cased copy, same offsets).
+
+        One pass: the search never goes back before a candidate it has passed, and no candidate
+        costs more than a bounded amount, so the time is linear in the text.
+        """
         subject = lowered if self.lower else text
         if self.check is None:
             for match in self.regex.finditer(subject):
@@ -50,13 +63,43 @@ class Rule:
         position = 0
         while (candidate := self.regex.search(subject, position)) is not None:
             found = self.check(candidate, text)
-            if found is None:
-                # A rejected candidate must not swallow a real one inside it
-                # ("compass: token=..." first matches from "pass").
-                position = candidate.start() + 1
+            start = candidate.start()
+            if not found:
+                if self.resume == "end":
+                    position = max(candidate.end(), start + 1)
+                elif self.resume == "run":
+                    position = max(_KEY_RUN.match(subject, start).end(), start + 1)  # type: ignore[union-attr]
+                elif self.resume != "next":
+                    position = max(candidate.end(self.resume), start + 1)
+                else:
+                    # A rejected candidate must not swallow a real one inside it
+                    # ("compass: token=..." first matches from "pass").
+                    position = start + 1
+                continue
+            if isinstance(found, list):
+                yield from found
             else:
                 yield found
-                position = max(candidate.end(), candidate.start() + 1)
+            position = max(candidate.end(), start + 1)
+
+
+_KEY_RUN = re.compile(r"[A-Za-z0-9_\-]*")
+_NOT_AFTER_KEY = r"(?<![A-Za-z0-9_\-].)"
+"""Put after a pattern's first character: the match starts a token. A look-behind there (not at the
+front) keeps the pattern's literal start, so ``re`` still jumps between occurrences of it, and a run
+of prefix-like text is searched from its first character only (no restart inside it)."""
+
+
+def token_start(pattern: str) -> str:
+    """``pattern`` that only matches where a token starts (not after a key character)."""
+    if pattern.startswith("["):
+        close = pattern.index("]", 1)
+        return pattern[: close + 1] + _NOT_AFTER_KEY + pattern[close + 1 :]
+    if pattern[0] == "\\":
+        return pattern[:2] + _NOT_AFTER_KEY + pattern[2:]
+    if not pattern[0].isalnum() and pattern[0] not in "-_~/:":
+        raise ValueError(f"token_start needs a pattern that starts with a character or a class: {pattern}")
+    return pattern[0] + _NOT_AFTER_KEY + pattern[1:]
 
 
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -70,6 +113,9 @@ def _starts_token(text: str, start: int) -> bool:
 def _is_generated(value: str) -> bool:
     """A digit plus upper- and lower-case letters: how generated keys look, and words don't."""
     return any(c.isdigit() for c in value) and any(c.isupper() for c in value) and any(c.islower() for c in value)
+
+
+is_generated = _is_generated
 
 
 # --- provider keys: anchored on published prefixes --------------------------------------------
@@ -122,14 +168,18 @@ def _provider_rules() -> list[Rule]:
         ("api_key", r"dop_v1_[a-f0-9]{64}", False, ("dop_v1_",)),
         ("api_key", r"gsk_[A-Za-z0-9]{40,}", False, ("gsk_",)),  # Groq
         ("api_key", r"r8_[A-Za-z0-9]{30,}", False, ("r8_",)),  # Replicate
-        ("api_key", r"(?:pplx|xai)-[A-Za-z0-9]{40,}", False, ("pplx-", "xai-")),
+        ("api_key", r"pplx-[A-Za-z0-9]{40,}", False, ("pplx-",)),
+        ("api_key", r"xai-[A-Za-z0-9]{40,}", False, ("xai-",)),
     ]
     rules = [
-        Rule(kind, re.compile(pattern + _E), check=_prefixed(kind, generated), needles=needles)
+        Rule(
+            kind, re.compile(token_start(pattern) + _E), check=_prefixed(kind, generated), needles=needles, resume="run",
+            name="provider-" + ("twilio-sk" if needles[0] == "SK" else re.sub(r"[^a-z0-9]+", "-", needles[0].lower()).strip("-")),
+        )
         for kind, pattern, generated, needles in prefixed
     ]
     rules.append(
-        Rule("secret", re.compile(r"8Q~[A-Za-z0-9_~.\-]{31,40}" + _E), check=_azure_client_secret, needles=("8Q~",))
+        Rule("secret", re.compile(r"8Q~[A-Za-z0-9_~.\-]{31,40}" + _E), check=_azure_client_secret, needles=("8Q~",), name="azure-client-secret")
     )
     return rules
 
@@ -140,10 +190,10 @@ _PEM = re.compile(
     r"-----BEGIN[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
     r"(?:[^-]{0,65536}?-----END[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)"
 )
-_JWT = re.compile(r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*")
+_JWT = re.compile(token_start(r"eyJ[A-Za-z0-9_\-]{10,}+\.eyJ[A-Za-z0-9_\-]{10,}+\.[A-Za-z0-9_\-]*+"))
 _URL_PASSWORD = re.compile(r"://[^\s:/@\"'<>]{0,128}:(?P<secret>[^\s/\"'<>]{1,256})@")
 # These run on the lower-cased text; the secret's span is read back from the original.
-_BEARER = re.compile(r"bearer\s+(?P<secret>[a-z0-9\-._~+/]{12,}=*)")
+_BEARER = re.compile(r"bearer\s{1,8}(?P<secret>[a-z0-9\-._~+/]{12,}+=*)")
 _BASIC = re.compile(r"authorization[\"']?\s*[:=]\s*[\"']?basic\s+(?P<secret>[a-z0-9+/]{8,}={0,2})")
 _SIGNED_URL = re.compile(
     r"[?&](?:sig|signature|x-amz-signature|x-amz-security-token|x-goog-signature)=(?P<secret>[^&\s\"'#<>]{16,})"
@@ -167,8 +217,15 @@ _ASSIGNMENT = re.compile(
     r"(?P<suffix>[a-z0-9_.\-]{0,24}?)"
     r"\\?[\"']?\s{0,3}(?P<sep>=>|[:=])\s{0,3}"
     r"(?:\\?\"(?P<dq>[^\"\\\r\n]{1,512})|'(?P<sq>[^'\\\r\n]{1,512})"
-    r"|(?P<bare>[^\s\"'`,;&<>(){}\[\]\\]{1,512}))"
+    r"|(?P<bare>[^\s\"'`<>\\]{1,512}))"
 )
+# An unquoted value runs to whitespace or a quote; it ends earlier where the next pair of a list
+# starts ("Password=pw;Database=app", "?token=t&user=u", "pw, host=db") or an HTML tag closes.
+_BARE_CUT = re.compile(r"[;&,|][ \t]?[A-Za-z_][A-Za-z0-9_.\-]{0,40}[ \t]?=|</|[,;][ \t]")
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+# In a call's arguments ("login(user, password=pw)") a value ends at the next argument or the call's end.
+_ARGUMENT = re.compile(r"[^\s\"'`,;&<>(){}\[\]\\]{1,512}")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*")
 # A bare "key" names a secret only after one of these words: api_key, AccountKey, x-api-key...
 _KEY_PREFIX = re.compile(
     r"(?:api|access|private|account|shared[_\-]?access|subscription|auth|session|signing|encryption|master|secret)[_\-]?$"
@@ -216,6 +273,42 @@ def _word_start(text: str, start: int) -> bool:
     return text[start - 1].islower() and text[start].isupper() and text[start + 1 : start + 2].islower()
 
 
+_ENV_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+# The last word of an upper-case variable name that says it holds something *about* a secret,
+# not the secret ("PGPASSFILE" aside, which the core word does not reach).
+_ENV_NOT_SECRET = frozenset(
+    {"FILE", "PATH", "DIR", "NAME", "ID", "LENGTH", "LEN", "COUNT", "TYPE", "URL", "URI", "ENV", "REF",
+     "MIN", "MAX", "POLICY", "TTL", "EXPIRY", "EXPIRES", "EXPIRATION", "HEADER", "PARAM", "ENABLED",
+     "REQUIRED", "LIMIT", "SIZE", "FORMAT", "KIND", "MODE", "SOURCE", "ARN", "VERSION", "PROMPT"}
+)
+
+
+def _env_name(text: str, key_start: int, suffix_end: int) -> bool:
+    """True when the key word sits in an upper-case variable name that names a secret.
+
+    ``PGPASSWORD``, ``MYSQL_ROOT_PASSWORD``, ``SECRET_KEY_BASE``; not one whose last word names
+    something about the secret (``PGPASSWORD_FILE``).
+    """
+    name = text[key_start:suffix_end]
+    if not name or not all(c in _ENV_NAME_CHARS for c in name) or not any(c.isalpha() for c in name):
+        return False
+    start = key_start
+    while start > 0 and key_start - start < 64 and text[start - 1] in _ENV_NAME_CHARS:
+        start -= 1
+    if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "-"):
+        return False  # inside a longer mixed-case word
+    last = text[start:suffix_end].rstrip("0123456789_").rsplit("_", 1)[-1]
+    return last not in _ENV_NOT_SECRET
+
+
+def _is_code_reference(value: str) -> bool:
+    """True for a dotted name in code (``env.JWT_TOKEN``, ``self.config.api_key``), not a value.
+
+    A dotted value with a generated-looking part (``tok.AbC9xYz.QwErTy12``) is a token, not code.
+    """
+    return _CODE_REFERENCE.match(value) is not None and not any(_is_generated(part) for part in value.split("."))
+
+
 def _assignment(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     core = match.group("core")
     key_start = match.start("core")
@@ -225,30 +318,56 @@ def _assignment(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
             return None  # a plain "key": dictionary keys, sort keys, primary keys
         key_start = prefix.start()
         core = prefix.group(0).rstrip("_-") + "key"
-    if not _word_start(text, key_start):
-        return None
-    suffix = re.sub(r"[_.\-]", "", match.group("suffix")).rstrip("0123456789")
-    if suffix not in _SUFFIXES:
-        return None
-    if core == "pass" and text[key_start - 1 : key_start] not in ("_", ".", "-"):
-        return None  # "pass=12 fail=3", "pass: true"; only db_pass / mysql-pass name a password
+    kind = _kind_of(core)
     group = "dq" if match.group("dq") is not None else "sq" if match.group("sq") is not None else "bare"
     start, end = match.span(group)
+    if kind != "password" and end - start < 8:
+        return None  # tokens and keys are long (the cheapest test first: lists of "token:" are common)
+    raw_suffix = match.group("suffix")
+    env = _env_name(text, key_start, match.end("suffix"))
+    # "password", "passwd", "secret" and "token" name a secret anywhere in a name ("dbpassword",
+    # "authtoken"); the short cores only at a word start ("compass", "bypass", "monkey").
+    whole_word = core in ("password", "passwd", "passphrase", "secret", "token")
+    if not env and not whole_word and not _word_start(text, key_start):
+        return None
+    if raw_suffix and not env:
+        suffix = re.sub(r"[_.\-]", "", raw_suffix).rstrip("0123456789")
+        if suffix not in _SUFFIXES:
+            return None
+    if core == "pass" and not env and text[key_start - 1 : key_start] not in ("_", ".", "-"):
+        return None  # "pass=12 fail=3", "pass: true"; only db_pass / mysql-pass name a password
     value = text[start:end]
     if group == "bare":
-        stripped = value.rstrip(".:!?")
-        end -= len(value) - len(stripped)
-        value = stripped
+        name_start = key_start
+        while name_start > 0 and key_start - name_start < 64 and (text[name_start - 1].isalnum() or text[name_start - 1] in "_-"):
+            name_start -= 1
+        before = text[max(0, name_start - 8) : name_start].rstrip(" \t")
+        if before.endswith(("(", ",")):
+            # a keyword argument in a call: the value is one argument; a variable passed on is code
+            argument = _ARGUMENT.match(text, start)
+            end = start + (len(argument.group(0)) if argument else 0)
+            value = text[start:end]
+            if _IDENTIFIER.fullmatch(value) and (value.islower() or value == text[name_start : match.end("suffix")]):
+                return None  # login(user, password=password), OpenAI(api_key=api_key)
+        else:
+            cut = _BARE_CUT.search(value)
+            if cut is not None:
+                value = value[: cut.start()]
+            value = value.rstrip(".:!?,;")
+            while value and value[-1] in _CLOSERS and value.count(value[-1]) > value.count(_CLOSERS[value[-1]]):
+                value = value[:-1].rstrip(".:!?,;")  # "(password=pw)", "[token=abc]"
+            end = start + len(value)
+        if value == text[name_start : match.end("suffix")]:
+            return None  # "password=password": the name again, a template's default
     lowered = value.strip().lower()
     if (
         not lowered
         or lowered in _NOT_VALUES
         or lowered.startswith(("[redacted", "$", "%(", "{{", "<", "/", "./", "~/", "os.environ", "process.env", "env("))
         or len(set(lowered)) == 1  # "****", "xxxxxxxx"
-        or (group == "bare" and _CODE_REFERENCE.match(value))  # "env.JWT_TOKEN", "self.config.api_key": code, not a value
+        or (group == "bare" and _is_code_reference(value))
     ):
         return None
-    kind = _kind_of(core)
     if kind == "password":
         if group == "bare" and match.group("sep") == ":" and lowered in _PROSE:
             return None  # "Password: is incorrect"
@@ -285,7 +404,7 @@ def _email(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
 
 _PHONE = re.compile(
     r"(?:"
-    r"\+\d{1,3}(?:[ .\-]?\(\d{1,4}\))?(?:[ .\-]\d{1,4}){2,5}"  # +44 20 7946 0958, +1-202-555-0143
+    r"\+\d{1,3}(?:[ .\-]?\(\d{1,4}\))?(?:[ .\-]\d{1,6}){1,5}"  # +44 20 7946 0958, +44 7700 900123, +1-202-555-0143
     r"|\+\d{8,15}"  # +14155550123
     r"|\(\d{3}\)[ .\-]?\d{3}[ .\-]\d{4}"  # (202) 555-0143
     r"|\d{3}(?P<sep>[.\-])\d{3}(?P=sep)\d{4}"  # 202-555-0143, 202.555.0143
@@ -322,19 +441,30 @@ def _ipv4(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
 def default_rules() -> tuple[Rule, ...]:
     """The built-in rules, in the order they apply (built once)."""
     return (
-        Rule("private_key", _PEM, needles=("-----BEGIN",)),
-        Rule("jwt", _JWT, check=_prefixed("jwt"), needles=("eyJ",)),
+        Rule("private_key", _PEM, needles=("-----BEGIN",), name="pem-private-key"),
+        Rule("jwt", _JWT, check=_prefixed("jwt"), needles=("eyJ",), resume="run", name="jwt"),
         *_provider_rules(),
-        Rule("password", _URL_PASSWORD, group="secret", needles=("://",)),
-        Rule("token", _BEARER, check=_bearer, lower=True, needles=("bearer",)),
-        Rule("password", _BASIC, group="secret", lower=True, needles=("authorization",)),
+        Rule("password", _URL_PASSWORD, group="secret", needles=("://",), name="url-password"),
+        Rule("token", _BEARER, check=_bearer, lower=True, needles=("bearer",), name="bearer"),
+        Rule("password", _BASIC, group="secret", lower=True, needles=("authorization",), name="basic-auth"),
         # sig=, signature= (also x-amz- / x-goog-signature=), x-amz-security-token=
-        Rule("token", _SIGNED_URL, group="secret", lower=True, needles=("sig=", "signature=", "security-token=")),
-        Rule("secret", _ASSIGNMENT, check=_assignment, lower=True, needles=("pass", "pwd", "secret", "token", "credential", "key")),
-        Rule("email", _EMAIL_DOMAIN, check=_email, needles=("@",)),
-        Rule("phone", _PHONE, check=_phone, min_digits=10),
+        Rule("token", _SIGNED_URL, group="secret", lower=True, needles=("sig=", "signature=", "security-token="), name="signed-url"),
+        Rule(
+            "secret", _ASSIGNMENT, check=_assignment, lower=True, resume="core",
+            needles=("pass", "pwd", "secret", "token", "credential", "key"), name="assignment",
+        ),
+        Rule("email", _EMAIL_DOMAIN, check=_email, needles=("@",), name="email"),
+        Rule("phone", _PHONE, check=_phone, min_digits=10, name="phone-international"),
+        *_general_rules(),
         *_more_rules(),
     )
+
+
+def _general_rules() -> tuple[Rule, ...]:
+    # Secrets found by where they sit: command-line flags, HTTP headers, URLs, config files.
+    from mast.redact.general import general_rules
+
+    return general_rules()
 
 
 def _more_rules() -> tuple[Rule, ...]:
@@ -344,7 +474,7 @@ def _more_rules() -> tuple[Rule, ...]:
     return more_rules()
 
 
-IPV4_RULE = Rule("ipv4", _IPV4, check=_ipv4, min_digits=4)
+IPV4_RULE = Rule("ipv4", _IPV4, check=_ipv4, min_digits=4, name="ipv4")
 _KIND_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 

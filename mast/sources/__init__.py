@@ -50,6 +50,8 @@ class TraceQuery:
     """Only traces whose root span has one of these names."""
     after: str | None = None
     """Only roots the store received after this position (see :attr:`RootSpan.position`)."""
+    filter: str | None = None
+    """The store's own filter expression (MLflow's search filter); a store without one refuses it."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class _Registration:
 
 _REGISTRY: list[_Registration] = [
     _Registration(("phoenix", "phoenixs", "phoenix+http", "phoenix+https"), "mast.sources.phoenix"),
+    _Registration(("mlflow", "mlflows", "mlflow+http", "mlflow+https"), "mast.sources.mlflow"),
 ]
 
 

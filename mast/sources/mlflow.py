@@ -225,6 +225,7 @@ class MLflowSource:
 
     def _normalise(self, info: dict[str, Any], spans: list[dict[str, Any]]) -> Trace:
         from mast.normalize import iter_traces
+        from mast.normalize._otel_attrs import hex_id
 
         record = {"info": _info_without_assessments(info), "data": {"spans": [as_mlflow_span(s) for s in spans]}}
         got = next(iter(iter_traces(record, format="mlflow")))
@@ -232,6 +233,9 @@ class MLflowSource:
             raise got
         got.source.path = self.url
         got.metadata["mlflow"] = {"experiment": self.location.experiment, "trace_id": got.trace_id}
+        root = next((s for s in spans if not (s.get("parent_span_id") or s.get("parentSpanId"))), None)
+        if root is not None:
+            got.metadata["root_span_id"] = hex_id(root.get("span_id") or root.get("spanId"))
         return got
 
     def close(self) -> None:

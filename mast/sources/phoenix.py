@@ -80,6 +80,8 @@ class PhoenixSource:
 
     def roots(self, query: TraceQuery) -> Iterator[RootSpan]:
         """Finished traces matching ``query``, oldest received first (``limit``: the newest N)."""
+        if query.filter:
+            raise UsageError(f"{self.url}: Phoenix takes no --filter (use --since, --until, --root-span, --trace-id)")
         params: dict[str, Any] = {"parent_id": "null", "sort": "id"}
         if query.since is not None:
             params["start_time"] = _iso(query.since)

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from mast.batch.breaker import CircuitBreaker
 from mast.batch.inputs import Reloader, WorkItem, parse_shard, scan
 from mast.batch.judges import BatchJudge, configured_judge
+from mast.batch.mixing import check_one_judge
 from mast.batch.pick import pick
 from mast.batch.report import BatchReport
 from mast.batch.resume import ResumeIndex

@@ -71,7 +71,6 @@ def run_batch_command(command: BatchCommand) -> int:
         return 2 if any(i.whole_file for i in items) else 0
 
     from mast.batch.provider_run import arun_provider_batch
-
     from mast.engines import open_run_sinks
 
     sources = command.sources

@@ -198,7 +198,7 @@ class FeedbackWriter:
 
 
 def read_feedback(url: str, trace_id: str) -> list[dict[str, Any]]:
-    """mast's feedback on one trace (MLflow's JSON), to check a write-back."""
+    """Mast's feedback on one trace (MLflow's JSON), to check a write-back."""
     api = MLflowClient(url)
     try:
         return [e for e in api.trace_info(trace_id).get("assessments") or [] if is_mast_entry(e)]

@@ -150,6 +150,8 @@ def push(
         traces: the judged traces by id, to map steps to spans; traces missing here are read
             from Phoenix again (a trace whose content changed since it was judged gets no span
             annotation: its step numbers may no longer match).
+        span_maps: instead of ``traces``: trace id -> step -> span id, already checked against the
+            judged content (what :class:`mast.sources.StoreReader` notes as it reads).
         api_key: else ``PHOENIX_API_KEY``.
 
     Raises:

@@ -28,10 +28,17 @@ from typing import Any
 
 from mast.batch.breaker import CircuitBreaker
 from mast.batch.inputs import WorkItem, parse_shard
+from mast.batch.labelling import (
+    Selection,
+    check_output,
+    finish_run,
+    notice_judge,
+    results_path,
+    walk_selected,
+)
+from mast.batch.mixing import check_one_judge
 from mast.batch.report import BatchReport, Outcome
 from mast.batch.resume import ResumeIndex
-from mast.batch.labelling import Selection, check_output, finish_run, notice_judge, results_path, walk_selected
-from mast.batch.mixing import check_one_judge
 from mast.batch.runner import Breaker, ProgressCallback, ResultCallback, copy_for
 from mast.diagnosis import Diagnosis, SourceRef
 from mast.errors import UsageError

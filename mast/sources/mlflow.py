@@ -180,8 +180,9 @@ class MLflowSource:
             clauses.append(f"trace.timestamp_ms < {_ms(query.until)}")
         if query.trace_ids:
             clauses.append(f"trace.request_id IN ({_quoted(query.trace_ids)})")
-        if query.root_names:
-            clauses.append(f"trace.name IN ({_quoted(query.root_names)})")
+        names = set(query.root_names)
+        if len(names) == 1:  # the trace name is a tag to MLflow's search: '=' only, no IN
+            clauses.append(f"trace.name = {_quoted(query.root_names)}")
         after = _position(query.after) if query.after else None
         if after is not None:
             clauses.append(f"trace.timestamp_ms >= {after[0]}")
@@ -191,7 +192,8 @@ class MLflowSource:
         if query.limit is not None:
             newest = list(self.api.search(where, "DESC", PAGE, stop_after=query.limit))
             found = [_root(info) for info in reversed(newest[: query.limit]) if info.get("state") in FINISHED]
-            yield from (r for r in found if after is None or _position(r.position) > after)
+            yield from (r for r in found if (after is None or _position(r.position) > after)
+                        and (not names or r.name in names))
             return
         for info in self.api.search(where, "ASC", PAGE):
             if info.get("state") not in FINISHED:
@@ -199,7 +201,7 @@ class MLflowSource:
                     return  # a watcher's position must not pass a run still in progress
                 continue
             root = _root(info)
-            if after is None or _position(root.position) > after:
+            if (after is None or _position(root.position) > after) and (not names or root.name in names):
                 yield root
 
     def span_counts(self, trace_ids: Sequence[str]) -> dict[str, int]:

@@ -87,6 +87,8 @@ def run_batch_command(command: BatchCommand) -> int:
     finally:
         if sinks is not None:
             sinks.close()
+    if sinks is not None:
+        run.report.sink_failures = sinks.failures
     if jsonl != output:
         write_table(jsonl, output)
     label._print_summary(run.report, judge_config, jsonl, output)  # noqa: SLF001

@@ -148,11 +148,15 @@ def label(
     if engine_options:
         kwargs["engine_options"] = dict(engine_options)
     try:
-        return run(paths, output, select=select, on_progress=on_progress,
-                   on_result=_both(on_result, sink_set.on_result if sink_set else None), on_notice=on_notice, **kwargs)
+        report = run(paths, output, select=select, on_progress=on_progress,
+                     on_result=_both(on_result, sink_set.on_result if sink_set else None), on_notice=on_notice,
+                     **kwargs)
     finally:
         if sink_set is not None:
             sink_set.close()
+    if sink_set is not None:
+        report.sink_failures = sink_set.failures
+    return report
 
 
 def open_run_sinks(

@@ -183,6 +183,7 @@ class SinkSet:
             try:
                 lines = sink.close()
             except MastError as exc:
+                self.failures += 1
                 lines = [f"{sink.name}: {exc}"]
             for line in lines:
                 if self.on_notice is not None:

@@ -9,6 +9,7 @@ batch not yet sent, which the rerun sends. Needs ``pip install 'mast-judge[phoen
 from __future__ import annotations
 
 from mast.diagnosis import Diagnosis
+from mast.errors import UsageError
 from mast.integrations.phoenix import PushReport, push
 from mast.sinks import SinkContext
 from mast.sources import TraceNote, source_scheme
@@ -66,5 +67,15 @@ class PhoenixSink:
 
 
 def open_sink(context: SinkContext) -> PhoenixSink:
-    """The registered opener."""
+    """The registered opener.
+
+    Raises:
+        UsageError: the Phoenix client is not installed (said before anything is judged).
+    """
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:  # asked of the package metadata: importing phoenix.client would load the whole server beside it
+        distribution("arize-phoenix-client")
+    except PackageNotFoundError:
+        raise UsageError("writing to Phoenix needs the client: pip install 'mast-judge[phoenix]'") from None
     return PhoenixSink()

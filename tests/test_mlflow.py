@@ -195,6 +195,17 @@ def test_write_back_one_feedback_per_mode_idempotent_and_updated_in_place(
         assert next(v for k, v in names.items() if k.startswith("mast.1.1 "))[0]["feedback"]["value"] is True
         assert next(v for k, v in names.items() if k.startswith("mast.3.2 "))[0]["feedback"]["value"] is False
 
+    # mast push from the first results file: the 3.2 verdicts again, in the same entries.
+    pushed = CliRunner().invoke(main, ["push", str(out), url, "--json"], catch_exceptions=False)
+    assert pushed.exit_code == 0, pushed.output
+    assert json.loads(pushed.stdout)["traces"] == 2 and json.loads(pushed.stdout)["created"] == 0
+    fourth = feedback(server, ids)
+    for trace_id in ids:
+        names = _by_name(_mast_only(fourth[trace_id]))
+        assert names[SUMMARY_NAME][0]["feedback"]["value"] == "3.2"
+        assert sorted(e["assessment_id"] for v in names.values() for e in v) == \
+               sorted(e["assessment_id"] for e in first[trace_id])
+
     # The offline detectors: CODE feedback; modes they do not assess are no longer claimed.
     detectors = _label(url, "-o", tmp_path / "detectors.jsonl", "--judge", "detectors", "--write-back")
     assert detectors.exit_code == 0, detectors.output

@@ -57,6 +57,8 @@ sink_options={"slack_webhook": ...})`` then uses it.
 from __future__ import annotations
 
 import importlib
+import queue
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -66,6 +68,9 @@ from mast.errors import MastError, UsageError
 from mast.sources import StoreReader, TraceNote, source_scheme
 
 __all__ = ["Sink", "SinkContext", "SinkSet", "open_sinks", "register", "sink_names", "write_back_sinks"]
+
+QUEUE = 256
+"""Results waiting for the sinks at most (the run waits when they are this far behind)."""
 
 
 class Sink(Protocol):
@@ -147,14 +152,26 @@ def _open(name: str, context: SinkContext) -> Sink:
 
 
 class SinkSet:
-    """The sinks of one run, fed as results arrive (the runner's ``on_result``)."""
+    """The sinks of one run, fed as results arrive (the runner's ``on_result``).
+
+    With ``background`` (the default) the sinks write from one worker thread: a store's HTTP calls
+    never hold up the run's event loop, and the results reach each sink in the order they were
+    written. The queue is bounded (:data:`QUEUE`), so a slow sink slows the run rather than
+    holding every result in memory; :meth:`close` waits until everything queued is written.
+    """
 
     def __init__(self, sinks: Sequence[Sink], reader: StoreReader | None = None,
-                 on_notice: Callable[[str], None] | None = None) -> None:
+                 on_notice: Callable[[str], None] | None = None, *, background: bool = True) -> None:
         self.sinks = list(sinks)
         self.reader = reader
         self.on_notice = on_notice
         self.failures = 0
+        self._queue: queue.Queue[tuple[Diagnosis, TraceNote | None, bool] | None] | None = None
+        self._worker: threading.Thread | None = None
+        if background and self.sinks:
+            self._queue = queue.Queue(maxsize=QUEUE)
+            self._worker = threading.Thread(target=self._drain, name="mast-sinks", daemon=True)
+            self._worker.start()
 
     def write(self, diagnosis: Diagnosis, *, fresh: bool, note: TraceNote | None = None) -> None:
         """Hand one result to every sink; a sink's failure is reported and the run goes on.
@@ -165,20 +182,36 @@ class SinkSet:
             note = self.reader.pop_note(diagnosis.trace_id)
         if note is not None and diagnosis.source.path not in (None, note.url):
             note = None  # the same trace id read from a file: not the store's trace
+        if self._queue is not None:
+            self._queue.put((diagnosis, note, fresh))
+        else:
+            self._write(diagnosis, note, fresh)
+
+    def _write(self, diagnosis: Diagnosis, note: TraceNote | None, fresh: bool) -> None:
         for sink in self.sinks:
             try:
                 sink.write(diagnosis, note, fresh=fresh)
-            except MastError as exc:
+            except Exception as exc:  # one result a sink cannot take never stops the others
                 self.failures += 1
                 if self.on_notice is not None and self.failures <= 5:
-                    self.on_notice(f"{sink.name}: {diagnosis.trace_id}: {exc}")
+                    reason = str(exc) if isinstance(exc, MastError) else f"{type(exc).__name__}: {exc}"
+                    self.on_notice(f"{sink.name}: {diagnosis.trace_id}: {reason}")
+
+    def _drain(self) -> None:
+        assert self._queue is not None
+        while (job := self._queue.get()) is not None:
+            self._write(*job)
 
     def on_result(self, item: Any, diagnosis: Diagnosis, outcome: str) -> None:
         """The runner's result callback."""
         self.write(diagnosis, fresh=outcome != "resumed")
 
     def close(self) -> None:
-        """Close every sink; their lines go to ``on_notice``."""
+        """Write what is queued, close every sink; their lines go to ``on_notice``."""
+        if self._queue is not None and self._worker is not None:
+            self._queue.put(None)
+            self._worker.join()
+            self._queue = None
         for sink in self.sinks:
             try:
                 lines = sink.close()

@@ -255,7 +255,7 @@ def test_kill_9_during_write_back_loses_nothing_and_the_rerun_adds_no_duplicate(
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
     assert len(out.read_text().splitlines()) == 2  # killed while the third was in flight
-    before = feedback(server, ids)
+    before = {t: _rest_feedback(server, t) for t in ids}
     assert [len(before[t]) for t in ids] == [16, 16, 0, 0]
     # A duplicate of one entry, as a writer that only ever adds would leave after a crash.
     copy = {k: v for k, v in before[ids[0]][0].items() if k in ("assessment_name", "trace_id", "source", "feedback",

@@ -226,6 +226,9 @@ def finish_run(report: BatchReport, paths: Sequence[str | os.PathLike[str]], out
     output = Path(output)
     jsonl = results_path(output)
     if report.total == 0 and not report.file_errors and shard is None:  # a shard may rightly be empty
+        stores = list(getattr(select.traces, "urls", ()))
+        if stores and not paths:
+            raise UsageError(f"no finished traces in {', '.join(stores)} matching the filters")
         raise no_traces_error([str(p) for p in paths], _walk(paths, output, jsonl, recursive, select))
     if jsonl != output:
         write_table(jsonl, output)

@@ -114,7 +114,7 @@ class MLflowClient:
             what = f"experiment {self.location.experiment!r}" if missing == "experiment" else f"{missing} ({path})"
             raise SourceError(f"{self.url}: MLflow has no {what} (404)")
         if response.status_code >= 400:
-            raise SourceError(f"{self.url}: MLflow answered {response.status_code}: {response.text[:200]}")
+            raise SourceError(f"{self.url}: MLflow answered {response.status_code}: {_message(response)}")
         body: dict[str, Any] = response.json() if response.content else {}
         return body
 
@@ -267,6 +267,15 @@ def as_mlflow_span(span: dict[str, Any]) -> dict[str, Any]:
         "status": span.get("status") or {},
         "attributes": key_values(span.get("attributes") or []),
     }
+
+
+def _message(response: httpx.Response) -> str:
+    """MLflow's own error message (its JSON body's ``message``), else the start of the body."""
+    try:
+        message = response.json().get("message")
+    except ValueError:
+        message = None
+    return str(message)[:300] if message else response.text[:200]
 
 
 def _info_without_assessments(info: dict[str, Any]) -> dict[str, Any]:

@@ -87,13 +87,15 @@ def agent(server: MLflowServer, request: dict[str, Any]) -> Any:
 
 
 def log_runs(server: MLflowServer, experiment: str, runs: Sequence[dict[str, Any]], *,
-             tags: dict[str, str] | None = None, otlp: Path | None = None) -> list[str]:
+             tags: dict[str, str] | None = None, otlp: Path | None = None,
+             started_s_ago: float | None = None) -> list[str]:
     """Log ``runs`` as MLflow traces of ``experiment``; their trace ids (``tr-...``), in order.
 
     ``otlp``: also write the OTLP/JSON export of the same spans (MLflow's own ``to_otel_proto``) there.
+    ``started_s_ago``: each run is a long one that started that long ago and ends now.
     """
     answer = agent(server, {"log": list(runs), "experiment": experiment, "tags": tags or {},
-                            "otlp": str(otlp) if otlp else None})
+                            "otlp": str(otlp) if otlp else None, "started_s_ago": started_s_ago})
     return list(answer["trace_ids"])
 
 

@@ -2,10 +2,11 @@
 
 Reads one JSON request on stdin and prints one JSON answer:
 
-* ``{"log": [runs], "experiment": NAME, "tags": {...}, "otlp": PATH|null}``: run each of our small
+* ``{"log": [runs], "experiment": NAME, "tags": {...}, "otlp": PATH|null, "started_s_ago": S|null}``: run each of our small
   multi-agent runs (``tests/data/phoenix/runs.json``) as ``@mlflow.trace`` spans (AGENT per turn,
   CHAT_MODEL with the messages, TOOL per tool call) -> ``{"trace_ids": [...]}``; with ``otlp``, also
-  write the OTLP/JSON export of the same spans (MLflow's ``Span.to_otel_proto``) to that path;
+  write the OTLP/JSON export of the same spans (MLflow's ``Span.to_otel_proto``) to that path; with
+  ``started_s_ago``, each run is one long run that started that long ago and ends now;
 * ``{"read": [trace ids]}`` -> ``{trace_id: [assessment dicts]}`` as MLflow's client reads them.
 """
 
@@ -57,6 +58,23 @@ def _run(run: dict, tags: dict) -> str:
     return trace_id
 
 
+def _long_run(run: dict, started_s_ago: float) -> str:
+    """A run that started ``started_s_ago`` seconds ago and ends now (a long run, logged when it ends)."""
+    import time
+
+    start = time.time_ns() - int(started_s_ago * 1e9)
+    root = mlflow.start_span_no_context(run["name"], span_type="AGENT", inputs={"task": run["task"]}, start_time_ns=start)
+    for number, turn in enumerate(run["turns"]):
+        llm = mlflow.start_span_no_context("llm", span_type="CHAT_MODEL", parent_span=root,
+                                           inputs={"messages": [{"role": "user", "content": turn["input"]}]},
+                                           start_time_ns=start + (number + 1) * 10**9)
+        llm.set_outputs({"choices": [{"message": {"role": "assistant", "content": turn["output"]}}]})
+        llm.end(end_time_ns=start + (number + 2) * 10**9)
+    root.set_outputs(run["final"])
+    root.end()
+    return root.trace_id
+
+
 def _otlp(trace_ids: list, path: str) -> None:
     from google.protobuf.json_format import MessageToJson
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -74,7 +92,8 @@ def main() -> None:
     request = json.loads(sys.stdin.read())
     if "log" in request:
         mlflow.set_experiment(request["experiment"])
-        ids = [_run(run, request.get("tags") or {}) for run in request["log"]]
+        ago = request.get("started_s_ago")
+        ids = [_long_run(run, ago) if ago else _run(run, request.get("tags") or {}) for run in request["log"]]
         mlflow.flush_trace_async_logging()
         if request.get("otlp"):
             _otlp(ids, request["otlp"])

@@ -289,14 +289,19 @@ def test_watch_labels_only_new_traces_and_writes_their_feedback(server: MLflowSe
             assert first.exit_code == 0, first.output
             assert len(llm.chat_requests) == 2
             new = log_runs(server, "watch", runs[2:3])
+            # A long run: started an hour ago, before everything above, logged when it ended just now.
+            new += log_runs(server, "watch", runs[3:4], started_s_ago=3600)
             second = CliRunner().invoke(main, args, catch_exceptions=False)
             assert second.exit_code == 0, second.output
-            assert len(llm.chat_requests) == 3  # the new trace only
-            assert runs[2]["turns"][0]["output"] in llm.chat_requests[2].text
+            assert len(llm.chat_requests) == 4  # the two new traces only
+            judged_now = " ".join(r.text for r in llm.chat_requests[2:])
+            assert runs[2]["turns"][0]["output"] in judged_now and runs[3]["turns"][0]["output"] in judged_now
+            third = CliRunner().invoke(main, args, catch_exceptions=False)
+            assert third.exit_code == 0 and len(llm.chat_requests) == 4  # nothing new: nothing asked
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     assert sorted(d.trace_id for d in read_results(out)) == sorted(old + new)
     written = feedback(server, old + new)
     assert all(len(_by_name(written[t])) == 16 for t in old + new)
-    assert json.loads((tmp_path / "results.jsonl.watch.json").read_text())["position"].endswith(new[0])
+    assert new[1] in json.loads((tmp_path / "results.jsonl.watch.json").read_text())["position"]

@@ -109,7 +109,8 @@ class TraceQuery:
     root_names: Sequence[str] = ()
     """Only traces whose root span has one of these names."""
     after: str | None = None
-    """Only roots the store received after this position (see :attr:`RootSpan.position`)."""
+    """Only roots the store received after this position (see :attr:`RootSpan.position`); ``""``:
+    from the start, listed in position order (what ``mast watch`` asks first)."""
     filter: str | None = None
     """The store's own filter expression (MLflow's search filter); a store without one refuses it."""
 

@@ -17,8 +17,11 @@ Filters: since/until bound the start time, ``limit`` takes the newest N, ``trace
 ``root_names`` pick by id and trace name, and ``filter`` is passed to MLflow as its own search
 filter (``tags.env = 'prod'``, ``trace.status = 'ERROR'``...), joined to the others with AND.
 
-Positions (for ``mast watch``) are ``<start ms>:<trace id>``: MLflow lists by start time, so the
-position never moves past a trace still in progress (the listing stops there until it finishes).
+Positions (for ``mast watch``) follow the order traces *arrive*: MLflow's tracing logs a trace when
+its root span ends, so a long run that started early arrives late. A position is the end time and
+id of the last trace listed, plus the ids of the traces that ended within :data:`LOOKBACK_MS` before
+it; the next listing asks for traces that ended since then (less the look-back, for exports that
+arrive a little out of order) and leaves out the ids already listed.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ IDS_PER_REQUEST = 50
 """Trace ids per batchGet request (keeps the query string short)."""
 TIMEOUT_S = 60.0
 FINISHED = ("OK", "ERROR")
+LOOKBACK_MS = 120_000
+"""How far before a position's end time the next listing looks again (late exports)."""
 
 
 @dataclass(frozen=True)
@@ -183,25 +188,38 @@ class MLflowSource:
         names = set(query.root_names)
         if len(names) == 1:  # the trace name is a tag to MLflow's search: '=' only, no IN
             clauses.append(f"trace.name = {_quoted(query.root_names)}")
-        after = _position(query.after) if query.after else None
-        if after is not None:
-            clauses.append(f"trace.timestamp_ms >= {after[0]}")
         if query.filter:
             clauses.append(query.filter)  # MLflow's grammar joins clauses with AND only
+        if query.after is not None:
+            yield from self._arrived_after(query.after, clauses, names)
+            return
         where = " AND ".join(clauses)
         if query.limit is not None:
             newest = list(self.api.search(where, "DESC", PAGE, stop_after=query.limit))
             found = [_root(info) for info in reversed(newest[: query.limit]) if info.get("state") in FINISHED]
-            yield from (r for r in found if (after is None or _position(r.position) > after)
-                        and (not names or r.name in names))
+            yield from (r for r in found if not names or r.name in names)
             return
         for info in self.api.search(where, "ASC", PAGE):
-            if info.get("state") not in FINISHED:
-                if after is not None:
-                    return  # a watcher's position must not pass a run still in progress
-                continue
             root = _root(info)
-            if (after is None or _position(root.position) > after) and (not names or root.name in names):
+            if info.get("state") in FINISHED and (not names or root.name in names):
+                yield root
+
+    def _arrived_after(self, after: str, clauses: list[str], names: set[str]) -> Iterator[RootSpan]:
+        """Finished traces that ended since the position (less the look-back), in the order they ended."""
+        end, last, recent = _position(after) if after else (None, "", set())
+        if end is not None:
+            clauses = [*clauses, f"trace.end_time_ms >= {end - LOOKBACK_MS}"]
+        # MLflow's search cannot sort by end time: the traces ended since the last poll are sorted here
+        # (trace infos only; the first poll of a watch lists the whole experiment once).
+        found = sorted(((_end_ms(info), str(info["trace_id"]), info) for info in self.api.search(
+            " AND ".join(clauses), "ASC", PAGE) if info.get("state") in FINISHED), key=lambda x: (x[0], x[1]))
+        window = [(e, t) for e, t, _ in found if end is not None and e <= end and t in recent]
+        for ended, trace_id, info in found:
+            if trace_id in recent or trace_id == last:
+                continue
+            window = [(e, t) for e, t in window if e >= ended - LOOKBACK_MS] + [(ended, trace_id)]
+            root = _root(info, position=_encode(ended, trace_id, [t for _, t in window]))
+            if not names or root.name in names:
                 yield root
 
     def span_counts(self, trace_ids: Sequence[str]) -> dict[str, int]:
@@ -283,22 +301,41 @@ def _info_without_assessments(info: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in info.items() if k != "assessments"}
 
 
-def _root(info: dict[str, Any]) -> RootSpan:
+def _start(info: dict[str, Any]) -> datetime | None:
     start = info.get("request_time")
-    when = datetime.fromisoformat(start.replace("Z", "+00:00")) if isinstance(start, str) else None
-    trace_id = str(info["trace_id"])
-    ms = _ms(when) if when is not None else 0
-    tags = info.get("tags") or {}
-    return RootSpan(trace_id=trace_id, span_id="", name=str(tags.get("mlflow.traceName") or ""), start=when,
-                    position=f"{ms}:{trace_id}")
+    return datetime.fromisoformat(start.replace("Z", "+00:00")) if isinstance(start, str) else None
 
 
-def _position(text: str) -> tuple[int, str]:
-    ms, sep, trace_id = text.partition(":")
+def _end_ms(info: dict[str, Any]) -> int:
+    """When the trace ended: its start plus its duration (``"0.101s"``), in ms."""
+    start = _start(info)
+    duration = str(info.get("execution_duration") or "0s").removesuffix("s")
     try:
-        return int(ms), trace_id
+        took = float(duration)
     except ValueError:
-        raise UsageError(f"not an MLflow position: {text!r} (expected <start ms>:<trace id>)") from None
+        took = 0.0
+    return (_ms(start) if start is not None else 0) + round(took * 1000)
+
+
+def _root(info: dict[str, Any], position: str | None = None) -> RootSpan:
+    trace_id = str(info["trace_id"])
+    tags = info.get("tags") or {}
+    return RootSpan(trace_id=trace_id, span_id="", name=str(tags.get("mlflow.traceName") or ""), start=_start(info),
+                    position=position or _encode(_end_ms(info), trace_id, [trace_id]))
+
+
+def _encode(end_ms: int, trace_id: str, recent: list[str]) -> str:
+    """``<end ms>:<trace id>:<ids that ended within the look-back, comma-separated>``."""
+    return f"{end_ms}:{trace_id}:{','.join(recent)}"
+
+
+def _position(text: str) -> tuple[int, str, set[str]]:
+    ms, _, rest = text.partition(":")
+    trace_id, _, recent = rest.partition(":")
+    try:
+        return int(ms), trace_id, {t for t in recent.split(",") if t} | {trace_id}
+    except ValueError:
+        raise UsageError(f"not an MLflow position: {text!r} (expected <end ms>:<trace id>:<recent ids>)") from None
 
 
 def _quoted(values: Sequence[str]) -> str:

@@ -98,7 +98,7 @@ class PhoenixSource:
             yield from (r for r in reversed(found) if _after(r, query.after))
             return
         last = -1
-        for span in self._pages("spans", {**params, "order": "asc"}, cursor=query.after):
+        for span in self._pages("spans", {**params, "order": "asc"}, cursor=query.after or None):
             root = _root(span)
             row = _row(root.position)
             if row < last:
@@ -204,7 +204,7 @@ def _root(span: dict[str, Any]) -> RootSpan:
 
 def _after(root: RootSpan, position: str | None) -> bool:
     """Whether Phoenix received ``root`` after ``position`` (a span's global id ``Span:<row>``)."""
-    if position is None:
+    if not position:  # None, or "" (from the start)
         return True
     return _row(root.position) > _row(position)
 

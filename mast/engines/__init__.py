@@ -137,6 +137,7 @@ def label(
     given = [inputs] if isinstance(inputs, str | os.PathLike) else list(inputs)
     urls = [str(i) for i in given if isinstance(i, str) and is_source_url(i)]
     paths = [i for i in given if not (isinstance(i, str) and is_source_url(i))]
+    run = get_engine(engine)
     reader = StoreReader(urls, query, keep_notes=bool(sinks)) if urls else None
     sink_set = open_run_sinks(sinks, reader, options=sink_options, on_notice=on_notice)
     select = select or Selection()
@@ -144,7 +145,6 @@ def label(
         from dataclasses import replace
 
         select = replace(select, traces=reader)
-    run = get_engine(engine)
     if engine_options:
         kwargs["engine_options"] = dict(engine_options)
     try:

@@ -217,6 +217,17 @@ def test_write_back_one_feedback_per_mode_idempotent_and_updated_in_place(
     assert {(e["source"]["source_type"], e["source"]["source_id"]) for e in mine} == {("CODE", "mast/detectors")}
 
 
+def _written(out: Path) -> list[str]:
+    """Trace ids of the results file so far (a line being written is not one yet)."""
+    found: list[str] = []
+    for line in out.read_text().splitlines() if out.exists() else []:
+        try:
+            found.append(json.loads(line)["trace_id"])
+        except ValueError:
+            pass  # the line being written
+    return found
+
+
 def _rest_feedback(server: MLflowServer, trace_id: str) -> list[dict[str, Any]]:
     """The trace's assessments straight from the REST API (cheap enough to poll)."""
     info = httpx.get(f"{server.base_url}/api/3.0/mlflow/traces/{trace_id}").raise_for_status().json()
@@ -246,23 +257,24 @@ def test_kill_9_during_write_back_loses_nothing_and_the_rerun_adds_no_duplicate(
                                env=_env(llm), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         try:
             deadline = time.monotonic() + 240
-            while not (len(llm.chat_requests) >= 3 and out.exists() and len(out.read_text().splitlines()) >= 2
-                       and len(_rest_feedback(server, ids[1])) == 16):
+            while not (len(llm.chat_requests) >= 3 and len(_written(out)) >= 2
+                       and all(len(_rest_feedback(server, t)) == 16 for t in _written(out))):
                 assert run.poll() is None, run.stderr.read().decode() if run.stderr else ""
                 assert time.monotonic() < deadline, "the run never reached the third trace"
                 time.sleep(0.2)  # bounded wait on the run's progress (its file and the server)
         finally:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
-    assert len(out.read_text().splitlines()) == 2  # killed while the third was in flight
+    written = _written(out)
+    assert len(written) == 2  # killed while the third was in flight
     before = {t: _rest_feedback(server, t) for t in ids}
-    assert [len(before[t]) for t in ids] == [16, 16, 0, 0]
+    assert {t: len(before[t]) for t in ids} == {t: 16 if t in written else 0 for t in ids}
     # A duplicate of one entry, as a writer that only ever adds would leave after a crash.
-    copy = {k: v for k, v in before[ids[0]][0].items() if k in ("assessment_name", "trace_id", "source", "feedback",
-                                                                "rationale", "metadata", "span_id")}
-    httpx.post(f"{server.base_url}/api/3.0/mlflow/traces/{ids[0]}/assessments",
+    copy = {k: v for k, v in before[written[0]][0].items() if k in ("assessment_name", "trace_id", "source",
+                                                                    "feedback", "rationale", "metadata", "span_id")}
+    httpx.post(f"{server.base_url}/api/3.0/mlflow/traces/{written[0]}/assessments",
                json={"assessment": copy}).raise_for_status()
-    assert len(_rest_feedback(server, ids[0])) == 17
+    assert len(_rest_feedback(server, written[0])) == 17
 
     with FakeLLMServer(_responder("3.2")) as llm:
         done = subprocess.run([sys.executable, "-m", "mast", "label", url, "-o", str(out), "--write-back"],
@@ -273,7 +285,7 @@ def test_kill_9_during_write_back_loses_nothing_and_the_rerun_adds_no_duplicate(
     for trace_id in ids:
         names = _by_name(after[trace_id])
         assert len(names) == 16 and all(len(v) == 1 for v in names.values()), trace_id
-    assert {e["assessment_id"] for e in after[ids[1]]} == {e["assessment_id"] for e in before[ids[1]]}
+    assert {e["assessment_id"] for e in after[written[1]]} == {e["assessment_id"] for e in before[written[1]]}
 
 
 def test_watch_labels_only_new_traces_and_writes_their_feedback(server: MLflowServer, tmp_path: Path) -> None:

@@ -10,7 +10,9 @@ The package is the pipeline; each layer imports only the layers below it (``pypr
     report                   analysis and evaluation on one HTML page
     analysis | datasets      prevalence, co-occurrence, first failures | the MAD dataset
     evaluation               agreement with gold labels (never reaches the judge's backend)
+    engines                  label(): files and stores -> an engine by name -> results file + sinks
     batch | testing          many traces, resumable, within a budget | FakeLLMServer
+    sinks                    where verdicts go besides the results file (Phoenix, MLflow, OTel)
     judge                    one trace -> Diagnosis (judge/backend.py alone imports litellm)
     normalize | redact       source formats -> Trace | secrets out
     diagnosis                the result schema
@@ -38,6 +40,7 @@ if _TYPE_CHECKING:  # what the names below resolve to, for type checkers and edi
     from mast import analysis, datasets
     from mast.batch import aclassify_many, classify_many
     from mast.diagnosis import Diagnosis
+    from mast.engines import label
     from mast.errors import (
         EvaluationError,
         JudgeAPIError,
@@ -95,6 +98,7 @@ _LAZY = {
     "evaluate": "mast.evaluation",
     "evaluate_attribution": "mast.evaluation",
     "iter_traces": "mast.normalize",
+    "label": "mast.engines",
     "load_taxonomy": "mast.taxonomy",
     "load_trace": "mast.normalize",
     "load_traces": "mast.normalize",
@@ -149,6 +153,7 @@ __all__ = [
     "evaluate",
     "evaluate_attribution",
     "iter_traces",
+    "label",
     "load_taxonomy",
     "load_trace",
     "load_traces",

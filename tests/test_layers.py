@@ -23,7 +23,10 @@ ABOVE = {
     "mast.normalize": ["mast.diagnosis", "mast.judge", "mast.batch", "mast.evaluation", "mast.analysis", "mast.cli"],
     "mast.redact": ["mast.normalize", "mast.judge", "mast.batch", "mast.evaluation", "mast.cli"],
     "mast.judge": ["mast.batch", "mast.evaluation", "mast.analysis", "mast.report", "mast.cli"],
-    "mast.batch": ["mast.evaluation", "mast.analysis", "mast.report", "mast.cli"],
+    "mast.batch": ["mast.engines", "mast.integrations.ray", "mast.evaluation", "mast.analysis", "mast.report",
+                   "mast.cli"],
+    "mast.sources": ["mast.sinks", "mast.integrations", "mast.judge", "mast.batch", "mast.engines", "mast.cli"],
+    "mast.sinks": ["mast.batch", "mast.engines", "mast.cli"],
     "mast.evaluation": ["mast.judge", "mast.batch", "mast.analysis", "mast.report", "mast.cli"],
 }
 HEAVY = ["litellm", "sklearn", "statsmodels", "matplotlib"]

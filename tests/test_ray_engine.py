@@ -17,8 +17,8 @@ import psutil
 import pytest
 from test_batch_inputs import chat_jsonl
 
-from mast.batch import label
 from mast.diagnosis import Diagnosis
+from mast.engines import label  # mast.label: the engine is chosen by name
 from mast.judge.config import JudgeConfig
 from mast.results import iter_results
 from mast.testing import FakeLLMServer, Reply

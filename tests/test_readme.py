@@ -45,6 +45,12 @@ NOT_RUN = {
     "mast push results.jsonl phoenix://localhost:6006/my-project": "a Phoenix server (tests/test_phoenix.py)",
     "mast watch phoenix://localhost:6006/my-project -o results.jsonl --every 60s --write-back --budget-usd 5":
         "a Phoenix server and a loop that runs until stopped (tests/test_phoenix.py, tests/test_watch.py)",
+    "mast label mlflow://localhost:5000/agents -o results.jsonl --write-back":
+        "an MLflow server (tests/test_mlflow.py runs these against a real one)",
+    "mast label mlflow://localhost:5000/agents -o results.jsonl --since 2h --limit 100 --filter tags.env = 'prod'":
+        "an MLflow server (tests/test_mlflow.py)",
+    "mast watch mlflow://localhost:5000/agents -o results.jsonl --every 60s --write-back":
+        "an MLflow server and a loop that runs until stopped (tests/test_mlflow.py)",
 }
 EXIT = {"--fail-on": {3}}
 """Expected exit statuses other than 0, by an option the command carries."""

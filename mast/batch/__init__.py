@@ -18,7 +18,7 @@ Example:
 
 (``to_dataframe`` is :func:`mast.results.to_dataframe`.)
 
-Many machines: :func:`label` with ``engine="ray"`` (see :mod:`mast.integrations.ray`). Without Ray,
+Many machines: :func:`mast.label` with ``engine="ray"`` (see :mod:`mast.engines`). Without Ray,
 give each machine the same inputs and its own shard, then concatenate the outputs::
 
     machine 1$ mast label runs/ --shard 1/3 -o part-1.jsonl

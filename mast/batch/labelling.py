@@ -6,8 +6,9 @@ thin layer over these two: it turns options into arguments, draws progress from 
 ``on_progress`` hook and prints the report. Nothing is held per trace beyond keys, so a corpus of a
 million traces labels in the memory of a few.
 
-``engine="ray"`` runs the same labelling on a Ray cluster (:mod:`mast.integrations.ray`), with the
-same results file, resume and summary.
+This is the ``local`` engine (this process, asyncio). :func:`mast.label` (:mod:`mast.engines`) is the
+front door above it: it also reads trace stores, feeds sinks and picks another engine by name
+(``ray``, ``batch-api``) with the same results file, resume and summary.
 
 Example:
     >>> from mast.batch import label
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -35,7 +36,7 @@ from mast.batch.pick import pick
 from mast.batch.report import BatchReport
 from mast.batch.resume import ResumeIndex
 from mast.batch.router import router_judge
-from mast.batch.runner import BatchRunner, Breaker, ProgressCallback
+from mast.batch.runner import BatchRunner, Breaker, ProgressCallback, ResultCallback
 from mast.batch.table import TABLE_SUFFIXES, write_table
 from mast.batch.walk import FileSelection, no_traces_error, select_files, walk_files
 from mast.errors import UsageError
@@ -43,7 +44,6 @@ from mast.judge.config import JudgeConfig
 from mast.results import ResultsFile
 from mast.trace import Trace
 
-Engine = Literal["local", "ray"]
 Notice = Callable[[str], None]
 """Receives a line for the user (the judge has no model, a torn line was repaired...)."""
 
@@ -106,7 +106,8 @@ class Selection:
         sample: judge a seeded random subset of N traces.
         sample_seed: the seed of ``sample``.
         trace_ids: judge only these traces (id, ``PATH`` or ``PATH#RECORD``).
-        traces: traces already read (from a trace store), judged besides the files'.
+        traces: traces from a trace store (a stream, such as :class:`mast.sources.StoreReader`), judged
+            besides the files'.
         follow_symlinks: read links found in a folder whose target is outside it (skipped by default).
     """
 
@@ -116,7 +117,7 @@ class Selection:
     sample: int | None = None
     sample_seed: int = 0
     trace_ids: Sequence[str] = ()
-    traces: Sequence[Trace] = ()
+    traces: Iterable[Trace] = ()
     follow_symlinks: bool = False
 
     @property
@@ -140,10 +141,9 @@ def label(
     recursive: bool = True,
     shard: str | None = None,
     select: Selection | None = None,
-    engine: Engine = "local",
     router: str | os.PathLike[str] | None = None,
-    engine_options: dict[str, Any] | None = None,
     on_progress: ProgressCallback | None = None,
+    on_result: ResultCallback | None = None,
     on_notice: Notice | None = None,
     breaker: Breaker | None = None,
     catch_sigint: bool = False,
@@ -162,7 +162,7 @@ def label(
         output: the results file.
         config: the judge's configuration (or judge ``options`` as keywords: ``model=``...).
         batch_judge: a ready :class:`BatchJudge` instead (local engine only).
-        concurrency: model calls in flight (with ``engine="ray"``: per actor).
+        concurrency: model calls in flight.
         rpm: requests-per-minute limit.
         tpm: tokens-per-minute limit.
         budget_usd: start no trace once spend plus in-flight estimates would pass this.
@@ -171,10 +171,10 @@ def label(
         recursive: walk sub-folders.
         shard: ``"i/n"``: only shard ``i`` of ``n`` (the no-dependency way to split a corpus).
         select: which files are read and which traces judged (:class:`Selection`).
-        engine: ``local`` (this process) or ``ray`` (see :func:`mast.integrations.ray.label_files`).
         router: a litellm Router YAML file (:mod:`mast.batch.router`): calls spread over its deployments.
-        engine_options: for ``ray``: ``address``, ``actors``, ``router``...
         on_progress: called after every result with the running report.
+        on_result: called with every result whole as it is written (a resumed one read back for it):
+            what the sinks of :func:`mast.label` are fed from.
         on_notice: receives lines for the user.
         breaker: decides when one trace's failure must stop the run (default: a
             :class:`~mast.batch.breaker.CircuitBreaker`).
@@ -191,49 +191,49 @@ def label(
     jsonl = results_path(output)
     files = _files(paths, output, jsonl, recursive, select, shard, on_notice)
     breaker = breaker if breaker is not None else CircuitBreaker()
-    if engine == "ray":
-        report = _label_on_ray(list(files), jsonl, config, concurrency, rpm, tpm, budget_usd, overwrite, format, shard,
-                               select, router, engine_options, on_progress, on_notice, breaker)
-    else:
-        judge = batch_judge or (router_judge(config, router) if router is not None else configured_judge(config))
-        _notice_judge(config, on_notice)
-        runner = BatchRunner(judge, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd,
-                             keep_results=False, on_progress=on_progress, breaker=breaker, one_judge=not overwrite)
-        # The lock comes first: a second run on the same output stops before reading any input.
-        with ResultsFile(jsonl, overwrite=overwrite) as results:
-            if results.repaired and on_notice is not None:
-                on_notice(f"{jsonl}: {results.repaired}")
-            runner.results_file = results
-            items = _items(files, jsonl, format, recursive, shard, select)
-            asyncio.run(runner.run(items, catch_sigint=catch_sigint))
-        report = runner.report
+    judge = batch_judge or (router_judge(config, router) if router is not None else configured_judge(config))
+    _notice_judge(config, on_notice)
+    runner = BatchRunner(judge, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd,
+                         keep_results=False, on_progress=on_progress, on_result=on_result, breaker=breaker,
+                         one_judge=not overwrite)
+    # The lock comes first: a second run on the same output stops before reading any input.
+    with ResultsFile(jsonl, overwrite=overwrite) as results:
+        if results.repaired and on_notice is not None:
+            on_notice(f"{jsonl}: {results.repaired}")
+        runner.results_file = results
+        items = _items(files, jsonl, format, recursive, shard, select)
+        asyncio.run(runner.run(items, catch_sigint=catch_sigint))
+    finish_run(runner.report, paths, output, select=select, recursive=recursive, shard=shard)
+    return runner.report
+
+
+def walk_selected(paths: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], select: Selection,
+                  recursive: bool, shard: str | None, on_notice: Notice | None) -> Iterator[Path]:
+    """The input files of a run writing ``output`` (for another engine); stops at once when there are none.
+
+    Raises:
+        UsageError: a bad output name, or no trace at all.
+    """
+    output = check_output(output)
+    return _files(paths, output, results_path(output), recursive, select, shard, on_notice)
+
+
+def finish_run(report: BatchReport, paths: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *,
+               select: Selection, recursive: bool, shard: str | None) -> None:
+    """What every engine does when its run ends: refuse a run that found nothing, export the table.
+
+    Raises:
+        UsageError: no trace was found.
+    """
+    output = Path(output)
+    jsonl = results_path(output)
     if report.total == 0 and not report.file_errors and shard is None:  # a shard may rightly be empty
+        stores = list(getattr(select.traces, "urls", ()))
+        if stores and not paths:
+            raise UsageError(f"no finished traces in {', '.join(stores)} matching the filters")
         raise no_traces_error([str(p) for p in paths], _walk(paths, output, jsonl, recursive, select))
     if jsonl != output:
         write_table(jsonl, output)
-    return report
-
-
-def _label_on_ray(
-    files: list[Path], jsonl: Path, config: JudgeConfig, concurrency: int, rpm: float | None, tpm: float | None,
-    budget_usd: float | None, overwrite: bool, format: str, shard: str | None, select: Selection,
-    router: str | os.PathLike[str] | None, engine_options: dict[str, Any] | None,
-    on_progress: ProgressCallback | None, on_notice: Notice | None, breaker: Breaker,
-) -> BatchReport:
-    from mast.integrations.ray import label_files
-
-    if rpm or tpm:
-        raise UsageError("--engine ray shares rate limits through --router (rpm/tpm per deployment), not --rpm/--tpm")
-    if select.picks or select.traces:
-        raise UsageError("--limit, --sample, --trace-id and trace-store inputs run with --engine local")
-    if not overwrite:
-        check_one_judge(jsonl, configured_judge(config).info)
-    _notice_judge(config, on_notice)
-    return label_files(
-        files, jsonl, config=config, concurrency=concurrency, budget_usd=budget_usd, overwrite=overwrite,
-        format=format, recursive=False, shard=shard, router=router, on_progress=on_progress,
-        on_notice=on_notice, breaker=breaker, **(engine_options or {}),
-    )
 
 
 def _items(files: Iterable[Path], jsonl: Path, format: str, recursive: bool, shard: str | None,
@@ -299,6 +299,11 @@ def _files(paths: Sequence[str | os.PathLike[str]], output: Path, jsonl: Path, r
             on_notice(summary)
 
     return files()
+
+
+def notice_judge(config: JudgeConfig, on_notice: Notice | None) -> None:
+    """Tell ``on_notice`` what the judge is when it is not an LLM (no model: the offline detectors)."""
+    _notice_judge(config, on_notice)
 
 
 def _notice_judge(config: JudgeConfig, on_notice: Notice | None) -> None:

@@ -63,6 +63,8 @@ class BatchReport(BaseModel):
     """``error`` results from an earlier run removed from the output to be judged again."""
     repaired: str | None = None
     """What was repaired in the output before resuming (a torn last line)."""
+    sink_failures: int = 0
+    """Results a sink could not write (they are in the output; the same run again writes them)."""
 
     @property
     def done(self) -> int:
@@ -76,10 +78,10 @@ class BatchReport(BaseModel):
 
     @property
     def exit_code(self) -> int:
-        """2: inputs could not be read; 1: some trace not judged (error, unjudgeable, not started); 0."""
+        """2: inputs unreadable; 1: a trace not judged (error, unjudgeable, not started) or not in a sink; 0."""
         if self.file_errors or self.unreadable:
             return 2
-        if self.failed or self.not_started or self.stopped:
+        if self.failed or self.not_started or self.stopped or self.sink_failures:
             return 1
         return 0
 

@@ -163,7 +163,7 @@ class Watcher:
 
     def _discover(self, report: PollReport, now: float) -> None:
         query = TraceQuery(since=self.query.since, root_names=self.query.root_names,
-                           trace_ids=self.query.trace_ids, after=self.state.position)
+                           trace_ids=self.query.trace_ids, after=self.state.position or "", filter=self.query.filter)
         for root in self.source.roots(query):
             if root.trace_id not in self.state.pending:
                 self.state.pending[root.trace_id] = PendingTrace(changed_at=now, root_span_id=root.span_id)

@@ -26,7 +26,6 @@ from mast.batch import (
     WorkItem,
     count_files,
     file_error_line,
-    label,
     plan,
     read_work_items,
     result_error_line,
@@ -37,6 +36,7 @@ from mast.cli._run_control import fail_on_option, file_options, gate_exit, parse
 from mast.cli._shared import plural, stderr, write_line
 from mast.cli._source_options import SourceInputs, source_options
 from mast.diagnosis import Diagnosis
+from mast.engines import label
 from mast.errors import UsageError
 from mast.judge.config import JudgeConfig
 from mast.taxonomy import load_taxonomy
@@ -145,7 +145,7 @@ def command(
     Ray cluster into the same results file; --router spreads calls over several keys/providers.
     Without Ray, run each machine on its own --shard I/N and concatenate the outputs.
     """  # noqa: D301 - click's \b keeps a paragraph unwrapped
-    paths = sources.take_urls(paths)  # phoenix://HOST:PORT/PROJECT inputs (mast.cli._source_options)
+    paths = sources.take_urls(paths)  # phoenix:// and mlflow:// inputs (mast.cli._source_options)
     for given in paths:
         if not Path(given).exists():
             raise UsageError(f"{given}: no such file or folder")
@@ -179,13 +179,14 @@ def command(
     if router is not None:
         common["router"] = router
     jsonl = results_path(output)
-    sources.mark(jsonl)
-    common["select"] = replace(select, traces=sources.traces())
+    common["select"] = select
     with _ProgressBar(total=expected, enabled=progress_on) as bar:
-        report = label(paths, output, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd,
-                       engine=engine, engine_options=engine_options,
+        # Store URLs are read a page at a time as the run goes; --write-back / --emit-otel are sinks,
+        # fed as each result is written (mast.engines.label).
+        report = label([*paths, *sources.urls], output, query=sources.query, sinks=sources.sinks,
+                       sink_options=sources.sink_options, concurrency=concurrency, rpm=rpm, tpm=tpm,
+                       budget_usd=budget_usd, engine=engine, engine_options=engine_options,
                        on_progress=bar.on_progress, catch_sigint=True, **common)
-    sources.after_run(jsonl)  # --write-back / --emit-otel
     _print_summary(report, judge_config, jsonl, output)
     if as_json:
         write_line(report.model_dump_json())

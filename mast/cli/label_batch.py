@@ -71,17 +71,24 @@ def run_batch_command(command: BatchCommand) -> int:
         return 2 if any(i.whole_file for i in items) else 0
 
     from mast.batch.provider_run import arun_provider_batch
+    from mast.engines import open_run_sinks
 
-    with ResultsFile(jsonl, overwrite=command.overwrite) as results:
-        if results.repaired:
-            stderr.print(f"mast: {jsonl}: {results.repaired}", markup=False, highlight=False)
-        command.sources.mark(jsonl)
-        items = command.read_items()
-        progress = _progress_line if command.show_progress else None
-        run = asyncio.run(
-            arun_provider_batch(items, judge_config, results, retry=command.retry, on_progress=progress, catch_sigint=True)
-        )
-    command.sources.after_run(jsonl)  # --write-back / --emit-otel
+    sources = command.sources
+    # --write-back / --emit-otel: sinks fed as each result is written.
+    sinks = open_run_sinks(sources.sinks, sources.reader, options=sources.sink_options, on_notice=_notice)
+    try:
+        with ResultsFile(jsonl, overwrite=command.overwrite) as results:
+            if results.repaired:
+                stderr.print(f"mast: {jsonl}: {results.repaired}", markup=False, highlight=False)
+            items = command.read_items()
+            progress = _progress_line if command.show_progress else None
+            run = asyncio.run(arun_provider_batch(items, judge_config, results, retry=command.retry, on_progress=progress,
+                                                  on_result=sinks.on_result if sinks else None, catch_sigint=True))
+    finally:
+        if sinks is not None:
+            sinks.close()
+    if sinks is not None:
+        run.report.sink_failures = sinks.failures
     if jsonl != output:
         write_table(jsonl, output)
     label._print_summary(run.report, judge_config, jsonl, output)  # noqa: SLF001
@@ -102,6 +109,10 @@ def run_batch_command(command: BatchCommand) -> int:
         }
         write_line(orjson.dumps(summary).decode())
     return gate_exit(label._exit_code(run.report), label._gated(run.report, list(command.fail_on)))  # noqa: SLF001
+
+
+def _notice(line: str) -> None:
+    stderr.print(f"mast: {line}", markup=False, highlight=False)
 
 
 def _progress_line(progress: BatchProgress) -> None:

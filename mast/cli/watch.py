@@ -11,14 +11,14 @@ from types import FrameType
 import click
 
 from mast.batch import ResultsFile, configured_judge
-from mast.batch.watch import DEFAULT_QUIET, Watcher
+from mast.batch.watch import DEFAULT_QUIET, PollReport, Watcher
 from mast.cli._judge_options import judge_options
 from mast.cli._shared import stderr
 from mast.cli._source_options import parse_duration, parse_time
 from mast.errors import UsageError
 from mast.judge.classify import judge_notice
 from mast.judge.config import JudgeConfig
-from mast.sources import TraceQuery, is_source_url
+from mast.sources import TraceNote, TraceQuery, is_source_url
 
 
 @click.command("watch")
@@ -34,11 +34,12 @@ from mast.sources import TraceQuery, is_source_url
               help="Spend at most this many dollars per UTC day; traces past it wait for the next day.")
 @click.option("--since", metavar="TIME", help="On the first start, only traces whose root started at or after TIME.")
 @click.option("--root-span", "root_names", multiple=True, metavar="NAME", help="Only traces whose root span has this name.")
+@click.option("--filter", "store_filter", metavar="EXPR", help="The store's own filter (MLflow's search filter).")
 @click.option("--state", "state_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Where the position is kept [default: OUTPUT.watch.json].")
 @click.option("-j", "--concurrency", type=click.IntRange(1, 2000), default=8, show_default=True,
               envvar="MAST_CONCURRENCY", help="Traces judged at the same time.")
-@click.option("--write-back", is_flag=True, help="Write each verdict back to the store as annotations.")
+@click.option("--write-back", is_flag=True, help="Write each verdict back to the store (Phoenix annotations, MLflow feedback).")
 @click.option("--emit-otel", "emit_otel", is_flag=False, flag_value="", default=None, metavar="[ENDPOINT]",
               help="Send each verdict as an OTel gen_ai.evaluation.result event (OTLP/HTTP).")
 @click.option("--once", is_flag=True, help="Poll once and exit (for cron).")
@@ -50,6 +51,7 @@ def command(
     budget_usd: float | None,
     since: str | None,
     root_names: tuple[str, ...],
+    store_filter: str | None,
     state_path: Path | None,
     concurrency: int,
     write_back: bool,
@@ -57,7 +59,7 @@ def command(
     once: bool,
     judge_config: JudgeConfig,
 ) -> None:
-    """Label every new trace of URL (phoenix://HOST:PORT/PROJECT) once it has finished.
+    """Label every new trace of URL (phoenix://HOST:PORT/PROJECT, mlflow://HOST:PORT/EXPERIMENT) once it has finished.
 
     A trace counts as finished when its root span has arrived (spans are sent when they end) and
     no new span of it arrived for --quiet. The position in the store, the traces waiting and the
@@ -65,9 +67,9 @@ def command(
     every trace exactly once. SIGINT/SIGTERM stop after the poll in progress.
     """
     if not is_source_url(url):
-        raise UsageError(f"{url}: not a trace store URL (phoenix://HOST:PORT/PROJECT)")
+        raise UsageError(f"{url}: not a trace store URL (phoenix://HOST:PORT/PROJECT, mlflow://HOST:PORT/EXPERIMENT)")
     interval = parse_duration(every).total_seconds()
-    query = TraceQuery(since=parse_time(since) if since else None, root_names=root_names)
+    query = TraceQuery(since=parse_time(since) if since else None, root_names=root_names, filter=store_filter or None)
     judge = configured_judge(judge_config)
     notice = judge_notice(judge_config) if not judge_config.jury else None
     if notice:
@@ -80,14 +82,7 @@ def command(
         try:
             while not stop.is_set():
                 report = asyncio.run(watcher.poll())
-                if report.results and write_back:
-                    from mast.integrations.phoenix import push
-
-                    push(report.results, url, traces=report.traces)
-                if report.labelled and emit_otel is not None:
-                    from mast.otel import emit_evaluations
-
-                    emit_evaluations(report.labelled, emit_otel or None, span_ids=report.roots)
+                _to_sinks(report, url, write_back=write_back, emit_otel=emit_otel)
                 left = "" if report.budget_left_usd is None else f", ${report.budget_left_usd:.4f} left today"
                 stderr.print(f"mast: watch: {report.new} new, {len(report.labelled)} labelled, "
                              f"{report.pending} waiting{left}", markup=False, highlight=False)
@@ -96,6 +91,29 @@ def command(
                 stop.wait(interval)
         finally:
             watcher.close()
+
+
+def _to_sinks(report: PollReport, url: str, *, write_back: bool, emit_otel: str | None) -> None:
+    """--write-back / --emit-otel: the poll's results to the sinks (every finished trace; OTel: the new ones)."""
+    names = (["write-back"] if write_back else []) + (["otel"] if emit_otel is not None else [])
+    if not names or not report.results:
+        return
+    from mast.engines import open_run_sinks
+
+    sinks = open_run_sinks(names, None, urls=[url], options={"otel_endpoint": emit_otel or None}, on_notice=_notice)
+    assert sinks is not None
+    fresh = {id(d) for d in report.labelled}
+    try:
+        for diagnosis in report.results:
+            trace = report.traces.get(diagnosis.trace_id)
+            note = TraceNote.of(url, trace, report.roots.get(diagnosis.trace_id)) if trace is not None else None
+            sinks.write(diagnosis, fresh=id(diagnosis) in fresh, note=note)
+    finally:
+        sinks.close()
+
+
+def _notice(line: str) -> None:
+    stderr.print(f"mast: {line}", markup=False, highlight=False)
 
 
 def _stop_on_signals(stop: threading.Event) -> None:

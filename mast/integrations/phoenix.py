@@ -28,15 +28,25 @@ from typing import Any, Literal
 
 from mast.diagnosis import Diagnosis, ModeVerdict
 from mast.errors import SourceError, UsageError
+from mast.integrations.verdicts import (
+    FIRST_FAILURE_NAME,
+    MAX_EXPLANATION,
+    SUMMARY_NAME,
+    first_failure_text,
+    judge_kind,
+    mode_explanation,
+    mode_name,
+    step_spans,
+    summary_label,
+    summary_text,
+)
 from mast.sources.phoenix import PhoenixSource, PhoenixURL, http_client
 from mast.trace import Trace
 
 IDENTIFIER = "mast"
 """Identifier of every annotation mast writes (the upsert key, with the name and the target)."""
-SUMMARY_NAME = "mast"
-FIRST_FAILURE_NAME = "mast.first_failure"
-MAX_EXPLANATION = 4000
-"""Characters of an explanation; longer text is cut with a marker (the full verdict is in the metadata)."""
+__all__ = ["FIRST_FAILURE_NAME", "IDENTIFIER", "MAX_EXPLANATION", "SUMMARY_NAME", "PushReport", "annotations_for",
+           "annotator_kind", "mode_annotation_name", "push", "read_annotations", "step_spans"]
 
 AnnotatorKind = Literal["LLM", "CODE", "HUMAN"]
 
@@ -54,17 +64,12 @@ class PushReport:
 
 def mode_annotation_name(verdict: ModeVerdict) -> str:
     """``mast.<code> <name>``: sorts by code in Phoenix's annotation list."""
-    return f"mast.{verdict.code} {verdict.name}"
+    return mode_name(verdict)
 
 
 def annotator_kind(diagnosis: Diagnosis) -> AnnotatorKind:
     """``CODE`` for the offline detectors, ``LLM`` for any judge that asks a model."""
-    return "CODE" if diagnosis.judge.kind == "detectors" else "LLM"
-
-
-def step_spans(trace: Trace) -> dict[int, str]:
-    """Step number -> id of the span it came from (its own span, else the enclosing one)."""
-    return {s.index: sid for s in trace.steps if (sid := s.id or s.parent_id)}
+    return judge_kind(diagnosis)
 
 
 def annotations_for(
@@ -79,14 +84,17 @@ def annotations_for(
             if verdict.present is None:
                 continue
             result: dict[str, Any] = {"label": "present" if verdict.present else "absent",
-                                      "explanation": _cut(_mode_explanation(verdict, spans))}
+                                      "explanation": mode_explanation(verdict, spans)}
             if verdict.confidence is not None:
                 result["score"] = verdict.confidence
             trace_rows.append(_row("trace_id", diagnosis.trace_id, mode_annotation_name(verdict), kind, result, {
                 "code": verdict.code, "category": verdict.category, "present": verdict.present,
                 "evidence": [e.model_dump(mode="json") for e in verdict.evidence],
             }))
-    trace_rows.append(_row("trace_id", diagnosis.trace_id, SUMMARY_NAME, kind, _summary_result(diagnosis), {
+    summary: dict[str, Any] = {"label": summary_label(diagnosis), "explanation": summary_text(diagnosis)}
+    if diagnosis.status == "judged":
+        summary["score"] = float(len(diagnosis.present_codes))
+    trace_rows.append(_row("trace_id", diagnosis.trace_id, SUMMARY_NAME, kind, summary, {
         "status": diagnosis.status,
         "modes_found": diagnosis.present_codes,
         "first_failure": diagnosis.first_failure.model_dump(mode="json") if diagnosis.first_failure else None,
@@ -101,8 +109,7 @@ def annotations_for(
     span_rows: list[dict[str, Any]] = []
     first = diagnosis.first_failure
     if diagnosis.status == "judged" and first is not None and first.step is not None and first.step in spans:
-        text = f"[S{first.step}]" + (f" {first.agent}:" if first.agent else "") + f" {first.explanation}".rstrip()
-        result = {"label": first.code or "failure", "explanation": _cut(text)}
+        result = {"label": first.code or "failure", "explanation": first_failure_text(diagnosis)}
         span_rows.append(_row("span_id", spans[first.step], FIRST_FAILURE_NAME, kind, result, {
             "step": first.step, "agent": first.agent, "code": first.code, "trace_id": diagnosis.trace_id,
         }))
@@ -113,37 +120,6 @@ def _row(target: str, target_id: str, name: str, kind: AnnotatorKind, result: di
          metadata: dict[str, Any]) -> dict[str, Any]:
     return {target: target_id, "name": name, "annotator_kind": kind, "result": result,
             "metadata": metadata, "identifier": IDENTIFIER}
-
-
-def _mode_explanation(verdict: ModeVerdict, spans: Mapping[int, str]) -> str:
-    lines = [verdict.explanation.strip()] if verdict.explanation.strip() else []
-    for evidence in verdict.evidence:
-        where = f"[S{evidence.step}]" if evidence.step is not None else "[S?]"
-        if evidence.step is not None and evidence.step in spans:
-            where += f" span {spans[evidence.step]}"
-        check = "" if evidence.verified else " (quote not found in that step)"
-        lines.append(f'{where}: "{evidence.quote}"{check}')
-    return "\n".join(lines) or "no explanation given"
-
-
-def _summary_result(diagnosis: Diagnosis) -> dict[str, Any]:
-    if diagnosis.status != "judged":
-        reason = diagnosis.error.message if diagnosis.error else diagnosis.status
-        return {"label": diagnosis.status, "explanation": _cut(reason)}
-    codes = diagnosis.present_codes
-    lines = [diagnosis.summary.strip()] if diagnosis.summary.strip() else []
-    first = diagnosis.first_failure
-    if first is not None and (first.step is not None or first.code):
-        step = f"[S{first.step}]" if first.step is not None else "(no step)"
-        who = f" {first.agent}" if first.agent else ""
-        lines.append(f"first failure {step}{who}: {first.code or ''} {first.explanation}".rstrip())
-    judge = diagnosis.judge
-    lines.append(f"judge: {judge.kind} {judge.model or ''} prompt {judge.prompt_hash or '-'}".replace("  ", " "))
-    return {"label": ",".join(codes) if codes else "none", "score": float(len(codes)), "explanation": _cut("\n".join(lines))}
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= MAX_EXPLANATION else text[: MAX_EXPLANATION - 12] + " [... cut]"
 
 
 # --- writing ---------------------------------------------------------------------------------------
@@ -163,6 +139,7 @@ def push(
     url: str,
     *,
     traces: Mapping[str, Trace] | None = None,
+    span_maps: Mapping[str, Mapping[int, str]] | None = None,
     api_key: str | None = None,
 ) -> PushReport:
     """Write the verdicts of ``diagnoses`` to the Phoenix project at ``url`` (upserts).
@@ -173,6 +150,8 @@ def push(
         traces: the judged traces by id, to map steps to spans; traces missing here are read
             from Phoenix again (a trace whose content changed since it was judged gets no span
             annotation: its step numbers may no longer match).
+        span_maps: instead of ``traces``: trace id -> step -> span id, already checked against the
+            judged content (what :class:`mast.sources.StoreReader` notes as it reads).
         api_key: else ``PHOENIX_API_KEY``.
 
     Raises:
@@ -183,7 +162,9 @@ def push(
 
     items = list(diagnoses)
     report = PushReport()
-    spans = _span_maps(items, url, traces or {}, api_key, report)
+    given = {d.trace_id: dict(span_maps[d.trace_id]) for d in items if span_maps and d.trace_id in span_maps}
+    rest = [d for d in items if d.trace_id not in given]
+    spans = {**_span_maps(rest, url, traces or {}, api_key, report), **given} if rest else given
     client = _client(url, api_key)
     trace_rows: list[dict[str, Any]] = []
     span_rows: list[dict[str, Any]] = []

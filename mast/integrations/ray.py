@@ -28,9 +28,18 @@ from typing import Any
 
 from mast.batch.breaker import CircuitBreaker
 from mast.batch.inputs import WorkItem, parse_shard
+from mast.batch.labelling import (
+    Selection,
+    check_output,
+    finish_run,
+    notice_judge,
+    results_path,
+    walk_selected,
+)
+from mast.batch.mixing import check_one_judge
 from mast.batch.report import BatchReport, Outcome
 from mast.batch.resume import ResumeIndex
-from mast.batch.runner import Breaker, ProgressCallback, copy_for
+from mast.batch.runner import Breaker, ProgressCallback, ResultCallback, copy_for
 from mast.diagnosis import Diagnosis, SourceRef
 from mast.errors import UsageError
 from mast.integrations._ray_udfs import BudgetLedger, TraceJudge, read_rows
@@ -44,7 +53,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is not installed
     raise UsageError("the Ray engine needs Ray: pip install 'mast-judge[ray]'") from exc
 
-__all__ = ["init", "label_dataset", "label_files"]
+__all__ = ["init", "label_dataset", "label_engine", "label_files"]
 
 ACTOR_CPUS = 0.25
 """CPUs reserved per judge actor: it mostly waits on the provider, and whole CPUs would starve the readers."""
@@ -156,6 +165,7 @@ def label_files(
     shard: str | None = None,
     router: str | os.PathLike[str] | None = None,
     on_progress: ProgressCallback | None = None,
+    on_result: ResultCallback | None = None,
     on_notice: Callable[[str], None] | None = None,
     breaker: Breaker | None = None,
 ) -> BatchReport:
@@ -187,7 +197,7 @@ def label_files(
         ds = label_dataset(source, actors=actors,
                            concurrency_per_actor=concurrency, router=router, format=format,
                            shard=parse_shard(shard) if shard else None, config=config, _skip=skip, _budget=ledger)
-        writer = _Writer(results, index, report, on_progress, breaker)
+        writer = _Writer(results, index, report, on_progress, breaker, on_result)
         if files:
             _drain(ds, writer)
         if writer.retried:
@@ -221,15 +231,55 @@ def _index(results: ResultsFile, config: JudgeConfig) -> ResumeIndex:
     return index
 
 
+def label_engine(
+    paths: Sequence[str | os.PathLike[str]],
+    output: str | os.PathLike[str],
+    *,
+    config: JudgeConfig,
+    select: Selection,
+    rpm: float | None = None,
+    tpm: float | None = None,
+    engine_options: dict[str, Any] | None = None,
+    on_notice: Callable[[str], None] | None = None,
+    catch_sigint: bool = False,
+    **kwargs: Any,
+) -> BatchReport:
+    """The ``ray`` engine of :func:`mast.label`: its arguments, checked, to :func:`label_files`.
+
+    Raises:
+        UsageError: an option the Ray engine does not take.
+    """
+    if rpm or tpm:
+        raise UsageError("--engine ray shares rate limits through --router (rpm/tpm per deployment), not --rpm/--tpm")
+    if select.picks or select.traces:
+        raise UsageError("--limit, --sample, --trace-id and trace-store inputs run with --engine local")
+    if kwargs.pop("batch_judge", None) is not None:
+        raise UsageError("the Ray engine builds its judges from config=; it does not take batch_judge=")
+    from mast.batch import configured_judge
+
+    recursive, shard = kwargs.pop("recursive", True), kwargs.get("shard")
+    jsonl = results_path(check_output(output))
+    files = list(walk_selected(paths, output, select, recursive, shard, on_notice))
+    if not kwargs.get("overwrite"):
+        check_one_judge(jsonl, configured_judge(config).info)
+    notice_judge(config, on_notice)
+    report = label_files(files, jsonl, config=config, on_notice=on_notice, recursive=False,
+                         **kwargs, **(engine_options or {}))
+    finish_run(report, paths, output, select=select, recursive=recursive, shard=shard)
+    return report
+
+
 class _Writer:
     """The driver's side: append each result once, count it, report progress."""
 
     def __init__(self, results: ResultsFile, index: ResumeIndex, report: BatchReport,
-                 on_progress: ProgressCallback | None, breaker: Breaker | None) -> None:
+                 on_progress: ProgressCallback | None, breaker: Breaker | None,
+                 on_result: ResultCallback | None = None) -> None:
         self.results = results
         self.index = index
         self.report = report
         self.on_progress = on_progress
+        self.on_result = on_result
         self.breaker = breaker
         self.seen: set[tuple[Any, ...]] = set()
         self.retried: set[int] = set()
@@ -264,8 +314,15 @@ class _Writer:
             diagnosis = self._write(row, item, outcome, key)
         if self.on_progress is not None and (diagnosis is None and row.get("status") == "error"):
             diagnosis = Diagnosis.model_validate_json(str(row["diagnosis"]))  # the CLI prints error lines
+        kind = "unreadable" if outcome == "file_error" else _outcome(outcome)
         if self.on_progress is not None:
-            self.on_progress(self.report, item, "unreadable" if outcome == "file_error" else _outcome(outcome), diagnosis)
+            self.on_progress(self.report, item, kind, diagnosis)
+        if self.on_result is not None and outcome not in ("file_error", "not_started"):
+            if outcome == "resumed":
+                diagnosis = self.results.read_at(self.index.done[key].offset)
+            elif diagnosis is None:
+                diagnosis = Diagnosis.model_validate_json(str(row["diagnosis"]))
+            self.on_result(item, diagnosis, kind)
 
     def _write(self, row: dict[str, Any], item: WorkItem, outcome: str, key: tuple[Any, ...]) -> Diagnosis | None:
         """Append the result; count it from its flat columns (parsing every Diagnosis would load the driver)."""

@@ -7,10 +7,63 @@ Langfuse or LangSmith source is one new module that implements :class:`TraceSour
 
     mast.sources.phoenix    phoenix://HOST:PORT/PROJECT  (phoenixs:// or phoenix+https:// for TLS)
 
+    mast.sources.mlflow     mlflow://HOST:PORT/EXPERIMENT_NAME  (mlflow+https:// for TLS)
+
+:class:`StoreReader` reads the traces of some store URLs as one stream, a page of traces at a
+time (never the whole store in memory), and keeps a small :class:`TraceNote` per trace (where it
+came from, its root span, which span each step came from) for the sinks that write verdicts back
+(:mod:`mast.sinks`). ``mast watch`` works on any source whose positions increase (:attr:`RootSpan.position`).
+
 Example:
     >>> from mast.sources import open_source, TraceQuery
     >>> source = open_source("phoenix://localhost:6006/default")            # doctest: +SKIP
-    >>> traces = list(source.traces(TraceQuery(limit=10)))                  # doctest: +SKIP
+    >>> roots = list(source.roots(TraceQuery(limit=10)))                    # doctest: +SKIP
+    >>> traces = source.read([r.trace_id for r in roots])                   # doctest: +SKIP
+
+How to add a store
+------------------
+One module, ``mast/sources/acme.py``, with a class that has the four methods of
+:class:`TraceSource` and an ``open_url`` function; then one line in ``_REGISTRY`` below (or, from
+outside the package, :func:`register`)::
+
+    from collections.abc import Iterator, Sequence
+
+    from mast.normalize import iter_traces
+    from mast.sources import RootSpan, TraceQuery
+    from mast.trace import Trace
+
+
+    class AcmeSource:
+        def __init__(self, url: str) -> None:
+            self.url = url
+            self.api = AcmeClient(url)             # your HTTP calls (httpx)
+
+        def roots(self, query: TraceQuery) -> Iterator[RootSpan]:
+            for run in self.api.finished_runs(since=query.since, after=query.after):   # a page at a time
+                yield RootSpan(trace_id=run["id"], span_id=run["root_span"], name=run["name"],
+                               start=run["start"], position=str(run["seq"]))
+
+        def read(self, trace_ids: Sequence[str]) -> dict[str, Trace]:
+            out = {}
+            for run in self.api.runs(trace_ids):
+                trace = next(iter(iter_traces(run["otlp"], format="otlp")))   # reuse a reader
+                trace.source.path = self.url
+                out[run["id"]] = trace
+            return out
+
+        def span_counts(self, trace_ids: Sequence[str]) -> dict[str, int]:
+            return {run["id"]: run["span_count"] for run in self.api.runs(trace_ids)}
+
+        def close(self) -> None:
+            self.api.close()
+
+
+    def open_url(url: str) -> AcmeSource:
+        return AcmeSource(url)
+
+and in ``_REGISTRY``: ``_Registration(("acme", "acme+https"), "mast.sources.acme")``. ``mast label
+acme://...`` and ``mast watch acme://...`` then work; a sink writing verdicts back is added in
+:mod:`mast.sinks`.
 """
 
 from __future__ import annotations
@@ -26,12 +79,19 @@ from mast.trace import Trace
 
 __all__ = [
     "RootSpan",
+    "StoreReader",
+    "TraceNote",
     "TraceQuery",
     "TraceSource",
     "is_source_url",
     "open_source",
     "register",
+    "source_scheme",
+    "step_spans",
 ]
+
+READ_BATCH = 50
+"""Traces read from a store per request batch."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +109,10 @@ class TraceQuery:
     root_names: Sequence[str] = ()
     """Only traces whose root span has one of these names."""
     after: str | None = None
-    """Only roots the store received after this position (see :attr:`RootSpan.position`)."""
+    """Only roots the store received after this position (see :attr:`RootSpan.position`); ``""``:
+    from the start, listed in position order (what ``mast watch`` asks first)."""
+    filter: str | None = None
+    """The store's own filter expression (MLflow's search filter); a store without one refuses it."""
 
 
 @dataclass(frozen=True)
@@ -96,12 +159,22 @@ class _Registration:
 
 _REGISTRY: list[_Registration] = [
     _Registration(("phoenix", "phoenixs", "phoenix+http", "phoenix+https"), "mast.sources.phoenix"),
+    _Registration(("mlflow", "mlflows", "mlflow+http", "mlflow+https"), "mast.sources.mlflow"),
 ]
 
 
 def register(schemes: Sequence[str], opener: Callable[[str], TraceSource]) -> None:
     """Make ``open_source`` open URLs of ``schemes`` with ``opener`` (a new store, one module)."""
     _REGISTRY.insert(0, _Registration(tuple(schemes), opener.__module__, opener))
+
+
+def source_scheme(url: str) -> str | None:
+    """The first scheme the source of ``url`` registered (``phoenix`` for ``phoenixs://``), or ``None``."""
+    scheme = _scheme(url)
+    for registration in _REGISTRY:
+        if scheme in registration.schemes:
+            return registration.schemes[0]
+    return None
 
 
 def _scheme(text: str) -> str | None:
@@ -131,3 +204,73 @@ def open_source(url: str) -> TraceSource:
             return opener(url)
     known = ", ".join(s for r in _REGISTRY for s in r.schemes[:1])
     raise UsageError(f"{url}: not a trace store URL (known: {known}://HOST:PORT/PROJECT)")
+
+
+def step_spans(trace: Trace) -> dict[int, str]:
+    """Step number -> id of the span it came from (its own span, else the enclosing one)."""
+    return {s.index: sid for s in trace.steps if (sid := s.id or s.parent_id)}
+
+
+@dataclass(frozen=True)
+class TraceNote:
+    """What a sink needs to know of a store trace once its verdict arrives (the trace itself is gone)."""
+
+    url: str
+    """The store URL it was read from."""
+    content_hash: str
+    root_span_id: str | None
+    """The root span (to parent OTel events), when the store says."""
+    step_spans: dict[int, str]
+    """Step number -> span id."""
+
+    @classmethod
+    def of(cls, url: str, trace: Trace, root_span_id: str | None = None) -> TraceNote:
+        """The note of ``trace``, read from ``url``."""
+        root = root_span_id or str(trace.metadata.get("root_span_id") or "") or None
+        return cls(url=url, content_hash=trace.content_hash(), root_span_id=root, step_spans=step_spans(trace))
+
+
+class StoreReader:
+    """The traces of some store URLs as one stream, read a page at a time, with a note per trace.
+
+    ``keep_notes``: keep a :class:`TraceNote` per trace read until :meth:`pop_note` takes it (the
+    sinks do, as each verdict arrives, so the notes held are about the traces in flight).
+    """
+
+    def __init__(self, urls: Sequence[str], query: TraceQuery | None = None, *, keep_notes: bool = True) -> None:
+        self.urls = list(urls)
+        self.query = query or TraceQuery()
+        self.keep_notes = keep_notes
+        self.notes: dict[str, TraceNote] = {}
+        self.read_count = 0
+
+    def __iter__(self) -> Iterator[Trace]:
+        """Every trace of the URLs matching the query, store after store, oldest received first."""
+        for url in self.urls:
+            source = open_source(url)
+            try:
+                batch: list[RootSpan] = []
+                for root in source.roots(self.query):
+                    batch.append(root)
+                    if len(batch) >= READ_BATCH:
+                        yield from self._read(source, url, batch)
+                        batch = []
+                if batch:
+                    yield from self._read(source, url, batch)
+            finally:
+                source.close()
+
+    def _read(self, source: TraceSource, url: str, roots: list[RootSpan]) -> Iterator[Trace]:
+        got = source.read([r.trace_id for r in roots])
+        for root in roots:
+            trace = got.get(root.trace_id)
+            if trace is None:
+                continue
+            self.read_count += 1
+            if self.keep_notes:
+                self.notes[trace.trace_id] = TraceNote.of(url, trace, root.span_id)
+            yield trace
+
+    def pop_note(self, trace_id: str) -> TraceNote | None:
+        """The note of a trace read, removed (``None`` for a trace not read from a store)."""
+        return self.notes.pop(trace_id, None)

@@ -80,6 +80,8 @@ class PhoenixSource:
 
     def roots(self, query: TraceQuery) -> Iterator[RootSpan]:
         """Finished traces matching ``query``, oldest received first (``limit``: the newest N)."""
+        if query.filter:
+            raise UsageError(f"{self.url}: Phoenix takes no --filter (use --since, --until, --root-span, --trace-id)")
         params: dict[str, Any] = {"parent_id": "null", "sort": "id"}
         if query.since is not None:
             params["start_time"] = _iso(query.since)
@@ -96,7 +98,7 @@ class PhoenixSource:
             yield from (r for r in reversed(found) if _after(r, query.after))
             return
         last = -1
-        for span in self._pages("spans", {**params, "order": "asc"}, cursor=query.after):
+        for span in self._pages("spans", {**params, "order": "asc"}, cursor=query.after or None):
             root = _root(span)
             row = _row(root.position)
             if row < last:
@@ -202,7 +204,7 @@ def _root(span: dict[str, Any]) -> RootSpan:
 
 def _after(root: RootSpan, position: str | None) -> bool:
     """Whether Phoenix received ``root`` after ``position`` (a span's global id ``Span:<row>``)."""
-    if position is None:
+    if not position:  # None, or "" (from the start)
         return True
     return _row(root.position) > _row(position)
 

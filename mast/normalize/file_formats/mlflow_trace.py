@@ -32,6 +32,8 @@ from mast.normalize._spans import Span, build_trace, output_text
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace
 
+MLFLOW_SPAN_TYPE = "mlflow.spanType"
+"""The attribute that marks a span MLflow's tracing wrote (also in OTLP exports of such spans)."""
 _KINDS = {"CHAT_MODEL": "llm", "LLM": "llm", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain", "RETRIEVER": "tool",
           "EMBEDDING": "other", "RERANKER": "tool", "PARSER": "chain", "UNKNOWN": "other"}
 

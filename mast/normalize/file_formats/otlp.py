@@ -36,6 +36,8 @@ from mast.normalize._otel_attrs import (
 )
 from mast.normalize._spans import Span, build_trace
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
+from mast.normalize.mlflow_trace import MLFLOW_SPAN_TYPE
+from mast.normalize.mlflow_trace import read_span as read_mlflow_span
 from mast.trace import Trace
 
 _HEAD = re.compile(r'^\s*\[?\s*\{\s*"(resourceSpans|resource_spans)"')
@@ -97,19 +99,28 @@ class _Collector:
             for e in raw_events
             if isinstance(e, dict)
         ] if raw_events else []
-        span = span_from_attributes(
-            key_values(get("attributes") or []),
-            span_id=span_id,
-            parent_id=parent,
-            name=str(get("name") or ""),
-            start=span_time(get("startTimeUnixNano") or get("start_time_unix_nano")),
-            end=span_time(get("endTimeUnixNano") or get("end_time_unix_nano")),
-            status=status,
-            status_message=message,
-            events=events,
-            scope=scope,
-            order=self.count,
-        )
+        attrs = key_values(get("attributes") or [])
+        if MLFLOW_SPAN_TYPE in attrs:
+            # Spans MLflow's tracing wrote (exported over OTLP): the MLflow reader knows their attributes,
+            # so a trace gives the same steps here as read from the MLflow server (mast.sources.mlflow).
+            span = read_mlflow_span({"span_id": span_id, "parent_span_id": parent, "name": get("name"),
+                                     "start_time_unix_nano": get("startTimeUnixNano") or get("start_time_unix_nano"),
+                                     "end_time_unix_nano": get("endTimeUnixNano") or get("end_time_unix_nano"),
+                                     "status": get("status") or {}, "attributes": attrs}, self.count)
+        else:
+            span = span_from_attributes(
+                attrs,
+                span_id=span_id,
+                parent_id=parent,
+                name=str(get("name") or ""),
+                start=span_time(get("startTimeUnixNano") or get("start_time_unix_nano")),
+                end=span_time(get("endTimeUnixNano") or get("end_time_unix_nano")),
+                status=status,
+                status_message=message,
+                events=events,
+                scope=scope,
+                order=self.count,
+            )
         attributes = span.attributes
         attributes["otel.span_ref"] = where
         kind = get("kind")

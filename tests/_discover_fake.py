@@ -116,7 +116,7 @@ def schema_of(body: dict[str, Any]) -> str:
     return "mast_diagnosis"
 
 
-_TICKET = re.compile(r"Ticket T(\d+)")
+_TICKET = re.compile(r"Ticket T(\d+)|namespace shop-(\d+)")
 _MODE_LINE = re.compile(r"^- (\d+\.\d+) ([^:\n]+):", re.MULTILINE)
 _STEP = re.compile(r"^\[S(\d+)\][^:\n]*:\s?(.*)$", re.MULTILINE)
 
@@ -161,7 +161,7 @@ class Scripted:
 
     def _ticket(self, text: str) -> int:
         match = _TICKET.search(text)
-        return int(match.group(1)) if match else -1
+        return int(match.group(1) or match.group(2)) if match else -1
 
     def open_codes(self, body: dict[str, Any]) -> dict[str, Any]:
         user = _user(body)

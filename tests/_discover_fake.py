@@ -117,7 +117,7 @@ def schema_of(body: dict[str, Any]) -> str:
 
 
 _TICKET = re.compile(r"Ticket T(\d+)|namespace shop-(\d+)")
-_MODE_LINE = re.compile(r"^- (\d+\.\d+) ([^:\n]+):", re.MULTILINE)
+_MODE_LINE = re.compile(r"^- (\d+\.\d+) ((?!present)[^:\n]+):", re.MULTILINE)  # not the examples' "- 1.3 present:"
 _STEP = re.compile(r"^\[S(\d+)\][^:\n]*:\s?(.*)$", re.MULTILINE)
 
 
@@ -236,3 +236,58 @@ class Scripted:
             else:
                 mark(by_word["Approval"], "approval")
         return judge_answer(present, evidence=evidence, task_completed=False, codes=codes)
+
+
+ERROR_MARKERS = ("No such file or directory", "permission denied for schema", "error TS2",
+                 "unconverted data remains", "raises ValueError")
+"""Error text in the tool results of the repository's examples (data/examples)."""
+
+
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """``(step, whole block)`` of every ``[S<n>]`` step in a prompt (blocks span several lines)."""
+    out = []
+    for block in re.split(r"\n(?=\[S\d+\])", text):
+        match = re.match(r"\[S(\d+)\]", block)
+        if match:
+            out.append((match.group(1), block))
+    return out
+
+
+class ExamplesScripted(Scripted):
+    """The fake model of the README's worked example on data/examples.
+
+    The open coder names "error output not acted on" in every window whose steps show one of
+    :data:`ERROR_MARKERS` (quoting it); the two annotators agree on it in the gate part.
+    """
+
+    def open_codes(self, body: dict[str, Any]) -> dict[str, Any]:
+        codes = []
+        for step, text in _blocks(_user(body)):
+            for marker in ERROR_MARKERS:
+                if marker in text:
+                    codes.append({"step": int(step), "quote": marker, "label": "Error output not acted on",
+                                  "description": "A tool reported an error and the agent carried on without "
+                                                 "dealing with its cause.", "covered_by": None})
+                    break
+        return {"codes": codes[:1], "summary": "window read"}
+
+    def name_group(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {"name": "Error Output Not Acted On", "definition": "A tool result reports an error and the next "
+                "steps carry on as if it had succeeded, without addressing its cause.",
+                "when_to_use": "An error message in a tool result, then no step that deals with it.",
+                "when_not_to_use": "Not 3.2 when the error is looked at and judged harmless; not 1.3 when the "
+                                   "agent repeats the failing call (that is repetition).",
+                "nearest_mast": "3.2", "relation": "extends", "relation_target": "FC3", "coherent": True}
+
+    def diagnosis(self, body: dict[str, Any]) -> dict[str, Any]:
+        system = _system(body)
+        codes = [c for c, _ in _MODE_LINE.findall(system)]
+        if len(codes) <= 14:
+            return judge_answer(task_completed=False, codes=codes)
+        names = dict(_MODE_LINE.findall(system))
+        mine = next(code for code, name in names.items() if name == "Error Output Not Acted On")
+        for step, text in _blocks(_user(body)):
+            marker = next((m for m in ERROR_MARKERS if m in text), None)
+            if marker:
+                return judge_answer([mine], evidence={mine: [(int(step), marker)]}, task_completed=False, codes=codes)
+        return judge_answer(task_completed=False, codes=codes)

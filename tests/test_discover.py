@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -240,3 +241,30 @@ def test_sheet_then_gate_against_people(tmp_path):
                                                                              min_positives=2), **judge)
     assert [c.name for c in gated.accepted] == ["Wrong Namespace Targeted"]
     assert gated.manifest["annotator_kind"].endswith("against people (--gold)")
+
+
+def test_readme_worked_example_on_the_repository_examples(tmp_path, monkeypatch):
+    """The README's `mast discover` lines on data/examples, with the scripted model: the output it shows."""
+    from _discover_fake import ExamplesScripted
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Discover your own failure modes")[1].split("\n## ")[0]
+    commands = [line for line in re.findall(r"```bash\n(.*?)```", section, flags=re.S)[0].splitlines() if line]
+    shown = re.findall(r"```text\n(.*?)```", section, flags=re.S)[0].strip()
+    examples = Path(__file__).resolve().parent.parent / "data" / "examples"
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(examples, tmp_path / "data" / "examples")
+    runner = CliRunner()
+    with FakeLLMServer(responder=ExamplesScripted()) as server:
+        monkeypatch.setenv("MAST_API_BASE", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        outputs = []
+        for command in commands:
+            done = runner.invoke(main, command.split()[1:])
+            assert done.exit_code == 0, f"{command}\n{done.output}"
+            outputs.append(done.output)
+        assert shown in outputs[1]
+        assert "9 traces: 5 to discover on, 4 to gate on" in outputs[0]
+    labelled = read_results(tmp_path / "results.jsonl")
+    assert len(labelled) == 9 and all(d.judge.taxonomy_version.startswith("mast-v3+discovered-") for d in labelled)
+    assert (tmp_path / "discovered" / "traces.html").is_file()

@@ -94,6 +94,8 @@ def command(
             code = candidate.code or "—"
             stdout.print(f"{code:>5}  {candidate.status:<10} {candidate.name}: {candidate.reason}",
                          markup=False, highlight=False)
+        for note in result.manifest["notes"]:
+            click.echo(f"mast: {note}", err=True)
         totals = result.manifest["totals"]
         cost = "unknown" if totals["cost_usd"] is None else f"${totals['cost_usd']:.4f}"
         stdout.print(f"{len(result.accepted)} accepted; {totals['calls']} calls ({totals['cached']} answered from the "

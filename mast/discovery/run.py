@@ -299,6 +299,12 @@ async def _mast14(run: _Run, traces: Sequence[Trace], results: str | os.PathLike
     if missing:
         for diagnosis in await run.label("mast14", missing, run.config, "mast14"):
             found.setdefault(diagnosis.trace_id, diagnosis)
+    failed = [d for d in found.values() if d.status != "judged"]
+    if failed:
+        # Not open-coded (nothing to build on): said, never silent. A rerun judges them again.
+        first = failed[0].error.message if failed[0].error else failed[0].status
+        run.notes.append(f"{len(failed)} of {len(traces)} traces were not judged with MAST-14 and are left out "
+                         f"of open coding (first: {failed[0].trace_id}: {first})")
     return found
 
 

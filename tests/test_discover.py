@@ -18,7 +18,7 @@ import yaml
 from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _discover_fake import PLANTS, Scripted, plants_of, write_corpus  # noqa: E402
+from _discover_fake import PLANTS, Scripted, plants_of, schema_of, write_corpus  # noqa: E402
 
 import mast  # noqa: E402
 from mast.cli import main  # noqa: E402
@@ -268,3 +268,58 @@ def test_readme_worked_example_on_the_repository_examples(tmp_path, monkeypatch)
     labelled = read_results(tmp_path / "results.jsonl")
     assert len(labelled) == 9 and all(d.judge.taxonomy_version.startswith("mast-v3+discovered-") for d in labelled)
     assert (tmp_path / "discovered" / "traces.html").is_file()
+
+
+def test_results_file_is_reused_instead_of_judging_again(run):
+    root = run["root"]
+    before = len(run["server"].chat_requests)
+    reused = discover([run["corpus"]], root / "out-reused", results=root / "out" / "work" / "mast14.jsonl",
+                      options=DiscoverOptions(annotators=TWO_MODELS, window_tokens=300), **run["judge"])
+    assert "mast14" not in reused.manifest["stages"]
+    assert [c.name for c in reused.accepted] == ["Wrong Namespace Targeted"]
+    assert len(run["server"].chat_requests) == before       # the rest answered from the cache
+    with pytest.raises(mast.UsageError, match="taxonomy"):
+        discover([run["corpus"]], root / "out-bad", results=root / "out" / "work" / "gate-a-r0.jsonl",
+                 options=DiscoverOptions(annotators=TWO_MODELS), **run["judge"])
+
+
+def test_an_open_coding_call_that_never_answers_validly_is_noted_and_the_run_goes_on(tmp_path):
+    corpus = write_corpus(tmp_path / "traces", n=8, filler=1)
+    scripted = Scripted()
+    spoilt: list[str] = []
+
+    def responder(body):
+        if schema_of(body) == "mast_open_codes" and (not spoilt or spoilt[0] in json.dumps(body)):
+            spoilt.append(re.search(r"Ticket T\d+", json.dumps(body)).group(0))  # type: ignore[union-attr]
+            return "not json at all"        # every answer for this one trace's window is invalid
+        return scripted(body)
+
+    with FakeLLMServer(responder=responder) as server:
+        result = discover([corpus], tmp_path / "out", model="openai/fake-judge", api_base=server.base_url,
+                          api_key="x", max_reasks=0,
+                          options=DiscoverOptions(annotators=TWO_MODELS, stability=False))
+    assert result.stopped is None and result.manifest["status"] == "done"
+    assert result.manifest["open_coding"]["open_coding"]["windows_failed"] == 1
+    assert any("1 windows got no valid answer" in note for note in result.manifest["notes"])
+
+
+def test_a_group_the_namer_finds_incoherent_is_refused_as_a_catch_all():
+    import asyncio
+
+    from mast.discovery import stages
+    from mast.discovery._llm import CandidateAnswer, load_discover_prompts
+    from mast.discovery.models import OpenCode
+
+    class Namer:
+        backend = None
+
+        async def call(self, stage, messages, spec):
+            return CandidateAnswer(name="Agent made mistakes", definition="Something went wrong.", coherent=False)
+
+    codes = [OpenCode(trace_id=f"t{i}", step=1, quote="q", label="agent made a mistake",
+                      description="the agent made a mistake") for i in range(4)]
+    groups = stages.group_codes(codes, threshold=0.8)
+    tax = mast.load_taxonomy()
+    found = asyncio.run(stages.consolidate(Namer(), load_discover_prompts(tax), groups, tax, 4,
+                                           stages.ConsolidateOptions(min_traces=2), stage="naming"))
+    assert len(found) == 1 and found[0].status == "refused" and found[0].reason.startswith("catch-all")

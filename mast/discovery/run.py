@@ -32,7 +32,8 @@ from mast.diagnosis import Diagnosis
 from mast.discovery import stages
 from mast.discovery._llm import PROMPT_VERSION, BudgetStop, Caller, Spend, load_discover_prompts
 from mast.discovery.models import Candidate, OpenCode
-from mast.errors import UsageError
+from mast.errors import JudgeError, JudgeSetupError, UsageError, one_line
+from mast.judge.budget import price
 from mast.judge.config import JudgeConfig
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.trace import Trace
@@ -231,6 +232,9 @@ async def adiscover(paths: Sequence[str | os.PathLike[str] | Trace], output: str
     curve: list[dict[str, int]] = []
     judge = Judge(config)
     await judge.start()  # sets up the backend: the discovery's own calls share it
+    if options.budget_usd is not None and price(judge.backend, 1000, 1000) is None:
+        raise UsageError(f"--budget-usd needs the price of {config.model}: give --price-input and --price-output "
+                         "(dollars per million tokens)")
     caller = Caller(config, judge.backend, run.base, run.spend, concurrency=options.concurrency)
     try:
         # 1. MAST-14 (reused from --results where it holds the trace).
@@ -293,6 +297,9 @@ async def _mast14(run: _Run, traces: Sequence[Trace], results: str | os.PathLike
             raise UsageError(f"--results {results}: no such file")
         wanted = {t.trace_id for t in traces}
         for diagnosis in iter_results(results):
+            if diagnosis.judge.taxonomy_version != run.base.version:
+                raise UsageError(f"--results {results}: judged with taxonomy {diagnosis.judge.taxonomy_version}, "
+                                 f"not {run.base.version} (give the MAST-14 results of a plain `mast label`)")
             if diagnosis.trace_id in wanted and diagnosis.status == "judged":
                 found.setdefault(diagnosis.trace_id, diagnosis)
     missing = [t for t in traces if t.trace_id not in found]
@@ -321,7 +328,11 @@ async def _open_code_part(run: _Run, caller: Caller, ids: Sequence[str], by_id: 
         "traces": len(ids), "open_coded": len(chosen), "windows": sum(c.windows for c in codings),
         "codes": sum(len(c.codes) for c in codings), "covered_by_mast": sum(c.covered for c in codings),
         "unverified_dropped": sum(c.unverified for c in codings),
+        "windows_failed": sum(len(c.failed or []) for c in codings),
     }
+    failed = [line for c in codings for line in (c.failed or [])]
+    if failed:
+        run.notes.append(f"{stage}: {len(failed)} windows got no valid answer and were skipped (first: {failed[0]})")
     return [code for coding in codings for code in coding.codes]
 
 
@@ -411,12 +422,23 @@ async def _gate(run: _Run, caller: Caller, candidates: list[Candidate], gate_tra
     if not to_revise:
         return
     a_map, b_map, b_labels, _ = rounds[0]
-    for candidate in to_revise:
-        revision = await stages.revise(caller, run.prompts, candidate, a_map, b_map, b_labels, stage="revision")
+    for candidate in list(to_revise):
+        try:
+            revision = await stages.revise(caller, run.prompts, candidate, a_map, b_map, b_labels, stage="revision")
+        except JudgeSetupError:
+            raise
+        except JudgeError as exc:
+            to_revise.remove(candidate)
+            candidate.status = "candidate"
+            candidate.reason = (f"kept as candidate: below the gate ({stages.describe(candidate.gate[0])}) and the "
+                                f"revision call failed (a rerun asks again): {one_line(exc)}")
+            continue
         candidate.definition = revision.definition.strip() or candidate.definition
         candidate.when_to_use = revision.when_to_use.strip() or candidate.when_to_use
         candidate.when_not_to_use = revision.when_not_to_use.strip() or candidate.when_not_to_use
         candidate.revised = True
+    if not to_revise:
+        return
     await label_round(1)
     for candidate in to_revise:
         first = candidate.gate[0]

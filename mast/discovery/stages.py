@@ -29,6 +29,7 @@ from mast.discovery._llm import (
     RevisionAnswer,
 )
 from mast.discovery.models import Candidate, Example, GateFigures, OpenCode
+from mast.errors import JudgeError, JudgeSetupError, one_line
 from mast.judge.chunking import WindowTooSmall, plan_windows
 from mast.judge.config import JudgeConfig
 from mast.judge.material import Material, prepare
@@ -80,6 +81,8 @@ class OpenCoding:
     unverified: int = 0
     """Codes whose quote is not in the trace (dropped)."""
     windows: int = 0
+    failed: list[str] | None = None
+    """Why windows got no valid answer (the rest of the trace is still coded; a rerun asks again)."""
 
 
 async def open_code(
@@ -99,12 +102,19 @@ async def open_code(
             schema_name=OPEN_CODES_SPEC.name,
         )
         messages = [{"role": "system", "content": prompts.open_code}, {"role": "user", "content": user}]
-        answer = await caller.call(stage, messages, OPEN_CODES_SPEC)
+        try:
+            answer = await caller.call(stage, messages, OPEN_CODES_SPEC)
+        except JudgeSetupError:
+            raise  # every call would fail the same way: stop the run with its one-line reason
+        except JudgeError as exc:
+            failures.append(f"{trace.trace_id} window {number}: {one_line(exc)}")
+            return number, window, OpenCodesAnswer()
         assert isinstance(answer, OpenCodesAnswer)
         return number, window, answer
 
+    failures: list[str] = []
     answers = await asyncio.gather(*(one(i + 1, w) for i, w in enumerate(windows)))
-    result = OpenCoding(codes=[], windows=len(windows))
+    result = OpenCoding(codes=[], windows=len(windows), failed=failures)
     seen: set[str] = set()
     for number, window, answer in answers:
         for item in answer.codes:
@@ -267,7 +277,14 @@ async def consolidate(
         user = prompts.name_group_input.substitute(n_codes=len(members), n_traces=len(traces), fence=fence,
                                                    notes=notes, neighbour=neighbour, schema_name=CANDIDATE_SPEC.name)
         messages = [{"role": "system", "content": prompts.name_group}, {"role": "user", "content": user}]
-        answer = await caller.call(stage, messages, CANDIDATE_SPEC)
+        try:
+            answer = await caller.call(stage, messages, CANDIDATE_SPEC)
+        except JudgeSetupError:
+            raise
+        except JudgeError as exc:
+            candidate.status = "refused"
+            candidate.reason = f"could not be named (a rerun asks again): {one_line(exc)}"
+            return candidate
         assert isinstance(answer, CandidateAnswer)
         candidate.name = answer.name.strip() or common
         candidate.definition = answer.definition.strip() or candidate.definition

@@ -141,13 +141,18 @@ def test_taxonomy_labels_a_folder_and_validate_and_evaluate_accept_it(run, tmp_p
     assert load_prompts(mast.load_taxonomy()).hash != load_prompts(taxonomy).hash
     runner = CliRunner()
     common = ["--taxonomy", str(taxonomy_file), "--api-base", server.base_url, "--api-key", "x"]
+    folder = tmp_path / "new-runs"                         # a folder of runs to label with the new taxonomy
+    folder.mkdir()
+    for path in sorted(corpus.glob("*.json"))[:10]:
+        shutil.copy(path, folder / path.name)
     outputs = []
     for model in TWO_MODELS:
         results = tmp_path / f"{model.split('/')[1]}.jsonl"
-        done = runner.invoke(main, ["label", str(corpus), "-o", str(results), "--model", model, *common])
+        done = runner.invoke(main, ["label", str(folder), "-o", str(results), "--model", model, *common])
         assert done.exit_code == 0, done.output
         outputs.append(results)
     diagnoses = read_results(outputs[0])
+    assert len(diagnoses) == 10
     code = taxonomy.modes[-1].code
     for diagnosis in diagnoses:
         ticket = _ticket_of(diagnosis.trace_id, corpus)
@@ -323,3 +328,24 @@ def test_a_group_the_namer_finds_incoherent_is_refused_as_a_catch_all():
     found = asyncio.run(stages.consolidate(Namer(), load_discover_prompts(tax), groups, tax, 4,
                                            stages.ConsolidateOptions(min_traces=2), stage="naming"))
     assert len(found) == 1 and found[0].status == "refused" and found[0].reason.startswith("catch-all")
+
+
+def test_report_escapes_every_text_from_traces_and_models():
+    from mast.discovery.models import Candidate, Example
+    from mast.discovery.run import DiscoveryResult
+    from mast.discovery.write import report_html
+
+    hostile = "<script>alert(1)</script>"
+    candidate = Candidate(group=0, code="4.1", name=hostile, definition=f"a & b {hostile}", when_to_use=hostile,
+                          n_codes=2, n_traces=2, prevalence=0.5, cohesion=0.5, status="accepted", reason=hostile,
+                          examples=[Example(trace_id=f't"><{hostile}', step=1, quote=f"</blockquote>{hostile}")])
+    manifest = {"traces": 4, "base_taxonomy": "mast-v3", "judge": {"model": hostile},
+                "split": {"seed": 0, "discover": ["a", "b"], "gate": ["c", "d"]}, "annotator_kind": hostile,
+                "options": {"min_kappa": 0.4, "min_positives": 3},
+                "stages": {hostile: {"calls": 1, "cached": 0, "input_tokens": 1, "output_tokens": 1, "cost_usd": None}},
+                "totals": {"calls": 1, "cached": 0, "input_tokens": 1, "output_tokens": 1, "cost_usd": None}}
+    page = report_html(DiscoveryResult(output=Path("out"), candidates=[candidate], taxonomy=None, manifest=manifest,
+                                       stopped=hostile))
+    assert "<script" not in page and "</blockquote><" not in page
+    assert page.count("&lt;script&gt;") >= 7
+    assert 'href="traces.html#trace=t%22%3E%3C%3Cscript%3E' in page

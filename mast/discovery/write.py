@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import html
+from urllib.parse import quote
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -205,7 +206,7 @@ def _mode_card(c: Candidate) -> str:
                 f"<b>Prevalence</b> {c.n_traces} traces ({c.prevalence:.0%}), {c.n_codes} open codes, "
                 f"similarity {c.cohesion:.2f}.</p>")
     for example in c.examples:
-        link = f"traces.html#trace={html.escape(example.trace_id, quote=True)}"
+        link = html.escape(f"traces.html#trace={quote(example.trace_id, safe='')}", quote=True)
         rows.append(f"<blockquote><a href=\"{link}\">{_e(example.trace_id)}</a> S{example.step}: "
                     f"“{_e(example.quote)}”</blockquote>")
     for fig in c.gate:

@@ -172,9 +172,9 @@ def test_failure_planted_past_the_first_window_is_found(tmp_path):
     corpus = write_corpus(tmp_path / "traces", n=12, filler=14, late=True)
     fake = Scripted(random_stale=False, confuse_approval=False)
     with FakeLLMServer(responder=fake) as server:
+        # Discovery options as keywords, beside the judge's.
         result = discover([corpus], tmp_path / "out", model="openai/fake-judge", api_base=server.base_url,
-                          api_key="x", options=DiscoverOptions(annotators=TWO_MODELS, window_tokens=150,
-                                                               stability=False, min_positives=1))
+                          api_key="x", annotators=TWO_MODELS, window_tokens=150, stability=False, min_positives=1)
     namespace = _by_name(result, "Namespace")
     assert namespace.examples
     late_windows = {t: w for t, w, named in fake.open_code_windows if "namespace" in named}

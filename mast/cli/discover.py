@@ -73,7 +73,7 @@ def command(
     if gold and sheet:
         raise UsageError("--sheet writes the sheet people fill; --gold reads it back: use one at a time")
     options = DiscoverOptions(annotators=chosen, min_kappa=min_kappa, min_positives=min_positives,
-                              min_prevalence=min_prevalence, seed=split_seed, window_tokens=window_tokens,
+                              min_prevalence=min_prevalence, split_seed=split_seed, window_tokens=window_tokens,
                               cluster_threshold=cluster_threshold, stability=stability, concurrency=concurrency,
                               budget_usd=budget_usd, gold=gold, sheet=sheet)
     if dry_run:

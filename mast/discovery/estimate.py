@@ -82,7 +82,7 @@ def plan_discovery(paths: Sequence[str | os.PathLike[str] | Trace], *, config: J
     if len(traces) < 4:
         raise UsageError(f"discovery needs at least 4 readable traces, found {len(traces)}")
     by_id = {t.trace_id: t for t in traces}
-    discover_ids, gate_ids = split(list(by_id), seed=options.seed, share=options.discover_share)
+    discover_ids, gate_ids = split(list(by_id), seed=options.split_seed, share=options.discover_share)
     judge = Judge(config)
     run_sync(judge.start())  # sets up the backend, which counts tokens; nothing is sent
     backend = judge.backend

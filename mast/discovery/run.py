@@ -54,7 +54,7 @@ class DiscoverOptions:
     """Gate traces each annotator must label with a mode for its kappa to count."""
     min_prevalence: float = 0.05
     """A candidate needs codes in this share of the discover part's traces (and at least 2 traces)."""
-    seed: int = 0
+    split_seed: int = 0
     """Seed of the split (and of the bootstrap)."""
     discover_share: float = 0.5
     window_tokens: int = 6000
@@ -105,7 +105,8 @@ def discover(paths: Sequence[str | os.PathLike[str] | Trace], output: str | os.P
             ``manifest.json`` to (and ``work/``, what a rerun resumes from).
         config: the judge's configuration (or judge options as keywords: ``model=``...).
         results: a MAST-14 results file of these traces to reuse instead of judging them.
-        options: :class:`DiscoverOptions`.
+        options: :class:`DiscoverOptions` (its fields may also be given as keywords).
+        **judge_options: judge options (``model=``, ``api_base=``...) and :class:`DiscoverOptions` fields.
 
     Raises:
         UsageError: bad options, fewer than 4 traces.
@@ -114,8 +115,17 @@ def discover(paths: Sequence[str | os.PathLike[str] | Trace], output: str | os.P
         >>> r = mast.discover(["runs/"], "discovered", model="openai/gpt-4.1-mini")   # doctest: +SKIP
         >>> [(c.code, c.name, c.relation) for c in r.accepted]                        # doctest: +SKIP
     """
+    from dataclasses import fields, replace
+
     from mast._sync import run_sync
 
+    # Discovery options may come as keywords too (``min_kappa=0.5``); the rest are judge options.
+    names = {f.name for f in fields(DiscoverOptions)}
+    chosen = {k: judge_options.pop(k) for k in list(judge_options) if k in names}
+    if chosen:
+        options = replace(options or DiscoverOptions(), **chosen)
+    if "annotators" in chosen and isinstance(chosen["annotators"], str):
+        raise UsageError("annotators= takes two model names, e.g. ('openai/gpt-4.1', 'openai/gpt-4.1-mini')")
     if config is not None and judge_options:
         raise UsageError("pass judge options either in config= or as keywords, not both")
     config = config or JudgeConfig.from_options(**judge_options)
@@ -221,9 +231,9 @@ async def adiscover(paths: Sequence[str | os.PathLike[str] | Trace], output: str
     run.work.mkdir(parents=True, exist_ok=True)
     run.notes.extend(problems)
     by_id = {t.trace_id: t for t in traces}
-    discover_ids, gate_ids = split(list(by_id), seed=options.seed, share=options.discover_share)
+    discover_ids, gate_ids = split(list(by_id), seed=options.split_seed, share=options.discover_share)
     min_traces = max(2, math.ceil(options.min_prevalence * len(discover_ids)))
-    state: dict[str, Any] = {"split": {"seed": options.seed, "discover": discover_ids, "gate": gate_ids},
+    state: dict[str, Any] = {"split": {"seed": options.split_seed, "discover": discover_ids, "gate": gate_ids},
                              "min_traces": min_traces, "open_coding": {}}
     candidates: list[Candidate] = []
     taxonomy: Taxonomy | None = None
@@ -369,7 +379,7 @@ async def _gate(run: _Run, caller: Caller, candidates: list[Candidate], gate_tra
     def gate_figures(number: int, codes: Sequence[str]) -> Any:
         a_map, _, b_labels, tax = rounds[number]
         return stages.figures(stages.labels_of(a_map.values()), b_labels, codes, tax, round=number,
-                              seed=options.seed, n_boot=options.n_boot)
+                              seed=options.split_seed, n_boot=options.n_boot)
 
     await label_round(0)
     by_code = {str(c.code): c for c in gated}

@@ -30,7 +30,7 @@ from typing import Any
 
 from mast.diagnosis import Diagnosis
 from mast.discovery import stages
-from mast.discovery._llm import PROMPT_VERSION, BudgetStop, Caller, Spend, load_discover_prompts
+from mast.discovery._llm import BudgetStop, Caller, Spend, load_discover_prompts
 from mast.discovery.models import Candidate, OpenCode
 from mast.errors import JudgeError, JudgeSetupError, UsageError, one_line
 from mast.judge.budget import price

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import csv
 import html
-from urllib.parse import quote
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import orjson
 import yaml

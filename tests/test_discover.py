@@ -349,3 +349,13 @@ def test_report_escapes_every_text_from_traces_and_models():
     assert "<script" not in page and "</blockquote><" not in page
     assert page.count("&lt;script&gt;") >= 7
     assert 'href="traces.html#trace=t%22%3E%3C%3Cscript%3E' in page
+
+
+def test_a_provider_that_answers_nothing_valid_stops_the_run_with_one_line(tmp_path):
+    corpus = write_corpus(tmp_path / "traces", n=5, filler=1)
+    with FakeLLMServer(responder=lambda body: "no json here") as server:
+        done = CliRunner().invoke(main, ["discover", str(corpus), "-o", str(tmp_path / "out"), "--model",
+                                         "openai/fake-judge", "--api-base", server.base_url, "--api-key", "x",
+                                         "--max-reasks", "0"])
+    assert done.exit_code == 1
+    assert "no trace could be judged with MAST-14" in done.output and "Traceback" not in done.output

@@ -268,7 +268,7 @@ async def adiscover(paths: Sequence[str | os.PathLike[str] | Trace], output: str
             taxonomy = stages.extended_taxonomy(run.base, [c for c in candidates if c.status == "accepted"],
                                                 version=_version(run, candidates))
             # 4. stability: the same discovery on the other half.
-            if options.stability:
+            if options.stability and any(c.status == "accepted" for c in candidates):
                 stability = await _stability(run, caller, gate_ids, by_id, mast14, candidates, state)
     except BudgetStop as exc:
         stopped = f"budget: {exc}"
@@ -317,6 +317,10 @@ async def _mast14(run: _Run, traces: Sequence[Trace], results: str | os.PathLike
         for diagnosis in await run.label("mast14", missing, run.config, "mast14"):
             found.setdefault(diagnosis.trace_id, diagnosis)
     failed = [d for d in found.values() if d.status != "judged"]
+    if failed and len(failed) == len(found):
+        reason = failed[0].error.message if failed[0].error else failed[0].status
+        raise JudgeError(f"no trace could be judged with MAST-14, so there is nothing to discover from "
+                         f"(first: {failed[0].trace_id}: {reason})")
     if failed:
         # Not open-coded (nothing to build on): said, never silent. A rerun judges them again.
         first = failed[0].error.message if failed[0].error else failed[0].status

@@ -451,8 +451,11 @@ def passes(fig: GateFigures, *, min_kappa: float, min_positives: int) -> bool:
 
 def describe(fig: GateFigures) -> str:
     """The figures in one line."""
-    kappa = "undefined" if fig.kappa is None else f"{fig.kappa:.2f}"
-    ci = "no CI" if fig.ci_low is None else f"CI [{fig.ci_low:.2f}, {fig.ci_high:.2f}]"
+    def num(value: float | None) -> str:
+        return f"{value or 0.0:.2f}".replace("-0.00", "0.00")
+
+    kappa = "undefined" if fig.kappa is None else num(fig.kappa)
+    ci = "no CI" if fig.ci_low is None else f"CI [{num(fig.ci_low)}, {num(fig.ci_high)}]"
     return (f"kappa {kappa} ({ci}) over {fig.n_traces} gate traces, positives {fig.positives_a}/{fig.positives_b}, "
             f"{fig.disagreements} disagreements")
 

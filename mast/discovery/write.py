@@ -158,7 +158,7 @@ def _e(value: Any) -> str:
 
 
 def _num(value: float | None, digits: int = 2) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+    return "—" if value is None else f"{value + 0.0:.{digits}f}".replace("-0.00", "0.00")
 
 
 def report_html(result: DiscoveryResult) -> str:
@@ -172,7 +172,10 @@ def report_html(result: DiscoveryResult) -> str:
              f"traces to discover on, {len((m.get('split') or {}).get('gate', []))} to gate on.</p>",
              f"<p class=note>Gate: {_e(m['annotator_kind'])}. A mode is accepted when the lower bound of its kappa "
              f"95% bootstrap CI reaches {_e(m['options']['min_kappa'])} with at least "
-             f"{_e(m['options']['min_positives'])} positives on each side.</p>"]
+             f"{_e(m['options']['min_positives'])} positives on each side.</p>",
+             "<p>Each example links to its trace in <code>traces.html</code>, the per-trace view of the MAST-14 "
+             "verdicts that <code>mast discover</code> writes beside this page (from Python: <code>mast report "
+             "DIR/work/mast14.jsonl -o DIR/traces.html</code>).</p>"]
     if result.stopped:
         parts.append(f"<p class=note>Stopped before the end: {_e(result.stopped)}. Rerun the same command to go on "
                      "(what was done is cached).</p>")

@@ -138,7 +138,8 @@ def _coin(ticket: int, salt: str) -> bool:
 class Scripted:
     """The fake model: a responder for :class:`~mast.testing.FakeLLMServer`, and what it was asked."""
 
-    def __init__(self, *, b_model: str = "fake-b", random_stale: bool = True, confuse_approval: bool = True) -> None:
+    def __init__(self, *, b_model: str = "fake-b", random_stale: bool = True,
+                 confuse_approval: bool | str = True) -> None:
         self.b_model = b_model
         self.random_stale = random_stale
         self.confuse_approval = confuse_approval
@@ -231,7 +232,9 @@ class Scripted:
             if says:
                 mark(by_word["Stale"], "stale" if "stale" in planted else None)
         if "Approval" in by_word and "approval" in planted:
-            if is_b and self.confuse_approval:
+            if is_b and self.confuse_approval == "stale" and "Stale" in by_word:
+                mark(by_word["Stale"], "approval")       # B calls a skipped approval a stale metric
+            elif is_b and self.confuse_approval:
                 mark("1.1", "approval")
             else:
                 mark(by_word["Approval"], "approval")

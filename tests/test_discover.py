@@ -359,3 +359,21 @@ def test_a_provider_that_answers_nothing_valid_stops_the_run_with_one_line(tmp_p
                                          "--max-reasks", "0"])
     assert done.exit_code == 1
     assert "no trace could be judged with MAST-14" in done.output and "Traceback" not in done.output
+
+
+def test_two_candidates_the_annotators_swap_are_merged_and_gated_together(run):
+    # The same corpus and cache as the module's run (MAST-14, open codes, names and annotator A are
+    # answered from it); a new annotator C calls a skipped approval a stale metric, and stale metrics
+    # truly where they are.
+    fake = Scripted(b_model="fake-c", random_stale=False, confuse_approval="stale")
+    with FakeLLMServer(responder=fake) as server:
+        judge = {**run["judge"], "api_base": server.base_url}
+        result = discover([run["corpus"]], run["root"] / "out-swap", annotators=("openai/fake-a", "openai/fake-c"),
+                          window_tokens=300, stability=False, **judge)
+        assert fake.asked.get("mast_open_codes") is None            # the cache answered the discovery's own calls
+    stale, approval = _by_name(result, "Stale"), _by_name(result, "Approval")
+    assert approval.status == "merged" and approval.merged_into == stale.code
+    assert stale.gate[0].confused_with == approval.code and stale.gate[0].disagreements > 0
+    merged = stale.gate[-1]
+    assert merged.disagreements == 0 and stale.status == "accepted" and f"merging {approval.code}" in stale.reason
+    assert {e.trace_id for e in approval.examples} & {e.trace_id for e in stale.examples}

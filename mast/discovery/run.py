@@ -19,6 +19,7 @@ messages), so a rerun of the same command makes no call; the labelled results fi
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import os
 import random
@@ -411,6 +412,7 @@ async def _gate(run: _Run, caller: Caller, candidates: list[Candidate], gate_tra
                            f"the other in {fig.confused_count} of {fig.disagreements} disagreements")
             keeper.examples = _merge_examples(keeper, gone)
             keeper.gate.append(merged)
+            to_revise[:] = [c for c in to_revise if c is not keeper and c is not gone]  # decided here
             if stages.passes(merged, min_kappa=options.min_kappa, min_positives=options.min_positives):
                 keeper.status = "accepted"
                 keeper.reason = f"accepted after merging {gone.code}: {stages.describe(merged)}"
@@ -468,9 +470,15 @@ async def _gate(run: _Run, caller: Caller, candidates: list[Candidate], gate_tra
 
 
 def _merge_examples(keeper: Candidate, gone: Candidate) -> list[Any]:
-    seen = {e.trace_id for e in keeper.examples}
-    extra = [e for e in gone.examples if e.trace_id not in seen]
-    return [*keeper.examples, *extra][: stages.MAX_EXAMPLES]
+    """Examples of both, taken in turn (so the merged mode shows both kinds), one per trace."""
+    out: list[Any] = []
+    seen: set[str] = set()
+    for pair in itertools.zip_longest(keeper.examples, gone.examples):
+        for example in pair:
+            if example is not None and example.trace_id not in seen and len(out) < stages.MAX_EXAMPLES:
+                seen.add(example.trace_id)
+                out.append(example)
+    return out
 
 
 def _gold_labels(path: str, run: _Run, gated: Sequence[Candidate]) -> dict[str, set[str]]:

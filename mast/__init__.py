@@ -7,7 +7,7 @@ The package is the pipeline; each layer imports only the layers below it (``pypr
 ``[tool.importlinter]`` holds the contract and ``tests/test_layers.py`` checks it)::
 
     cli                      the command line (nothing imports it)
-    report                   analysis and evaluation on one HTML page
+    report | validation | discovery    one HTML page | a judge against humans | your own failure modes
     analysis | datasets      prevalence, co-occurrence, first failures | the MAD dataset
     evaluation               agreement with gold labels (never reaches the judge's backend)
     engines                  label(): files and stores -> an engine by name -> results file + sinks
@@ -40,6 +40,7 @@ if _TYPE_CHECKING:  # what the names below resolve to, for type checkers and edi
     from mast import analysis, datasets
     from mast.batch import aclassify_many, classify_many
     from mast.diagnosis import Diagnosis
+    from mast.discovery import discover
     from mast.engines import label
     from mast.errors import (
         EvaluationError,
@@ -95,6 +96,7 @@ _LAZY = {
     "compare_judges": "mast.evaluation",
     "datasets": "mast",
     "detectors_diagnosis": "mast.judge.detectors",
+    "discover": "mast.discovery",
     "evaluate": "mast.evaluation",
     "evaluate_attribution": "mast.evaluation",
     "iter_traces": "mast.normalize",
@@ -150,6 +152,7 @@ __all__ = [
     "compare_judges",
     "datasets",
     "detectors_diagnosis",
+    "discover",
     "evaluate",
     "evaluate_attribution",
     "iter_traces",

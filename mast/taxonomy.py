@@ -26,6 +26,24 @@ from mast.resources import prompts_dir
 DEFAULT_TAXONOMY = "mast-v3"
 
 
+class ModeExample(BaseModel):
+    """A verified quote showing a mode (discovered modes carry a few; see :mod:`mast.discovery`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    trace_id: str = ""
+    """The trace the quote comes from."""
+    step: int | None = None
+    """The step it was checked against."""
+    quote: str
+    """Text copied from that step."""
+
+
+# Optional fields a discovered mode fills; left out of the fingerprint while empty, so the built-in
+# taxonomy (which has none) keeps its prompt and cache keys.
+_OPTIONAL_FIELDS = ("when_to_use", "when_not_to_use", "examples", "relation")
+
+
 class FailureModeDef(BaseModel):
     """One failure mode of the taxonomy."""
 
@@ -41,6 +59,14 @@ class FailureModeDef(BaseModel):
     """What the failure is."""
     evidence: str = ""
     """What to look for in a trace to support it."""
+    when_to_use: str = ""
+    """When to label a run with this mode (discovered modes)."""
+    when_not_to_use: str = ""
+    """When not to, against the nearest other mode (discovered modes)."""
+    examples: tuple[ModeExample, ...] = ()
+    """Verified quotes showing the mode (discovered modes)."""
+    relation: str = ""
+    """How a discovered mode relates to MAST: ``refines <code>``, ``extends <category>`` or ``new``."""
 
 
 class Taxonomy(BaseModel):
@@ -84,7 +110,12 @@ class Taxonomy(BaseModel):
 
     def fingerprint(self) -> str:
         """Canonical JSON of the taxonomy, for hashing into prompts and cache keys."""
-        return canonical(self.model_dump(mode="json"))
+        data = self.model_dump(mode="json")
+        for mode in data["modes"]:
+            for name in _OPTIONAL_FIELDS:
+                if not mode.get(name):
+                    mode.pop(name, None)
+        return canonical(data)
 
 
 _CODE = re.compile(r"^(?:FM|F|MAST)?[\s\-_.]*(\d+)\s*[._\-\s]\s*(\d+)$", re.IGNORECASE)

@@ -25,11 +25,14 @@ _FORMATS = click.Choice(["auto", "diagnoses", "long", "wide", "mad", "mastlint",
 @click.option("--gold-format", type=_FORMATS, default="auto", show_default=True, help="Format of the --gold file.")
 @click.option("--jurors", is_flag=True,
               help="Jury results (--jury/--samples): score each juror, the reduced verdict and inter-juror agreement.")
+@click.option("--taxonomy", default=None, metavar="NAME|FILE",
+              help="Taxonomy of the labels (e.g. a `mast discover` taxonomy.yaml) [default: mast-v3].")
 @click.option("--disagreements", "max_disagreements", default=20, show_default=True, type=click.IntRange(min=0),
               help="Disagreements listed in the table (--json lists all).")
 def command(
     preds: tuple[str, ...], gold: str | None, as_json: bool, attribution: bool, n_boot: int, seed: int, ties: str,
     k: int, pred_format: str, gold_format: str, max_disagreements: int, jurors: bool = False,
+    taxonomy: str | None = None,
 ) -> None:
     """Measure how far predictions agree with gold labels (or with a second judge).
 
@@ -53,7 +56,11 @@ def command(
     if jurors:
         _jurors(preds, gold, as_json, n_boot=n_boot, seed=seed, ties=ties, gold_format=gold_format)
         return
-    options = {"n_boot": n_boot, "seed": seed, "ties": ties, "pred_format": pred_format}
+    options: dict[str, object] = {"n_boot": n_boot, "seed": seed, "ties": ties, "pred_format": pred_format}
+    if taxonomy is not None:
+        from mast.taxonomy import load_taxonomy
+
+        options["taxonomy"] = load_taxonomy(taxonomy)
     if len(preds) == 2 and gold is None:
         report = compare_judges(preds[0], preds[1], gold_format=pred_format, **options)
     elif len(preds) == 1 and gold is not None:

@@ -69,6 +69,13 @@ def render_taxonomy(taxonomy: Taxonomy) -> str:
             lines.append(f"- {mode.code} {mode.name}: {' '.join(mode.definition.split())}")
             if mode.evidence:
                 lines.append(f"  Look for: {' '.join(mode.evidence.split())}")
+            # Discovered modes (mast.discovery) also carry rules and verified examples.
+            if mode.when_to_use:
+                lines.append(f"  Use when: {' '.join(mode.when_to_use.split())}")
+            if mode.when_not_to_use:
+                lines.append(f"  Not when: {' '.join(mode.when_not_to_use.split())}")
+            for example in mode.examples:
+                lines.append(f"  Example: \"{' '.join(example.quote.split())}\"")
         lines.append("")
     return "\n".join(lines).rstrip()
 

@@ -25,6 +25,7 @@ from mast.evaluation.agreement import inter_annotator
 from mast.evaluation.report import EvaluationReport
 from mast.judge import Judge, JudgeConfig
 from mast.normalize import iter_traces
+from mast.taxonomy import Taxonomy
 from mast.trace import Trace
 from mast.validation.models import (
     Reference,
@@ -100,7 +101,7 @@ async def avalidate(
         labelled[spec.name] = diagnoses
         results.append(await _evaluate_set(spec, root, diagnoses, path, judge, n_boot=n_boot, seed=seed, k=k))
 
-    pooled, human = _pooled(chosen, root, labelled, n_boot=n_boot, seed=seed)
+    pooled, human = _pooled(chosen, root, labelled, n_boot=n_boot, seed=seed, taxonomy=judge.taxonomy)
     modes = mode_findings(pooled, human) if pooled is not None else []
     references: list[Reference] = [*PAPER_O1]
     for spec, result in zip(chosen, results, strict=True):
@@ -157,7 +158,8 @@ async def _evaluate_set(
         gold = spec.gold_labels(root)
         result.unmapped_cells = int(gold.attrs.get("unmapped_cells", 0))
         gold = gold[gold["trace_id"].isin(ids)]
-        result.evaluation = evaluate(judged, gold, n_boot=n_boot, seed=seed)
+        # The judge's taxonomy may extend MAST-14 (mast discover): the gold's cells are the 14 modes.
+        result.evaluation = evaluate(judged, gold, taxonomy=judge.taxonomy, n_boot=n_boot, seed=seed)
         if judge.config.kind != "detectors":
             # The detectors on the same traces: the floor any LLM judge should beat. They cost nothing.
             floor = await aclassify_many(_same_traces(spec, root, ids), judge="detectors")
@@ -174,7 +176,8 @@ def _same_traces(spec: ValidationSet, root: Path, ids: set[str]) -> list[Trace]:
 
 
 def _pooled(
-    chosen: Sequence[ValidationSet], root: Path, labelled: dict[str, list[Diagnosis]], *, n_boot: int, seed: int
+    chosen: Sequence[ValidationSet], root: Path, labelled: dict[str, list[Diagnosis]], *, n_boot: int, seed: int,
+    taxonomy: Taxonomy | None = None,
 ) -> tuple[EvaluationReport | None, dict[str, float | None]]:
     """All mode-labelled sets in one evaluation (ids prefixed by set, since sets may reuse ids)."""
     preds: list[Diagnosis] = []
@@ -198,7 +201,7 @@ def _pooled(
     if not preds:
         return None, {}
     gold_all = pd.concat(golds, ignore_index=True)
-    report = evaluate(preds, gold_all, n_boot=n_boot, seed=seed)
+    report = evaluate(preds, gold_all, taxonomy=taxonomy, n_boot=n_boot, seed=seed)
     human: dict[str, float | None] = {}
     if voters:
         agreement = inter_annotator(pd.concat(voters, ignore_index=True))

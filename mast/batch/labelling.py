@@ -196,7 +196,8 @@ def label(
         judge = batch_judge or (router_judge(config, router) if router is not None else configured_judge(config))
         _notice_judge(config, on_notice)
         runner = BatchRunner(judge, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd,
-                             keep_results=False, on_progress=on_progress, breaker=breaker, one_judge=not overwrite)
+                             keep_results=False, on_progress=on_progress, breaker=breaker, one_judge=not overwrite,
+                             on_notice=on_notice)
         # The lock comes first: a second run on the same output stops before reading any input.
         with ResultsFile(jsonl, overwrite=overwrite) as results:
             if results.repaired and on_notice is not None:

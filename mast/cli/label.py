@@ -317,7 +317,7 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
     if report.resumed:
         table.add_row("  of which resumed", str(report.resumed))
     if report.not_started:
-        table.add_row("not started", str(report.not_started))
+        table.add_row("not started", ("at least " if report.not_started_partial else "") + str(report.not_started))
     if report.file_errors:
         table.add_row("files skipped", str(len(report.file_errors)))
     table.add_row("LLM calls", f"{report.llm_calls:,}" + (f" (+{report.cached} cached)" if report.cached else ""))
@@ -350,12 +350,14 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
             modes.add_row(mode.code, mode.name, str(count), str(assessed), f"{count / assessed:.0%}")
         stderr.print(modes)
 
-    if report.message:
+    if report.message and report.stopped != "interrupted":  # Ctrl-C was said when it was pressed
         stderr.print(f"mast: {report.message}", markup=False, highlight=False)
     if report.stopped == "interrupted":
+        left = f"at least {report.not_started}" if report.not_started_partial else str(report.not_started)
         stderr.print(
-            f"mast: {report.done - report.resumed} results written this run, {report.not_started} traces not "
-            "started; run the same command again to continue",
+            f"mast: interrupted: {plural(report.done - report.resumed, 'result')} written this run, {left} "
+            f"{'trace' if report.not_started == 1 and not report.not_started_partial else 'traces'} not started; "
+            "run the same command again to continue",
             markup=False, highlight=False,
         )
     failed = report.failed

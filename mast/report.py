@@ -75,6 +75,7 @@ def write_report(
     the diagnoses; the per-trace rows go to a spool file (see :class:`~mast.evaluation.viewer.TraceView`).
     """
     target = Path(output)
+    target.parent.mkdir(parents=True, exist_ok=True)  # as ``label`` and ``export`` do
     partial = target.with_name(target.name + ".partial")
     try:
         with partial.open("w", encoding="utf-8") as handle:

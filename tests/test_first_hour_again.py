@@ -123,3 +123,38 @@ def test_a_second_ctrl_c_stops_at_once_and_the_abandoned_trace_is_judged_on_resu
         again = cli("label", runs, "-o", out, *llm_args(server))
         assert again.exit_code == 0, again.output
         assert len(server.chat_requests) == 5 and len(read_results(out)) == 6
+
+
+# -- 2. report into a new folder; the --debug hint ------------------------------------------------
+
+
+def detector_results(tmp_path: Path, n: int = 4) -> Path:
+    runs = write_runs(tmp_path / "data" / "runs.jsonl", n)
+    out = tmp_path / "results.jsonl"
+    result = cli("label", runs, "-o", out)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_report_creates_its_folder(tmp_path: Path) -> None:
+    results = detector_results(tmp_path)
+    target = tmp_path / "newdir" / "deeper" / "report.html"
+    result = cli("report", results, "-o", target)
+    assert result.exit_code == 0, result.output
+    assert target.read_text().startswith("<!doctype html") or "<html" in target.read_text()[:500]
+
+
+def test_the_debug_hint_names_the_form_that_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mast.report
+
+    def broken(*args: Any, **kwargs: Any) -> Path:
+        raise RuntimeError("something odd")
+
+    monkeypatch.setattr(mast.report, "write_report", broken)
+    results = detector_results(tmp_path)
+    result = CliRunner().invoke(main, ["report", str(results), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 1
+    assert "unexpected RuntimeError: something odd" in result.stderr
+    assert "mast --debug report" in result.stderr
+    debug = CliRunner().invoke(main, ["--debug", "report", str(results), "-o", str(tmp_path / "r.html")])
+    assert isinstance(debug.exception, RuntimeError)  # the form named works: the traceback is shown

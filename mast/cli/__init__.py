@@ -31,7 +31,9 @@ class _Group(click.Group):
                 raise
             code = exc.exit_code if isinstance(exc, MastError) else 1
             prefix = "error" if isinstance(exc, MastError) else f"unexpected {type(exc).__name__}"
-            click.echo(f"mast: {prefix}: {one_line(exc)} (--debug for details)"
+            # --debug belongs to ``mast`` itself, before the sub-command (or MAST_DEBUG=1).
+            click.echo(f"mast: {prefix}: {one_line(exc)} (for details: mast --debug {ctx.invoked_subcommand or ''} ..., "
+                       "or MAST_DEBUG=1)"
                        if not isinstance(exc, MastError) else f"mast: {one_line(exc)}", err=True)
             sys.exit(code)
 

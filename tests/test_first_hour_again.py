@@ -158,3 +158,75 @@ def test_the_debug_hint_names_the_form_that_works(tmp_path: Path, monkeypatch: p
     assert "mast --debug report" in result.stderr
     debug = CliRunner().invoke(main, ["--debug", "report", str(results), "-o", str(tmp_path / "r.html")])
     assert isinstance(debug.exception, RuntimeError)  # the form named works: the traceback is shown
+
+
+# -- 3. the Quick start, then `mast report`, with no other install -----------------------------------
+
+
+def _core_closure() -> set[str]:
+    """Normalised names of the distributions a plain ``pip install -e .`` of this tree brings in."""
+    import re
+    import tomllib
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    todo = [Requirement(r) for r in pyproject["project"]["dependencies"]]
+    seen: set[str] = set()
+    while todo:
+        req = todo.pop()
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        name = norm(req.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            todo += [Requirement(r) for r in metadata.requires(req.name) or []]
+        except metadata.PackageNotFoundError:
+            pass
+    return seen
+
+
+def test_the_quick_start_then_report_needs_nothing_outside_the_core_dependencies(tmp_path: Path) -> None:
+    """Every installed package outside the core dependencies is made unimportable, as after a plain install."""
+    import re
+    import shutil
+    from importlib import metadata
+
+    repo = Path(__file__).parents[1]
+    shutil.copytree(repo / "data" / "examples", tmp_path / "data" / "examples")
+    core = _core_closure()
+    blocked = sorted(
+        module for module, dists in metadata.packages_distributions().items()
+        if module not in sys.stdlib_module_names and module != "mast"
+        and not {re.sub(r"[-_.]+", "-", d).lower() for d in dists} & core
+    )
+    assert "pytest" in blocked and "matplotlib" not in blocked and "pandas" not in blocked
+    (tmp_path / "blocked.json").write_bytes(orjson.dumps(blocked))
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import sys, json\n"
+        "BLOCKED = set(json.load(open('blocked.json')))\n"
+        "class Absent:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in BLOCKED:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Absent())\n"
+        "from mast.cli import main\n"
+        "for args in (['label', 'data/examples', '-o', 'results.jsonl'],\n"
+        "             ['report', 'results.jsonl', '-o', 'out/report.html']):\n"
+        "    try:\n"
+        "        main(args)\n"
+        "    except SystemExit as stop:\n"
+        "        assert stop.code in (0, None, 1), (args, stop.code)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    done = subprocess.run([sys.executable, str(probe)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "data:image/png" in page or "<svg" in page  # the charts are drawn

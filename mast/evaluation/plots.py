@@ -1,4 +1,4 @@
-"""Figures for reports and notebooks (matplotlib, extra ``mast-judge[report]``).
+"""Figures for reports and notebooks (matplotlib, a core dependency: ``mast report`` works after a plain install).
 
 Each function returns a :class:`matplotlib.figure.Figure` built without pyplot, so nothing touches
 global state or needs a display; :func:`png_base64` embeds one in HTML.
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from mast.evaluation.report import EvaluationReport
 
-MATPLOTLIB_HINT = "plots need matplotlib: pip install 'mast-judge[report]'"
+MATPLOTLIB_HINT = "plots need matplotlib, a dependency of mast that is missing here: pip install 'matplotlib>=3.7'"
 _CATEGORY_COLOURS = {"FC1": "#4C72B0", "FC2": "#DD8452", "FC3": "#55A868"}
 
 

@@ -230,3 +230,20 @@ def test_the_quick_start_then_report_needs_nothing_outside_the_core_dependencies
     assert done.returncode == 0, done.stderr[-2000:]
     page = (tmp_path / "out" / "report.html").read_text()
     assert "data:image/png" in page or "<svg" in page  # the charts are drawn
+
+
+# -- 4. Parquet without pyarrow is refused before any call --------------------------------------------
+
+
+def test_parquet_output_without_pyarrow_is_refused_before_any_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a))
+    runs = write_runs(tmp_path / "runs.jsonl", 3)
+    with FakeLLMServer() as server:
+        result = cli("label", runs, "-o", tmp_path / "results.parquet", *llm_args(server))
+        assert result.exit_code == 2, result.output
+        assert server.chat_requests == []
+    assert "needs pyarrow" in result.stderr and "Nothing was judged" in result.stderr
+    assert not (tmp_path / "results.jsonl").exists()

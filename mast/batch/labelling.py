@@ -36,7 +36,7 @@ from mast.batch.report import BatchReport
 from mast.batch.resume import ResumeIndex
 from mast.batch.router import router_judge
 from mast.batch.runner import BatchRunner, Breaker, ProgressCallback
-from mast.batch.table import TABLE_SUFFIXES, write_table
+from mast.batch.table import TABLE_SUFFIXES, check_table_writer, write_table
 from mast.batch.walk import FileSelection, no_traces_error, select_files, walk_files
 from mast.errors import UsageError
 from mast.judge.config import JudgeConfig
@@ -92,6 +92,7 @@ def check_output(output: str | os.PathLike[str]) -> Path:
     path = Path(output)
     if path.suffix.lower() not in (".jsonl", ".ndjson", *TABLE_SUFFIXES):
         raise UsageError(f"-o {path}: use a name ending in .jsonl (or .csv / .parquet for a table as well)")
+    check_table_writer(path)  # before any call: the table is written only when the run ends
     return path
 
 

@@ -83,6 +83,7 @@ def lines_in(path: Path) -> int:
 # -- 1. Ctrl-C -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_ctrl_c_starts_no_trace_prepared_ahead_says_so_at_once_and_counts_what_is_left(tmp_path: Path) -> None:
     runs = write_runs(tmp_path / "runs.jsonl", 8)
@@ -100,6 +101,7 @@ def test_ctrl_c_starts_no_trace_prepared_ahead_says_so_at_once_and_counts_what_i
         assert "6 traces not started" in run.stderr and "2 results written this run" in run.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_second_ctrl_c_stops_at_once_and_the_abandoned_trace_is_judged_on_resume(tmp_path: Path) -> None:
     runs = write_runs(tmp_path / "runs.jsonl", 6)
@@ -247,3 +249,46 @@ def test_parquet_output_without_pyarrow_is_refused_before_any_call(tmp_path: Pat
         assert server.chat_requests == []
     assert "needs pyarrow" in result.stderr and "Nothing was judged" in result.stderr
     assert not (tmp_path / "results.jsonl").exists()
+
+
+# -- 5. messages that name the real cause ----------------------------------------------------------------
+
+
+def one_trace_error(tmp_path: Path, server: FakeLLMServer, *extra: str, model: str = MODEL,
+                    api_base: str | None = None, key: bool = True) -> str:
+    runs = write_runs(tmp_path / "runs.jsonl", 1)
+    args = ["label", runs, "-o", tmp_path / "r.jsonl", "--overwrite", "-m", model,
+            "--api-base", api_base or server.base_url, "--no-cache", "--max-retries", "1", *extra]
+    result = cli(*args, *(["--api-key", "test"] if key else []))
+    assert result.exit_code == 1, result.output
+    (error,) = [d.error for d in read_results(tmp_path / "r.jsonl")]
+    assert error is not None and error.message in result.stderr
+    return error.message
+
+
+def test_an_html_page_with_http_200_is_named_as_such_and_not_retried(tmp_path: Path) -> None:
+    with FakeLLMServer(lambda body: Reply(body="<html><body>Please sign in to the proxy</body></html>")) as server:
+        message = one_trace_error(tmp_path, server)
+        assert len(server.chat_requests) == 1  # the same page every time: no retry
+    assert "not JSON" in message and "HTML" in message and "HTTP 500" not in message
+
+
+def test_a_client_side_timeout_is_not_called_http_408(tmp_path: Path) -> None:
+    with FakeLLMServer(lambda body: Reply(hang=True), hang_limit=10) as server:
+        message = one_trace_error(tmp_path, server, "--timeout", "0.5")
+    assert "timed out" in message and "408" not in message and "--timeout" in message
+
+
+def test_anthropic_without_a_key_says_no_api_key(tmp_path: Path) -> None:
+    with FakeLLMServer() as server:
+        message = one_trace_error(tmp_path, server, model="anthropic/claude-3-5-haiku-latest", key=False)
+        assert server.requests == []
+    assert message.startswith("no API key for anthropic") and "ANTHROPIC_API_KEY" in message
+    assert "rejected" not in message and "401" not in message
+
+
+def test_an_api_base_ending_in_chat_completions_is_named_as_the_wrong_url(tmp_path: Path) -> None:
+    with FakeLLMServer() as server:
+        message = one_trace_error(tmp_path, server, api_base=server.base_url + "/chat/completions")
+    assert "ends in /chat/completions" in message and f"--api-base {server.base_url}" in message
+    assert "check the model name" not in message

@@ -292,3 +292,44 @@ def test_an_api_base_ending_in_chat_completions_is_named_as_the_wrong_url(tmp_pa
         message = one_trace_error(tmp_path, server, api_base=server.base_url + "/chat/completions")
     assert "ends in /chat/completions" in message and f"--api-base {server.base_url}" in message
     assert "check the model name" not in message
+
+
+# -- 6. budget wording, estimates that learn -------------------------------------------------------------
+
+
+def test_a_budget_below_the_first_estimate_says_so_not_reached(tmp_path: Path) -> None:
+    runs = write_runs(tmp_path / "runs.jsonl", 3)
+    with FakeLLMServer() as server:
+        result = cli("label", runs, "-o", tmp_path / "r.jsonl", *llm_args(server), "--budget-usd", "0.00001")
+        assert server.chat_requests == []
+    assert result.exit_code == 1
+    assert "the next trace alone is estimated at $" in result.stderr and "no trace was started" in result.stderr
+    assert "reached" not in result.stderr
+
+
+def short_answers(body: dict[str, Any]) -> Reply:
+    from mast.testing import default_answer
+
+    return Reply(content=default_answer(body), usage=(900, 300))
+
+
+def test_estimates_learn_the_answer_size_from_the_run_and_the_dry_run_says_how_far_off_it_was(tmp_path: Path) -> None:
+    runs = write_runs(tmp_path / "runs.jsonl", 6)
+    out = tmp_path / "r.jsonl"
+    with FakeLLMServer(short_answers) as server:
+        first = cli("label", runs, "-o", out, *llm_args(server), "--dry-run", "--json")
+        assert first.exit_code == 0, first.output
+        before = orjson.loads(first.stdout)
+        assert before["answer_tokens"] is None and before["estimated_output_tokens"] == 6 * 1500
+        # A budget that fits the 6 traces at 300 output tokens each, not at the assumed 1,500: the
+        # run learns the size from its first answers and judges them all.
+        per_trace = before["estimated_cost_usd"] / 6
+        judged = cli("label", runs, "-o", tmp_path / "r.jsonl", *llm_args(server), "-j", "1", "--limit", "3",
+                     "--budget-usd", f"{per_trace * 2.2:.6f}", "--json")
+        report = orjson.loads(judged.stdout.strip().splitlines()[-1])
+        assert report["statuses"]["judged"] == 3, judged.output
+        again = cli("label", runs, "-o", out, *llm_args(server), "--dry-run")
+    text = " ".join(again.stderr.split())
+    assert "900 (300 per answer, as this judge's earlier answers)" in text, again.stderr
+    assert "the last dry run's estimate per trace, against what 3 traces judged since used" in text
+    assert "output tokens 20% of the estimate" in text

@@ -36,6 +36,7 @@ from mast.batch.report import BatchReport
 from mast.batch.resume import ResumeIndex
 from mast.batch.router import router_judge
 from mast.batch.runner import BatchRunner, Breaker, ProgressCallback
+from mast.batch.estimates import last_estimate_check, learn_from_output, record_estimate
 from mast.batch.table import TABLE_SUFFIXES, check_table_writer, write_table
 from mast.batch.walk import FileSelection, no_traces_error, select_files, walk_files
 from mast.errors import UsageError
@@ -69,6 +70,10 @@ class DryRunPlan(BaseModel):
     """``None`` when the price is unknown."""
     model: str | None = None
     judge: str = "llm"
+    answer_tokens: int | None = None
+    """Output tokens per answer assumed, learnt from this judge's earlier results (``None``: the typical size)."""
+    last_estimate: str | None = None
+    """How far the previous dry run's estimate was from what was then used (:mod:`mast.batch.estimates`)."""
 
 
 def results_path(output: str | os.PathLike[str]) -> Path:
@@ -196,6 +201,8 @@ def label(
     else:
         judge = batch_judge or (router_judge(config, router) if router is not None else configured_judge(config))
         _notice_judge(config, on_notice)
+        if not overwrite:
+            learn_from_output(judge, jsonl)  # estimates (--budget-usd, --tpm) start from its earlier answers
         runner = BatchRunner(judge, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd,
                              keep_results=False, on_progress=on_progress, breaker=breaker, one_judge=not overwrite,
                              on_notice=on_notice)
@@ -339,6 +346,10 @@ def plan(
     files = _files(paths, output, jsonl, recursive, select, shard, on_notice)
     index = ResumeIndex.build(jsonl, judge.info) if not overwrite and jsonl.exists() else ResumeIndex()
     result = DryRunPlan(model=judge.info.model, judge=judge.info.kind)
+    if not overwrite:
+        result.last_estimate = last_estimate_check(jsonl)
+        if learn_from_output(judge, jsonl):
+            result.answer_tokens = getattr(judge, "answer_tokens", None)
     started = False
     seen: set[tuple[str, str | None]] = set()
     cost: float | None = 0.0
@@ -377,6 +388,9 @@ def plan(
         raise no_traces_error([str(p) for p in paths], _walk(paths, output, jsonl, recursive, select))
     result.estimated_input_tokens, result.estimated_output_tokens = input_tokens, output_tokens
     result.estimated_cost_usd = cost
+    if result.judge != "detectors":
+        record_estimate(jsonl, to_judge=result.to_judge, input_tokens=input_tokens, output_tokens=output_tokens,
+                        cost_usd=cost, model=result.model)
     return result
 
 

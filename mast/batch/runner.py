@@ -334,7 +334,7 @@ class BatchRunner:
             await self.judge.start()
         estimate = self._estimate(trace)
         if estimate is not None and not self.budget.try_start(estimate.cost_usd or 0.0):
-            self.stop("budget", self._budget_message())
+            self.stop("budget", self._budget_message(estimate.cost_usd or 0.0))
             return False
         if self.limiter.active:
             tokens = estimate.input_tokens + estimate.output_tokens if estimate else 0
@@ -359,8 +359,15 @@ class BatchRunner:
             )
         return estimate
 
-    def _budget_message(self) -> str:
+    def _budget_message(self, estimate_usd: float) -> str:
         spent = self.budget.spent_usd + self.budget.in_flight_usd
+        if self.budget.spent_usd == 0 and self.budget.in_flight_usd == 0:
+            # Nothing was reached: one trace alone is estimated above the whole budget.
+            return (
+                f"the next trace alone is estimated at ${estimate_usd:.4f}, above the whole budget of "
+                f"${self.budget.limit_usd:.2f}: no trace was started. Give a larger --budget-usd "
+                "(mast label --dry-run estimates the whole run)"
+            )
         return (
             f"budget of ${self.budget.limit_usd:.2f} reached (about ${spent:.4f} spent or in flight); "
             "no new traces started. Run the same command again with a higher --budget-usd to continue"

@@ -300,9 +300,14 @@ def _print_plan(dry: DryRunPlan, as_json: bool) -> None:
     if dry.estimated_input_tokens is not None:
         cost = dry.estimated_cost_usd
         table.add_row("est. input tokens", f"{dry.estimated_input_tokens:,}")
-        table.add_row("est. output tokens", f"{dry.estimated_output_tokens or 0:,}")
-        table.add_row("est. cost", "unknown (no price for this model)" if cost is None else f"${cost:.4f}")
+        per_answer = (f" ({dry.answer_tokens:,} per answer, as this judge's earlier answers)"
+                      if dry.answer_tokens else "")
+        table.add_row("est. output tokens", f"{dry.estimated_output_tokens or 0:,}{per_answer}")
+        table.add_row("est. cost", "unknown: no price for this model (give --price-input and --price-output, "
+                      "dollars per million tokens)" if cost is None else f"${cost:.4f}")
     stderr.print(table)
+    if dry.last_estimate:
+        stderr.print(f"mast: {dry.last_estimate}", markup=False, highlight=False)
 
 
 # -- summary -------------------------------------------------------------------------------------

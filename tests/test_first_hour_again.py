@@ -333,3 +333,34 @@ def test_estimates_learn_the_answer_size_from_the_run_and_the_dry_run_says_how_f
     assert "900 (300 per answer, as this judge's earlier answers)" in text, again.stderr
     assert "the last dry run's estimate per trace, against what 3 traces judged since used" in text
     assert "output tokens 20% of the estimate" in text
+
+
+# -- 7. a model that never answers usably stops the run ------------------------------------------------
+
+
+def test_a_run_of_unusable_answers_stops_after_max_consecutive_errors(tmp_path: Path) -> None:
+    runs = write_runs(tmp_path / "runs.jsonl", 12)
+    out = tmp_path / "r.jsonl"
+    with FakeLLMServer(lambda body: Reply(invalid_json=True)) as server:
+        result = cli("label", runs, "-o", out, *llm_args(server), "-j", "1", "--max-reasks", "0",
+                     "--max-consecutive-errors", "4", "--json")
+    assert result.exit_code == 1, result.output
+    report = orjson.loads(result.stdout.strip().splitlines()[-1])
+    assert report["stopped"] == "failed" and report["statuses"]["error"] == 4 and report["not_started"] == 8
+    assert "stopped after 4 traces in a row ended in error" in result.stderr
+    assert len(read_results(out)) == 4
+
+
+def test_errors_between_good_answers_do_not_stop_the_run(tmp_path: Path) -> None:
+    runs = write_runs(tmp_path / "runs.jsonl", 8)
+    seen: list[int] = []
+
+    def every_other(body: dict[str, Any]) -> Reply | None:
+        seen.append(1)
+        return Reply(invalid_json=True) if len(seen) % 2 else None
+
+    with FakeLLMServer(every_other) as server:
+        result = cli("label", runs, "-o", tmp_path / "r.jsonl", *llm_args(server), "-j", "1", "--max-reasks", "0",
+                     "--max-consecutive-errors", "2")
+    assert result.exit_code == 1 and "in a row" not in result.stderr
+    assert len(read_results(tmp_path / "r.jsonl")) == 8

@@ -32,6 +32,7 @@ from mast.batch import (
     result_error_line,
     results_path,
 )
+from mast.batch.breaker import DEFAULT_MAX_CONSECUTIVE_ERRORS, CircuitBreaker
 from mast.cli._judge_options import judge_options
 from mast.cli._run_control import fail_on_option, file_options, gate_exit, parse_fail_on, selection_options
 from mast.cli._shared import plural, stderr, write_line
@@ -63,6 +64,9 @@ NOT_ASSESSED = "—"
               help="Tokens-per-minute limit (from estimated tokens, corrected by actual use).")
 @click.option("--budget-usd", type=click.FloatRange(min=0), envvar="MAST_BUDGET_USD",
               help="Start no new trace once spend plus in-flight estimates would pass this many dollars.")
+@click.option("--max-consecutive-errors", type=click.IntRange(min=0), default=DEFAULT_MAX_CONSECUTIVE_ERRORS,
+              show_default=True, envvar="MAST_MAX_CONSECUTIVE_ERRORS",
+              help="Stop starting traces after this many in a row end in error (0: never).")
 @click.option("--dry-run", is_flag=True, help="Count traces and estimate tokens and cost; call no LLM.")
 @click.option("--overwrite", is_flag=True, help="Start over: empty the results file instead of resuming.")
 @click.option("--format", "format_", default="auto", show_default=True, envvar="MAST_FORMAT",
@@ -98,6 +102,7 @@ def command(
     rpm: float | None,
     tpm: float | None,
     budget_usd: float | None,
+    max_consecutive_errors: int,
     dry_run: bool,
     overwrite: bool,
     format_: str,
@@ -183,7 +188,8 @@ def command(
     with _ProgressBar(total=expected, enabled=progress_on) as bar:
         report = label(paths, output, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd,
                        engine=engine, engine_options=engine_options,
-                       on_progress=bar.on_progress, catch_sigint=True, **common)
+                       on_progress=bar.on_progress, catch_sigint=True,
+                       breaker=CircuitBreaker(max_consecutive_errors=max_consecutive_errors), **common)
     sources.after_run(jsonl)  # --write-back / --emit-otel
     _print_summary(report, judge_config, jsonl, output)
     if as_json:

@@ -364,3 +364,51 @@ def test_errors_between_good_answers_do_not_stop_the_run(tmp_path: Path) -> None
                      "--max-consecutive-errors", "2")
     assert result.exit_code == 1 and "in a row" not in result.stderr
     assert len(read_results(tmp_path / "r.jsonl")) == 8
+
+
+# -- 8. statistics with their caveats --------------------------------------------------------------------
+
+
+def test_validate_compare_flags_few_positives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pandas as pd
+
+    import mast.validation.compare as compare
+
+    # 8 traces, mode 1.3 with one positive cell (B finds it, A does not), 2.6 with six.
+    rows = []
+    for t in range(8):
+        rows.append({"trace_id": f"t{t}", "code": "1.3", "gold": t == 0, "a": False, "b": t == 0})
+        rows.append({"trace_id": f"t{t}", "code": "2.6", "gold": t < 6, "a": t < 6, "b": t < 6})
+    cells = pd.DataFrame(rows).assign(set="s", unit=lambda f: "s:" + f["trace_id"])
+    monkeypatch.setattr(compare, "shared_cells", lambda a, b: cells)
+    frame = compare.compare_validations(tmp_path, tmp_path, n_boot=200, seed=0).set_index("scope")
+    assert frame.loc["1.3", "positives"] == 1 and "few positives (1 < 5)" in frame.loc["1.3", "caveat"]
+    assert not isinstance(frame.loc["2.6", "caveat"], str)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    result = CliRunner().invoke(main, ["validate", "--compare", str(tmp_path / "a"), str(tmp_path / "b"),
+                                       "--n-boot", "100"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if x.strip("│ ").startswith("1.3"))
+    assert "few positives" in line
+
+
+def test_diff_of_two_judges_says_it_compares_the_judges(tmp_path: Path) -> None:
+    runs = write_runs(tmp_path / "runs.jsonl", 4)
+    from mast.testing import judge_answer, quote_steps
+
+    def finds_3_1(body: dict[str, Any]) -> Reply:  # detectors assess 3.1; this judge finds it, with a quote
+        return Reply(content=judge_answer(["3.1"], evidence={"3.1": quote_steps(body)[:1]}))
+
+    with FakeLLMServer(finds_3_1) as server:
+        assert cli("label", runs, "-o", tmp_path / "llm.jsonl", *llm_args(server)).exit_code == 0
+    assert cli("label", runs, "-o", tmp_path / "det.jsonl").exit_code == 0
+    result = cli("diff", tmp_path / "det.jsonl", tmp_path / "llm.jsonl")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "different judges (detectors -> openai/gpt-4o-mini)" in text and "compares the judges, not the agent" in text
+    assert "verdicts of the two judges differ on" in text
+    as_json = orjson.loads(cli("diff", tmp_path / "det.jsonl", tmp_path / "llm.jsonl", "--json").stdout)
+    assert as_json["judges"] == [["detectors"], ["openai/gpt-4o-mini"]] and "judges" in as_json["judge_note"]
+    same = cli("diff", tmp_path / "llm.jsonl", tmp_path / "llm.jsonl")
+    assert "different judges" not in same.output

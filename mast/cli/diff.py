@@ -76,7 +76,8 @@ def command(
     if as_json:
         payload: dict[str, Any] = {
             "base": base, "new": new, "pairing": result.attrs["pairing"], "key": result.attrs["key"],
-            "level": level, "note": result.attrs["note"],
+            "level": level, "note": result.attrs["note"], "judges": result.attrs["judges"],
+            "judge_note": result.attrs["judge_note"],
             "modes": [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
                       for row in result.to_dict("records")],
             "changed": changed.to_dict("records"), "fail_if_worse": watched, "worse": worse,
@@ -107,8 +108,11 @@ def _print(result: Any, changed: Any, base: str, new: str, level: float, max_cha
         )
     stdout.print(table)
     stdout.print(result.attrs["note"], markup=False, highlight=False)
+    if result.attrs.get("judge_note"):
+        stdout.print(f"note: {result.attrs['judge_note']}", markup=False, highlight=False)
     if not changed.empty:
-        stdout.print(f"{len(changed)} verdicts changed between the runs:", markup=False)
+        what = "verdicts of the two judges differ on" if result.attrs.get("judge_note") else "verdicts changed between the runs"
+        stdout.print(f"{len(changed)} {what}:", markup=False)
         for entry in changed.head(max_changed).to_dict("records"):
             arrow = "gained" if entry["new"] else "lost"
             stdout.print(f"  {entry['key']}  {entry['code']} {arrow}", markup=False, highlight=False)

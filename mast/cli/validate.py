@@ -99,6 +99,6 @@ def _comparison_table(frame: pd.DataFrame, runs: tuple[str, str]) -> None:
     for row in frame.to_dict(orient="records"):
         table.add_row(str(row["scope"]), str(row["n_traces"]), str(row["n_cells"]), str(row["positives"]),
                       _f(row["kappa_a"]), _f(row["kappa_b"]), f"{_f(row['diff'])} [{_f(row['low'])}, {_f(row['high'])}]",
-                      str(row["reading"]))
+                      str(row["reading"]) + (f"; {row['caveat']}" if row.get("caveat") else ""))
     stdout.print(table)
     stdout.print(frame.attrs["note"], markup=False, highlight=False)

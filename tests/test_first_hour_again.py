@@ -412,3 +412,61 @@ def test_diff_of_two_judges_says_it_compares_the_judges(tmp_path: Path) -> None:
     assert as_json["judges"] == [["detectors"], ["openai/gpt-4o-mini"]] and "judges" in as_json["judge_note"]
     same = cli("diff", tmp_path / "llm.jsonl", tmp_path / "llm.jsonl")
     assert "different judges" not in same.output
+
+
+# -- 9. gold files ----------------------------------------------------------------------------------------
+
+
+def labelled(tmp_path: Path) -> tuple[Path, list[str]]:
+    """Detector results of three one-trace files under data/, labelled by absolute path."""
+    data = tmp_path / "proj" / "data"
+    data.mkdir(parents=True)
+    for i in range(3):
+        (data / f"run{i}.json").write_bytes(orjson.dumps([{"role": "user", "content": f"task {i}"},
+                                                          {"role": "assistant", "content": f"done {i}"}]))
+    out = tmp_path / "r.jsonl"
+    assert cli("label", data.resolve(), "-o", out).exit_code == 0
+    return out, [d.trace_id for d in read_results(out)]
+
+
+def test_mismatched_ids_are_named_in_text_and_json(tmp_path: Path) -> None:
+    out, ids = labelled(tmp_path)
+    gold = tmp_path / "gold.csv"
+    gold.write_text(f"trace_id,3.1\n{ids[0]},0\nnot-there-1,1\nnot-there-2,0\n")
+    result = cli("evaluate", "--pred", out, "--gold", gold)
+    assert result.exit_code == 0, result.output
+    assert "gold traces without predictions: not-there-1, not-there-2" in result.output
+    assert f"predicted traces without gold: {', '.join(sorted(ids[1:]))}" in " ".join(result.output.split())
+    as_json = orjson.loads(cli("evaluate", "--pred", out, "--gold", gold, "--json").stdout)
+    assert as_json["exclusions"]["gold_only_ids"] == ["not-there-1", "not-there-2"]
+    assert as_json["exclusions"]["pred_only_ids"] == sorted(ids[1:])
+
+
+def test_a_gold_error_names_the_file_line(tmp_path: Path) -> None:
+    out, ids = labelled(tmp_path)
+    gold = tmp_path / "gold.csv"
+    gold.write_text(f"trace_id,1.3,3.1\n{ids[0]},0,1\n{ids[1]},0,maybe\n")
+    result = cli("evaluate", "--pred", out, "--gold", gold)
+    assert result.exit_code == 2 and f"{gold} line 3" in result.stderr, result.stderr
+
+
+def test_long_form_gold_under_other_names_is_read(tmp_path: Path) -> None:
+    out, ids = labelled(tmp_path)
+    gold = tmp_path / "gold.csv"
+    gold.write_text("trace_id,mode,label\n" + "".join(f"{t},3.1,0\n" for t in ids))
+    result = cli("evaluate", "--pred", out, "--gold", gold, "--json")
+    assert result.exit_code == 0, result.output
+    report = orjson.loads(result.stdout)
+    assert next(m for m in report["per_mode"] if m["code"] == "3.1")["n"] == 3
+
+
+def test_gold_keyed_by_relative_path_matches_results_labelled_by_absolute_path(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    out, ids = labelled(tmp_path)
+    gold = tmp_path / "gold.csv"
+    gold.write_text("path,3.1\n" + "".join(f"data/run{i}.json,0\n" for i in range(3)))
+    monkeypatch.chdir(tmp_path)  # not the folder the paths are relative to
+    result = cli("evaluate", "--pred", out, "--gold", gold, "--json")
+    assert result.exit_code == 0, result.output
+    report = orjson.loads(result.stdout)
+    assert report["exclusions"]["gold_only_traces"] == 0 and report["n_traces"] == 3

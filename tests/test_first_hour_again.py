@@ -470,3 +470,44 @@ def test_gold_keyed_by_relative_path_matches_results_labelled_by_absolute_path(t
     assert result.exit_code == 0, result.output
     report = orjson.loads(result.stdout)
     assert report["exclusions"]["gold_only_traces"] == 0 and report["n_traces"] == 3
+
+
+# -- 10. consistency ---------------------------------------------------------------------------------------
+
+
+def test_validate_takes_j_and_the_bootstrap_seed_is_boot_seed_everywhere(tmp_path: Path) -> None:
+    validate = CliRunner().invoke(main, ["validate", "--help"])
+    assert "-j, --concurrency" in validate.output and "--boot-seed" in validate.output
+    for name in ("evaluate", "report"):
+        text = CliRunner().invoke(main, [name, "--help"]).output
+        assert "--boot-seed" in text and "--seed " not in text.replace("--seed is", "")
+    out, ids = labelled(tmp_path)
+    gold = tmp_path / "gold.csv"
+    gold.write_text("trace_id,3.1\n" + "".join(f"{t},{i % 2}\n" for i, t in enumerate(ids)))
+    new = orjson.loads(cli("evaluate", "--pred", out, "--gold", gold, "--boot-seed", "7", "--json").stdout)
+    old = orjson.loads(cli("evaluate", "--pred", out, "--gold", gold, "--seed", "7", "--json").stdout)
+    assert new["bootstrap"] == old["bootstrap"] and new["bootstrap"]["seed"] == 7  # the old spelling still works
+
+
+@pytest.mark.parametrize(("variable", "value"), [("MAST_TEMPERATURE", "hot"), ("MAST_JUDGE", "foo")])
+def test_a_bad_environment_variable_is_named(tmp_path: Path, variable: str, value: str) -> None:
+    runs = write_runs(tmp_path / "runs.jsonl", 1)
+    result = cli("label", runs, "-o", tmp_path / "r.jsonl", env={variable: value})
+    assert result.exit_code == 2
+    assert f"{variable}={value}:" in result.stderr and "pydantic" not in result.stderr
+
+
+@pytest.mark.parametrize("form", ["./data/run1.json", "absolute", "data/run1.json"])
+def test_trace_id_by_path_matches_however_the_path_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             form: str) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(3):
+        (data / f"run{i}.json").write_bytes(orjson.dumps([{"role": "user", "content": f"task {i}"},
+                                                          {"role": "assistant", "content": f"done {i}"}]))
+    monkeypatch.chdir(tmp_path)
+    wanted = str(data / "run1.json") if form == "absolute" else form
+    result = cli("label", "data", "-o", "r.jsonl", "--trace-id", wanted)
+    assert result.exit_code == 0, result.output
+    (only,) = read_results(tmp_path / "r.jsonl")
+    assert only.source.path is not None and only.source.path.endswith("run1.json")

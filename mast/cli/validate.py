@@ -31,9 +31,11 @@ def _f(value: float | None) -> str:
               help="Folder holding the sets (default: MAST_VALIDATION_DIR, then the checkout's data/validation).")
 @click.option("--dry-run", is_flag=True, help="Count traces and estimate tokens and cost; call nothing.")
 @click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Stop starting traces past this spend.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Traces judged at once.")
+@click.option("-j", "--concurrency", type=click.IntRange(min=1), default=8, show_default=True, envvar="MAST_CONCURRENCY",
+              help="Traces judged at once (as in mast label).")
 @click.option("--n-boot", type=click.IntRange(min=0), default=1000, show_default=True, help="Bootstrap resamples.")
-@click.option("--boot-seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--boot-seed", type=int, default=0, show_default=True,
+              help="Seed of the bootstrap (--seed is the judge's sampling seed, as in mast label).")
 @click.option("-k", "k", type=click.IntRange(min=0), default=1, show_default=True, help="Step tolerance of the localisation accuracy.")
 @click.option("--compare", nargs=2, type=click.Path(exists=True, file_okay=False), default=None, metavar="RUN_A RUN_B",
               help="Compare two validation output folders (paired bootstrap); labels nothing.")

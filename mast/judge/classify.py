@@ -58,7 +58,7 @@ from mast.judge.budget import (
 )
 from mast.judge.cache import JudgeCache
 from mast.judge.config import JudgeConfig, check_option_names, invalid_options
-from mast.judge.local import DEFAULT_CONTEXT, gguf_for, is_local, shared_server
+from mast.judge.local import DEFAULT_CONTEXT, check_installed, gguf_for, is_local, shared_server
 from mast.judge.material import prepare
 from mast.judge.messages import prepare_trace
 from mast.judge.prompt import PromptSet, load_prompts
@@ -173,6 +173,7 @@ class Judge:
 
         model = self.config.model or ""
         if is_local(model):
+            check_installed(model)  # both parts named at once
             gguf = gguf_for(model)
             server = await asyncio.to_thread(shared_server, gguf, n_ctx=self.config.context_window or DEFAULT_CONTEXT)
             self._backend = LiteLLMBackend.from_config(

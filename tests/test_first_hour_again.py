@@ -617,3 +617,97 @@ def test_the_dry_run_points_an_unknown_price_to_price_input(tmp_path: Path) -> N
                      server.base_url, "--api-key", "test", "--dry-run", env={"COLUMNS": ""})
     assert result.exit_code == 0, result.output
     assert "--price-input and --price-output" in " ".join(result.stderr.split())
+
+
+# -- 13. cosmetics -----------------------------------------------------------------------------------------
+
+
+def test_the_validation_kappa_plot_draws_negative_kappas_and_whole_mode_names() -> None:
+    import re
+    from types import SimpleNamespace
+
+    from mast.validation.page import _figure
+
+    modes = [SimpleNamespace(code="2.5", name="Ignored Other Agent's Input", kappa=-0.3, kappa_low=-0.6, kappa_high=0.1,
+                             status="weak"),
+             SimpleNamespace(code="1.3", name="Step Repetition", kappa=0.8, kappa_low=0.7, kappa_high=0.9, status="usable")]
+    svg = _figure(modes, [])  # type: ignore[arg-type]
+    assert "2.5 Ignored Other Agent&#x27;s Input" in svg or "2.5 Ignored Other Agent's Input" in svg
+    ticks = {float(t): float(x) for x, t in re.findall(r"<text class='tick' x='([\d.]+)'[^>]*>(-?[\d.]+)</text>", svg)}
+    cx = float(re.search(r"data-code='2.5' cx='([\d.]+)'", svg).group(1))  # type: ignore[union-attr]
+    assert -1.0 in ticks and ticks[-0.5] < cx < ticks[0.0]  # drawn at -0.3, not clipped to the axis' end
+
+
+def _agg(fig: Any) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    return fig.canvas.get_renderer()
+
+
+def test_the_report_kappa_plot_keeps_its_legend_off_the_dots() -> None:
+    from mast.evaluation.plots import agreement_figure
+    from mast.evaluation.report import EvaluationReport
+
+    from test_first_hour import diagnosis
+
+    pred = [diagnosis(f"t{i}", codes=("1.3",) if i % 2 else ()) for i in range(6)]
+    gold = [{"trace_id": f"t{i}", "1.3": bool(i % 3)} for i in range(6)]
+    import mast
+
+    report: EvaluationReport = mast.evaluate(pred, gold, n_boot=50)
+    fig = agreement_figure(report)
+    renderer = _agg(fig)
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    assert legend is not None
+    assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+
+
+def test_the_first_failure_chart_has_whole_number_ticks_and_an_x_label() -> None:
+    import pandas as pd
+
+    from mast.evaluation.plots import histogram_figure
+
+    fig = histogram_figure(pd.DataFrame({"step": [1, 2, 5], "count": [1, 2, 1]}))
+    _agg(fig)
+    ax = fig.axes[0]
+    assert all(float(t).is_integer() for t in ax.get_yticks())
+    assert ax.get_xlabel() == "step of the first failure"
+
+
+def test_no_minus_zero_and_plurals_agree() -> None:
+    from mast.cli.diff import _span
+    from mast.cli.validate import _f
+
+    assert _f(-0.0004) == "0.00" and _span(-0.0001, 0.2, signed=True) == "[+0.0, +20.0]"
+    from mast._words import plural
+
+    assert plural(1, "trace") == "1 trace" and plural(1, "batch", "batches") == "1 batch"
+
+
+def test_evaluate_says_1_trace() -> None:
+    from test_first_hour import diagnosis
+
+    import mast
+
+    report = mast.evaluate([diagnosis("t0", codes=("1.3",))], [{"trace_id": "t0", "1.3": True}], n_boot=0)
+    assert "1 trace, " in report.to_text()
+    assert "1 traces" not in report.to_text()
+
+
+def test_mast_help_keeps_its_example_columns_apart() -> None:
+    text = CliRunner().invoke(main, ["--help"]).output
+    for line in text.splitlines():
+        if line.strip().startswith("mast "):
+            assert "  " in line.strip(), f"example and description run together: {line!r}"
+
+
+def test_the_readme_sample_verdict_does_not_contradict_itself() -> None:
+    import re
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    sample = " ".join(re.search(r'\*"pooled kappa(.*?)"\*', readme, re.S).group(1).split())  # type: ignore[union-attr]
+    below = set(re.findall(r"(\d\.\d) \(", sample.split("below 0.4:")[1].split(":")[0]))
+    unmeasurable = set(re.findall(r"\d\.\d", sample.split("not measurable here")[1]))
+    assert below and unmeasurable and not below & unmeasurable

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from mast._words import plural
 from mast.diagnosis import Diagnosis, JudgeInfo
 from mast.errors import MastError
 from mast.results import iter_results
@@ -119,7 +120,7 @@ def last_estimate_check(jsonl: Path) -> str | None:
             parts.append(f"{name} {_off(ratio)}")
     if not parts:
         return None
-    return f"the last dry run's estimate per trace, against what {traces} traces judged since used: {', '.join(parts)}"
+    return f"the last dry run's estimate per trace, against what {plural(traces, 'trace')} judged since used: {', '.join(parts)}"
 
 
 def _off(ratio: float) -> str:

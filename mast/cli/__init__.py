@@ -46,9 +46,10 @@ def main(ctx: click.Context, debug: bool) -> None:
     """Tell why AI agent runs fail: label traces with the MAST failure taxonomy.
 
     \b
-    mast normalize run.json          read any supported trace file
-    mast label runs/ -o results.jsonl label a folder of traces
-    mast evaluate --pred results.jsonl --gold gold.csv
+    mast normalize run.json                              read any supported trace file
+    mast label runs/ -o results.jsonl                    label a folder of traces
+    mast report results.jsonl -o report.html             an HTML report of them
+    mast evaluate --pred results.jsonl --gold gold.csv   agreement with human labels
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug

@@ -10,6 +10,10 @@ from typing import Any
 import click
 from rich.console import Console
 
+from mast._words import plural
+
+__all__ = ["boot_seed_option", "bootstrap_seed", "plural", "stderr", "stdout", "write_line"]
+
 OFF_TERMINAL_WIDTH = 200
 """Columns a table may take when the output is not a terminal (a CI log, a file): rich's default
 of 80 cut headers to ``precisi…``; tables are not expanded, so each takes only what its content needs."""
@@ -31,10 +35,6 @@ def write_line(text: str) -> None:
     """Write one line to stdout without rich markup processing."""
     sys.stdout.write(text + "\n")
 
-
-def plural(count: int, noun: str, plural_form: str | None = None) -> str:
-    """``1 call``, ``2 calls``: a count with its noun agreeing."""
-    return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"
 
 
 def boot_seed_option(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -24,7 +24,7 @@ def _span(low: float, high: float, *, signed: bool = False) -> str:
     if low is None or math.isnan(low):
         return ""
     if signed:
-        return f"[{100 * low:+.1f}, {100 * high:+.1f}]"
+        return f"[{100 * low:+z.1f}, {100 * high:+z.1f}]"
     return f"[{100 * low:.0f}, {100 * high:.0f}]"
 
 
@@ -102,7 +102,7 @@ def _print(result: Any, changed: Any, base: str, new: str, level: float, max_cha
             row["code"] + mark, row["name"],
             f"{_pct(row['base_prevalence'])} {_span(row['base_low'], row['base_high'])} n={row['n_base']}",
             f"{_pct(row['new_prevalence'])} {_span(row['new_low'], row['new_high'])} n={row['n_new']}",
-            f"{100 * row['difference']:+.1f} {_span(row['diff_low'], row['diff_high'], signed=True)}"
+            f"{100 * row['difference']:+z.1f} {_span(row['diff_low'], row['diff_high'], signed=True)}"
             if not math.isnan(row["difference"]) else "-",
             _p(row["p_value"]), _p(row["p_holm"]),
         )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.table import Table
 
+from mast._words import plural
 from mast.cli._judge_options import judge_options
 from mast.cli._shared import stderr, stdout, write_line
 from mast.judge import JudgeConfig
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def _f(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
+    return "–" if value is None else f"{value:z.2f}"
 
 
 @click.command("validate")
@@ -78,7 +79,7 @@ def command(
     if isinstance(result, ValidationPlan):
         for plan in result.sets:
             cost = "unknown price" if plan.cost_usd is None else f"${plan.cost_usd:.4f}"
-            write_line(f"{plan.name}: {plan.n_traces} traces, ~{plan.input_tokens:,} input / ~{plan.output_tokens:,} output tokens, {cost}")
+            write_line(f"{plan.name}: {plural(plan.n_traces, 'trace')}, ~{plan.input_tokens:,} input / ~{plan.output_tokens:,} output tokens, {cost}")
         total = result.cost_usd
         write_line(f"total: {'unknown price' if total is None else f'${total:.4f}'} (dry run: nothing was called)")
         return

@@ -17,6 +17,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from mast._words import plural
+
 EVALUATION_SCHEMA_VERSION: Literal["mast-evaluation/1"] = "mast-evaluation/1"
 ATTRIBUTION_SCHEMA_VERSION: Literal["mast-attribution/1"] = "mast-attribution/1"
 
@@ -212,7 +214,7 @@ class EvaluationReport(_Model):
         head = Text()
         head.append(f"{self.pred_source or 'predictions'} vs {ref} {self.gold_source}\n", style="bold")
         head.append(
-            f"{self.n_traces} traces, {self.n_cells} cells compared; taxonomy {self.taxonomy_version}; "
+            f"{plural(self.n_traces, 'trace')}, {plural(self.n_cells, 'cell')} compared; taxonomy {self.taxonomy_version}; "
             + (f"{self.bootstrap.level:.0%} CIs from {self.bootstrap.n_boot} trace resamples (seed {self.bootstrap.seed})\n"
                if self.bootstrap.n_boot else "no confidence intervals (--n-boot 0)\n")
         )

@@ -33,6 +33,8 @@ class BatchReport(BaseModel):
     """Input records that could not be read (written as ``error`` results)."""
     not_started: int = 0
     """Traces left for a later run (budget reached or interrupted)."""
+    not_started_partial: bool = False
+    """``not_started`` is a lower bound: after Ctrl-C the rest of a large input was not all counted."""
     file_errors: list[str] = Field(default_factory=list)
     """``path: reason`` for each input file that could not be read (skipped)."""
     mode_counts: dict[str, int] = Field(default_factory=dict)

@@ -1,0 +1,204 @@
+"""Inspect AI: its eval logs read as traces, and mast_scorer scoring a real ``inspect eval`` run.
+
+The logs are written here by the real ``inspect eval`` command (tasks in ``tests/_inspect_tasks.py``,
+every model turn from Inspect's ``mockllm`` model, so nothing leaves the machine). Inspect's mock
+model counts tokens with tiktoken's ``o200k_base``, which tiktoken would download; litellm ships
+that file, and ``TIKTOKEN_CACHE_DIR`` pointed at it keeps the run offline.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mast
+from mast.normalize.inspect_log import ZIP_ZSTANDARD
+from mast.testing import FakeLLMServer, Reply, judge_answer, request_text
+
+pytest.importorskip("inspect_ai")
+
+ROOT = Path(__file__).resolve().parent.parent
+TASKS = ROOT / "tests" / "_inspect_tasks.py"
+INSPECT = Path(sys.executable).parent / "inspect"
+
+
+def _tiktoken_dir() -> str:
+    spec = importlib.util.find_spec("litellm")
+    assert spec is not None and spec.submodule_search_locations
+    return str(Path(spec.submodule_search_locations[0]) / "litellm_core_utils" / "tokenizers")
+
+
+def inspect_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of an offline ``inspect`` command: its own home and data folders, mast from this tree."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("INSPECT_", "MAST_")) and not k.endswith("_API_KEY")}
+    env.update(
+        TIKTOKEN_CACHE_DIR=_tiktoken_dir(), HOME=str(home), XDG_DATA_HOME=str(home / "data"),
+        XDG_CACHE_HOME=str(home / "cache"), XDG_CONFIG_HOME=str(home / "config"), PYTHONPATH=str(ROOT),
+        MAST_CACHE_DIR=str(home / "mast-cache"), INSPECT_DISPLAY="none", NO_COLOR="1",
+    )
+    env.update(extra)
+    return env
+
+
+def run_inspect(args: list[str], env: dict[str, str]) -> None:
+    done = subprocess.run([str(INSPECT), *args], env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One ``.eval`` log of the arithmetic task (2 samples x 2 epochs) and the same log as ``.json``."""
+    home = tmp_path_factory.mktemp("inspect-home")
+    out = tmp_path_factory.mktemp("inspect-logs")
+    env = inspect_env(home)
+    run_inspect(["eval", f"{TASKS}@arithmetic", "-T", "epochs=2", "--log-dir", str(out / "eval")], env)
+    (eval_log,) = sorted((out / "eval").glob("*.eval"))
+    run_inspect(["log", "convert", str(eval_log), "--to", "json", "--output-dir", str(out / "json")], env)
+    (json_log,) = sorted((out / "json").rglob("*.json"))
+    return {"eval": eval_log, "json": json_log}
+
+
+def test_eval_log_read_sample_by_sample(logs: dict[str, Path]) -> None:
+    traces = mast.load_traces(logs["eval"])
+    assert sorted((t.metadata["inspect"]["sample_id"], t.metadata["inspect"]["epoch"]) for t in traces) == [
+        ("negative", 1), ("negative", 2), ("sum", 1), ("sum", 2)
+    ]
+    assert len({t.trace_id for t in traces}) == 4
+    by_id = {(t.metadata["inspect"]["sample_id"], t.metadata["inspect"]["epoch"]): t for t in traces}
+    good, bad = by_id[("sum", 1)], by_id[("negative", 2)]
+    for trace in traces:
+        assert trace.source.format == "inspect_log" and trace.framework == "inspect_ai"
+        assert trace.metadata["inspect"]["task"] == "arithmetic"
+        assert trace.metadata["inspect"]["model"] == "mockllm/model"
+        assert [(s.kind, s.role) for s in trace.steps] == [
+            ("message", "user"), ("message", "assistant"), ("tool_result", "tool"), ("message", "assistant")
+        ]
+        assert trace.steps[1].tool_calls[0].name == "add"
+        assert trace.steps[2].tool_results[0].call_id == trace.steps[1].tool_calls[0].id
+        # per-step model and usage come from the model event that wrote the message
+        assert trace.steps[1].model == "mockllm/model" and trace.steps[1].usage is not None
+        assert trace.steps[1].usage.input_tokens and trace.usage is not None and trace.usage.total_tokens
+    assert good.task == "What is 2+2? Use the add tool."
+    assert good.steps[1].tool_calls[0].arguments == {"x": 2, "y": 2}
+    assert good.steps[2].tool_results[0].output == "4" and not good.steps[2].tool_results[0].is_error
+    assert good.final_output == "2 + 2 = 4, so the answer is 4."
+    assert good.metadata["inspect"]["scores"]["includes"]["value"] == "C" and good.status == "ok"
+    assert good.metadata["inspect"]["target"] == "4"
+    result = bad.steps[2].tool_results[0]
+    assert result.is_error and "not negative" in result.output
+    assert bad.metadata["inspect"]["scores"]["includes"]["value"] == "I" and bad.status == "error"
+    transcript = bad.to_transcript().text
+    assert "[S2] tool" in transcript and "not negative" in transcript and "I guess the answer is 3" in transcript
+    assert "includes" not in transcript  # the scorer's verdict is outcome, never shown to the judge
+
+
+def test_json_log_reads_as_the_eval_log(logs: dict[str, Path]) -> None:
+    zipped = {t.trace_id: t for t in mast.load_traces(logs["eval"])}
+    flat = {t.trace_id: t for t in mast.load_traces(logs["json"])}
+    assert set(zipped) == set(flat) and len(flat) == 4
+    for trace_id, trace in flat.items():
+        assert trace.source.variant == "json" and zipped[trace_id].source.variant == "eval"
+        assert trace.content_hash() == zipped[trace_id].content_hash()
+        assert trace.metadata["inspect"]["scores"] == zipped[trace_id].metadata["inspect"]["scores"]
+
+
+def test_eval_log_read_without_inspect_ai(logs: dict[str, Path]) -> None:
+    """The zip (Zstandard members, as Inspect writes them) is read with inspect_ai and zipfile_zstd unimportable."""
+    with zipfile.ZipFile(logs["eval"]) as zf:
+        assert any(info.compress_type == ZIP_ZSTANDARD for info in zf.infolist())
+    code = (
+        "import sys; sys.modules['inspect_ai'] = None; sys.modules['zipfile_zstd'] = None\n"
+        "import mast; ts = mast.load_traces(sys.argv[1])\n"
+        "print(len(ts), sorted(t.metadata['inspect']['sample_id'] for t in ts))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(logs["eval"])], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "4 ['negative', 'negative', 'sum', 'sum']"
+
+
+def test_mast_label_reads_eval_logs_in_a_folder(logs: dict[str, Path], tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from mast.cli import main
+
+    out = tmp_path / "results.jsonl"
+    result = CliRunner().invoke(main, ["label", str(logs["eval"].parent), "-o", str(out), "--judge", "detectors"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 4 and {r["status"] for r in rows} == {"judged"}
+    assert {r["source"]["format"] for r in rows} == {"inspect_log"}
+
+
+def test_broken_eval_zip_is_one_line_error(tmp_path: Path) -> None:
+    bad = tmp_path / "cut.eval"
+    bad.write_bytes(b"PK\x03\x04" + b"\x00" * 40)
+    with pytest.raises(mast.TraceFormatError, match="not a readable .eval zip"):
+        mast.load_traces(bad)
+
+
+def _judge(body: dict[str, Any]) -> Reply:
+    text = request_text(body)
+    if "3*4" in text:
+        return Reply(status=500, content="provider down")
+    if "I guess the answer is 3" in text:
+        return Reply(content=judge_answer(
+            ["2.6", "3.2"], evidence={"2.6": [(3, "I guess the answer is 3")]},
+            summary="The agent guessed an answer after its tool call failed.",
+        ))
+    return Reply(content=judge_answer([], summary="The agent used the tool and answered correctly."))
+
+
+def test_mast_scorer_in_a_real_inspect_run(tmp_path: Path) -> None:
+    from inspect_ai.log import read_eval_log
+
+    with FakeLLMServer(_judge) as server:
+        env = inspect_env(tmp_path / "home", OPENAI_API_KEY="fake-key")
+        run_inspect(["eval", f"{TASKS}@judged", "-T", f"api_base={server.base_url}", "--log-dir", str(tmp_path / "logs")], env)
+        assert len(server.chat_requests) >= 3
+    (path,) = sorted((tmp_path / "logs").glob("*.eval"))
+    log = read_eval_log(str(path))
+    assert log.samples is not None
+    scores = {str(s.id): s.scores["mast_scorer"] for s in log.samples if s.scores}
+    assert set(scores) == {"sum", "negative", "product"}
+
+    found = scores["negative"]
+    assert isinstance(found.value, dict)
+    assert found.value["2.6"] == 1 and found.value["3.2"] == 1 and found.value["1.1"] == 0
+    assert found.value["modes_found"] == 2 and found.answer == "2.6,3.2"
+    assert found.explanation is not None
+    assert "guessed an answer" in found.explanation and '[S3] "I guess the answer is 3"' in found.explanation
+    assert found.metadata is not None and found.metadata["mast"]["status"] == "judged"
+    assert mast.Diagnosis.model_validate(found.metadata["mast"]).present_codes == ["2.6", "3.2"]
+
+    clean = scores["sum"]
+    assert isinstance(clean.value, dict) and clean.value["modes_found"] == 0 and clean.answer == "none"
+
+    failed = scores["product"]  # the judge answered 500: unscored with the reason, never "no failure"
+    assert isinstance(failed.value, float) and math.isnan(failed.value)
+    assert failed.explanation is not None and "could not judge" in failed.explanation
+    assert failed.metadata is not None and failed.metadata["mast"]["status"] == "error"
+
+    assert log.results is not None
+    (mast_result,) = [r for r in log.results.scores if r.name == "mast_scorer"]
+    assert mast_result.unscored_samples == 1 and mast_result.scored_samples == 2
+    assert mast_result.metrics["2.6"].value == 0.5 and mast_result.metrics["1.1"].value == 0.0
+    assert "api_key" not in json.dumps(mast_result.params)
+
+
+def test_mast_scorer_refuses_a_key_argument() -> None:
+    from mast.integrations.inspect import mast_scorer
+
+    with pytest.raises(mast.UsageError, match="writes scorer arguments into the log"):
+        mast_scorer(model="openai/x", api_key="sk-secret")
+    with pytest.raises(mast.UsageError, match="unknown judge option"):
+        mast_scorer(model="openai/x", no_such_option=1)

@@ -16,7 +16,7 @@ from mast.normalize._logs_common import framework_logs
 
 def _worked_example() -> str:
     doc = normalize.__doc__ or ""
-    block = doc.split("saved as ``mast/normalize/turnlog.py``::", 1)[1].split("\nThen ``load_trace", 1)[0]
+    block = doc.split("saved as ``mast/normalize/file_formats/turnlog.py``::", 1)[1].split("\nThen ``load_trace", 1)[0]
     return textwrap.dedent(block)
 
 
@@ -33,7 +33,23 @@ def test_the_worked_example_adds_a_format(tmp_path: Path, monkeypatch: pytest.Mo
     assert any(f.name == "turnlog" and f.example for f in base.formats())
 
 
-def test_helper_modules_are_discovered_by_prefix() -> None:
+def test_extension_modules_are_discovered_by_subpackage() -> None:
     assert "pydantic_ai" in [d.name for d in dialects()]
     assert "crewai_console" in [log.name for log in framework_logs()]
-    assert normalize.EXTENSION_PREFIXES == ("_logs_", "_dialect_", "_span_")
+    assert normalize.EXTENSION_PACKAGES == ("logs", "dialects", "spans", "file_formats")
+
+
+def test_format_modules_keep_their_short_public_path() -> None:
+    import mast.normalize.file_formats.otlp as moved
+    import mast.normalize.otlp as short
+
+    assert short is moved
+    assert normalize.formats is base.formats  # the subpackage does not shadow the function
+
+
+def test_the_tree_shows_the_four_kinds_of_extension() -> None:
+    root = Path(normalize.__file__).parent
+    top = sorted(p.name for p in root.glob("*.py"))
+    assert all(name.startswith("_") or name == "base.py" for name in top), top
+    for package in normalize.EXTENSION_PACKAGES:
+        assert (root / package / "__init__.py").is_file()

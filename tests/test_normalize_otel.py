@@ -21,8 +21,8 @@ from _normalize_checks import assert_no_repeats, assert_paired
 from mast.errors import TraceFormatError
 from mast.normalize import detect_format, iter_traces, load_trace, load_traces
 from mast.normalize._otel_attrs import any_value
-from mast.normalize._span_genai import GEN_AI_INPUT_MESSAGES
-from mast.normalize._span_openinference import OI_INPUT_MESSAGES
+from mast.normalize.spans.genai import GEN_AI_INPUT_MESSAGES
+from mast.normalize.spans.openinference import OI_INPUT_MESSAGES
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 

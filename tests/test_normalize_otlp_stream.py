@@ -16,7 +16,7 @@ from mast.errors import TraceFormatError
 from mast.normalize import _messages, iter_traces, load_traces
 from mast.normalize._messages import history_messages, to_messages
 from mast.normalize.base import RawInput
-from mast.normalize.otlp import _index_lines
+from mast.normalize.file_formats.otlp import _index_lines
 from mast.trace import Trace
 
 

@@ -34,7 +34,7 @@ TRACE_ID = "5b8efff798038103d269b633813fc60c"
 def _documented_example() -> str:
     doc = normalize.__doc__ or ""
     lines: list[str] = []
-    for line in doc.split("For example ``_span_acme.py``::", 1)[1].splitlines()[1:]:
+    for line in doc.split("For example ``spans/acme.py``::", 1)[1].splitlines()[1:]:
         if line.strip() and not line.startswith("      "):
             break  # the literal block ends at the first line indented less
         lines.append(line)

@@ -9,26 +9,46 @@ Example:
     >>> trace.source.format, trace.steps[0].content
     ('openai_chat', 'fix the bug')
 
+Layout
+------
+The folder shows the four kinds of extension, each a subpackage, beside the shared core::
+
+    mast/normalize/__init__.py   load_trace / iter_traces / detect_format: the entry points
+    mast/normalize/base.py       RawInput (lazy bytes, JSON, JSONL), TraceFormat, the format registry
+    mast/normalize/_*.py         the shared core: sniffing (_sniff), the one builder (_build), payload
+                                 decoding (_payload), envelopes (_envelope), messages and their
+                                 registry (_messages, _msg_common, _dialects), spans and their
+                                 registry (_spans, _otel_attrs, _otel_dialects, _otlp_values), the
+                                 framework-log registry and MAD payloads (_logs_common, _mad_logs)
+    mast/normalize/file_formats/ one module per kind of file (a TraceFormat each)
+    mast/normalize/logs/         framework logs: text a framework prints (ChatDev, MetaGPT, CrewAI...)
+    mast/normalize/dialects/     message dialects: spellings of chat messages inside any format
+    mast/normalize/spans/        span dialects: the attribute keys one tracing instrumentation writes
+
+A format module is also reachable by its short name: ``mast.normalize.otlp`` is
+``mast.normalize.file_formats.otlp``. (The subpackage is not called ``formats``: that name is
+the function listing the registered formats.)
+
 How to extend it
 ----------------
 Four kinds of extension register themselves when their module is imported, and this package
-imports every module of its folder at start-up (``_logs_*``, ``_dialect_*`` and ``_span_*`` helpers
-first, then the formats). Adding one is one new module plus its tests; nothing else is edited.
+imports every module of its four subpackages at start-up (``logs``, ``dialects`` and ``spans``
+first, then ``file_formats``). Adding one is one new module plus its tests; nothing else is edited.
 
-* **A format** (a kind of file): a module ``<name>.py`` with a :class:`TraceFormat` subclass
+* **A format** (a kind of file): a module ``file_formats/<name>.py`` with a :class:`TraceFormat` subclass
   (``name``, ``description``, ``example``, ``priority``, ``detect``, ``parse``) and ``register(...)``.
 * **A framework log** (text a framework prints, read on its own and inside MAD records): a module
-  ``_logs_<name>.py`` calling :func:`~mast.normalize._logs_common.register_log` with a
+  ``logs/<name>.py`` calling :func:`~mast.normalize._logs_common.register_log` with a
   :class:`~mast.normalize._logs_common.FrameworkLog` (``sniff``, ``parse`` returning a
   :class:`~mast.normalize._logs_common.LogParse`, ``framework``, the MAD ``mas_names`` it serves).
   The ``framework_log`` format and the MAD reader find it in the registry.
 * **A span dialect** (the attribute keys one tracing instrumentation writes on its spans): a module
-  ``_span_<name>.py`` calling :func:`~mast.normalize._otel_dialects.register_span_dialect` with a
+  ``spans/<name>.py`` calling :func:`~mast.normalize._otel_dialects.register_span_dialect` with a
   :class:`~mast.normalize._otel_dialects.SpanDialect`: the key prefixes that mark its spans, rules
   that read the span kind, readers that turn attributes into messages, and for each field (agent,
   tool, model, token counts...) the keys that hold it, ranked against the other dialects' keys.
   Every format that reads span attributes (OTLP, Langfuse, Vercel AI SDK...) then reads it.
-  For example ``_span_acme.py``::
+  For example ``spans/acme.py``::
 
       from typing import Any
 
@@ -56,7 +76,7 @@ first, then the formats). Adding one is one new module plus its tests; nothing e
       ))
 
 * **A message dialect** (a spelling of chat messages inside any format): a module
-  ``_dialect_<name>.py`` calling :func:`~mast.normalize._dialects.register_dialect` (``matches``,
+  ``dialects/<name>.py`` calling :func:`~mast.normalize._dialects.register_dialect` (``matches``,
   ``read``, ``order``; ``is_message`` when counting as a message differs from being read). The
   built-in dialects (OpenAI chat, Anthropic, OTel GenAI, LangChain, Gemini, Vercel AI, Responses,
   Pydantic AI) are such modules too; every format that reads messages
@@ -72,7 +92,7 @@ decoded by :mod:`~mast.normalize._payload` (size and depth limited); what cannot
 to text with a warning in :attr:`Trace.warnings`.
 
 Worked example: a new format for a tool that writes ``{"run": ..., "turns": [{"who", "said"}]}``,
-saved as ``mast/normalize/turnlog.py``::
+saved as ``mast/normalize/file_formats/turnlog.py``::
 
     from collections.abc import Iterator
 
@@ -104,7 +124,7 @@ saved as ``mast/normalize/turnlog.py``::
 
 Then ``load_trace("run.json")`` detects it, ``mast formats`` lists it, and its tests go in
 ``tests/test_normalize_turnlog.py``. A framework log is added the same way: see
-``_logs_crewai.py`` (CrewAI's verbose console output), which was added as one module and a test.
+``logs/crewai.py`` (CrewAI's verbose console output), which was added as one module and a test.
 """
 
 from __future__ import annotations
@@ -112,6 +132,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -121,28 +142,27 @@ from mast.normalize.base import RawInput, TraceFormat, formats, get_format, regi
 from mast.trace import Trace
 
 
-def _import_format_modules() -> None:
-    """Import every extension module of this package; importing one registers what it defines.
+EXTENSION_PACKAGES = ("logs", "dialects", "spans", "file_formats")
+"""Subpackages whose modules register an extension when imported, in import order: framework logs,
+message dialects and span dialects first, then the formats that use them."""
 
-    ``_logs_*`` modules (framework logs) come first, then the format modules; other modules whose
-    names start with ``_`` (helpers) and ``base`` are skipped. Priority, not import order, decides
-    which format wins a tie.
+
+def _import_extension_modules() -> None:
+    """Import every module of the extension subpackages; importing one registers what it defines.
+
+    Priority, not import order, decides which format wins a tie. Each format module is also
+    bound as ``mast.normalize.<name>`` (its short, public path).
     """
-    names = sorted(module.name for module in pkgutil.iter_modules(__path__))
-    for prefix in EXTENSION_PREFIXES:
-        for name in names:
-            if name.startswith(prefix):
-                importlib.import_module(f"{__name__}.{name}")
-    for name in names:
-        if not name.startswith("_") and name != "base":
-            importlib.import_module(f"{__name__}.{name}")
+    for package in EXTENSION_PACKAGES:
+        pkg = importlib.import_module(f"{__name__}.{package}")
+        for name in sorted(module.name for module in pkgutil.iter_modules(pkg.__path__)):
+            module = importlib.import_module(f"{pkg.__name__}.{name}")
+            if package == "file_formats" and not name.startswith("_"):
+                sys.modules.setdefault(f"{__name__}.{name}", module)
+                globals().setdefault(name, module)
 
 
-EXTENSION_PREFIXES = ("_logs_", "_dialect_", "_span_")
-"""Helper modules that register extensions (framework logs, message dialects) when imported, before the formats."""
-
-
-_import_format_modules()
+_import_extension_modules()
 
 __all__ = [
     "RawInput",

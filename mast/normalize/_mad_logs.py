@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from mast.errors import one_line
-from mast.normalize._logs_ag2 import parse_messages
+from mast.normalize.logs.ag2 import parse_messages
 from mast.normalize._logs_common import (
     FRAMEWORK_LOGS,
     LogParse,

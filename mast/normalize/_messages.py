@@ -24,16 +24,16 @@ from typing import Any
 import orjson
 
 from mast.normalize._common import text_of, usage_from
-from mast.normalize._dialect_anthropic import ANTHROPIC_BLOCKS as ANTHROPIC_BLOCKS
-from mast.normalize._dialect_anthropic import from_anthropic as from_anthropic
-from mast.normalize._dialect_gemini import from_gemini as from_gemini
-from mast.normalize._dialect_langchain import LANGCHAIN_TYPES as LANGCHAIN_TYPES
-from mast.normalize._dialect_langchain import from_langchain as from_langchain
-from mast.normalize._dialect_openai import from_openai as from_openai
-from mast.normalize._dialect_otel import from_otel as from_otel
-from mast.normalize._dialect_responses import RESPONSES_ITEM_TYPES as RESPONSES_ITEM_TYPES
-from mast.normalize._dialect_responses import from_responses as from_responses
-from mast.normalize._dialect_vercel import from_vercel as from_vercel
+from mast.normalize.dialects.anthropic import ANTHROPIC_BLOCKS as ANTHROPIC_BLOCKS
+from mast.normalize.dialects.anthropic import from_anthropic as from_anthropic
+from mast.normalize.dialects.gemini import from_gemini as from_gemini
+from mast.normalize.dialects.langchain import LANGCHAIN_TYPES as LANGCHAIN_TYPES
+from mast.normalize.dialects.langchain import from_langchain as from_langchain
+from mast.normalize.dialects.openai import from_openai as from_openai
+from mast.normalize.dialects.otel import from_otel as from_otel
+from mast.normalize.dialects.responses import RESPONSES_ITEM_TYPES as RESPONSES_ITEM_TYPES
+from mast.normalize.dialects.responses import from_responses as from_responses
+from mast.normalize.dialects.vercel import from_vercel as from_vercel
 from mast.normalize._dialects import dialect_of, is_message
 from mast.normalize._msg_common import CHAT_ROLES as CHAT_ROLES
 from mast.normalize._msg_common import ROLE_ALIASES as ROLE_ALIASES

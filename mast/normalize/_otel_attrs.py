@@ -1,10 +1,10 @@
 """Span attributes of any instrumentation, read into one :class:`~mast.normalize._spans.Span`.
 
 What each instrumentation's keys mean is registered as a span dialect
-(:mod:`mast.normalize._otel_dialects`), one module each: ``_span_genai`` (OTel GenAI semantic
-conventions), ``_span_openllmetry`` (Traceloop / OpenLLMetry and the deprecated indexed GenAI
-keys), ``_span_openinference`` (Phoenix, Arize), ``_span_vercel`` (Vercel AI SDK),
-``_span_logfire`` (Pydantic AI through Logfire) and ``_span_langsmith``. This module is the generic
+(:mod:`mast.normalize._otel_dialects`), one module each: ``spans.genai`` (OTel GenAI semantic
+conventions), ``spans.openllmetry`` (Traceloop / OpenLLMetry and the deprecated indexed GenAI
+keys), ``spans.openinference`` (Phoenix, Arize), ``spans.vercel`` (Vercel AI SDK),
+``spans.logfire`` (Pydantic AI through Logfire) and ``spans.langsmith``. This module is the generic
 part: it decides once per distinct set of attribute keys which dialects read a span and which keys
 hold each field (:class:`SpanPlan`), asks them in rank order for the kind and the messages, reads
 the fields, and keeps every attribute not mapped in ``Span.attributes``. Span events

@@ -4,7 +4,7 @@ Finished traces are listed from Phoenix's span search (``GET /v1/projects/{proje
 spans only, in the order Phoenix received them, paged by cursor); a trace is only listed once its
 root span arrived, which OpenTelemetry exports when the span *ends*. Their spans are then read from
 the OTLP form of the same search (``.../spans/otlpv1``, by trace id, paged) and normalised by the
-OTLP normaliser (:mod:`mast.normalize.otlp`), so a trace read here gives the same steps as the OTLP
+OTLP normaliser (:mod:`mast.normalize.file_formats.otlp`), so a trace read here gives the same steps as the OTLP
 file export of the same spans.
 
 ``phoenix://`` talks plain HTTP; ``phoenixs://`` (or ``phoenix+https://``) talks HTTPS. The API key,

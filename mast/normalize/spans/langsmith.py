@@ -1,6 +1,6 @@
 """LangSmith's OpenTelemetry export: the span kind in ``langsmith.span.kind`` (llm, tool, chain...).
 
-Messages and values come in the OTel GenAI keys, which :mod:`._span_genai` reads.
+Messages and values come in the OTel GenAI keys, which :mod:`.genai` reads.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 chat call re-sends the history, read incrementally), ``gen_ai.system_instructions``,
 ``gen_ai.operation.name`` (the span kind), ``gen_ai.agent.*``, ``gen_ai.tool.*``, ``gen_ai.usage.*``,
 models and the provider. Names come from ``opentelemetry-semantic-conventions`` where it defines
-them. The deprecated indexed ``gen_ai.prompt.N.*`` keys are read by :mod:`._span_openllmetry`;
+them. The deprecated indexed ``gen_ai.prompt.N.*`` keys are read by :mod:`.openllmetry`;
 span events (``gen_ai.user.message``, ``gen_ai.choice``...) by the generic span code.
 """
 

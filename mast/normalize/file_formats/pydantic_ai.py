@@ -1,7 +1,7 @@
 """Pydantic AI message history files: ``result.all_messages_json()`` / ``ModelMessagesTypeAdapter.dump_json``.
 
 A JSON list of ``ModelRequest`` / ``ModelResponse`` dumps (the dialect is read by
-:mod:`mast.normalize._dialect_pydantic_ai`), or an object holding one under ``messages``. The task
+:mod:`mast.normalize.dialects.pydantic_ai`), or an object holding one under ``messages``. The task
 is the first user prompt; the final output is the last text the model returned, else the
 arguments of its ``final_result`` output tool (structured output).
 
@@ -22,7 +22,7 @@ from typing import Any
 from mast._json import canonical
 from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
-from mast.normalize._dialect_pydantic_ai import is_model_message
+from mast.normalize.dialects.pydantic_ai import is_model_message
 from mast.normalize._messages import from_item
 from mast.normalize._sniff import sniffed_json
 from mast.normalize._timeline import Timeline

@@ -22,11 +22,11 @@ import orjson
 
 from mast.errors import TraceFormatError, one_line
 from mast.normalize._common import text_of, usage_from
-from mast.normalize._logs_ag2 import parse_messages
+from mast.normalize.logs.ag2 import parse_messages
 from mast.normalize._logs_common import LogParse
 from mast.normalize._mad_logs import parse_payload
 from mast.normalize._sniff import json_head
-from mast.normalize.autogen_core import add_typed_messages, is_typed_message
+from mast.normalize.file_formats.autogen_core import add_typed_messages, is_typed_message
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace
 

@@ -1,7 +1,7 @@
 """AutoGen console transcripts: AG2 ``sender (to recipient):`` chats and AgentChat Console output.
 
 Plain text files, so this format is tried before the plain-text fallback. The parsing lives in
-:mod:`mast.normalize._logs_console` (also used for MAD's Magentic-One logs).
+:mod:`mast.normalize.logs.console` (also used for MAD's Magentic-One logs).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mast.errors import TraceFormatError
-from mast.normalize._logs_console import (
+from mast.normalize.logs.console import (
     looks_like_ag2_console,
     looks_like_agentchat_console,
     parse_ag2_console,

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import mast
-from mast.normalize.inspect_log import ZIP_ZSTANDARD
+from mast.normalize.file_formats.inspect_log import ZIP_ZSTANDARD
 from mast.testing import FakeLLMServer, Reply, judge_answer, request_text
 
 pytest.importorskip("inspect_ai")
@@ -202,3 +202,36 @@ def test_mast_scorer_refuses_a_key_argument() -> None:
         mast_scorer(model="openai/x", api_key="sk-secret")
     with pytest.raises(mast.UsageError, match="unknown judge option"):
         mast_scorer(model="openai/x", no_such_option=1)
+
+
+REAL = ROOT / "tests" / "data" / "real" / "inspect"
+
+
+def test_real_logs_from_inspect_ai_itself() -> None:
+    """Logs Inspect wrote with older versions (deflated zips, .json), kept by inspect_ai as test fixtures."""
+    by_file = {path.name: mast.load_traces(path) for path in sorted(REAL.iterdir()) if path.suffix in (".eval", ".json")}
+    assert len(by_file) == 5 and all(t.source.format == "inspect_log" for ts in by_file.values() for t in ts)
+
+    (popularity,) = by_file["log_formats.eval"]
+    assert popularity.metadata["inspect"]["task"] == "popularity"
+    assert popularity.metadata["inspect"]["model"] == "ollama/llama3.1"
+    assert [s.role for s in popularity.steps] == ["system", "user", "assistant"]
+    assert popularity.final_output == "No" and popularity.status == "error"  # scored I by match
+    (as_json,) = by_file["log_formats.json"]
+    assert as_json.metadata["inspect"]["scores"]["match"]["value"] == "I" and as_json.steps[2].content == "No"
+
+    (agent,) = by_file["log_message_deduplication.eval"]
+    calls = [c for s in agent.steps for c in s.tool_calls]
+    assert len(agent.steps) == 12 and [c.name for c in calls] == ["bash"] * 5
+    assert calls[0].arguments == {"cmd": "ls"} and agent.task == "Guess the number"
+    results = [r for s in agent.steps for r in s.tool_results]
+    assert len(results) == 5 and all(r.call_id for r in results) and "bin" in results[0].output
+
+    (image,) = by_file["log_images_tc.json"]
+    assert image.steps[1].content == "What is this a picture of?\n[image]" and image.final_output == "[hedgehog]"
+    assert image.usage is not None and image.usage.total_tokens == 328
+
+    unscored = by_file["2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval"]
+    assert len(unscored) == 10 and len({t.trace_id for t in unscored}) == 10
+    assert {t.status for t in unscored} == {"unknown"}  # written before scoring: no outcome is made up
+    assert all(t.metadata["inspect"]["model"] == "openai/gpt-4o-mini" for t in unscored)

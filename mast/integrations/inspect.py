@@ -11,7 +11,7 @@
         return Task(dataset=..., solver=..., scorer=[includes(), mast_scorer(model="openai/gpt-4.1-mini")])
 
 Each sample's transcript (its messages and tool calls, read the same way as from a log: see
-:mod:`mast.normalize.inspect_log`) is judged with mast's judge options: ``model``, ``judge``
+:mod:`mast.normalize.file_formats.inspect_log`) is judged with mast's judge options: ``model``, ``judge``
 (``detectors`` for the offline detectors, the default with no model), ``jury``, ``taxonomy`` and any
 other :class:`~mast.judge.config.JudgeConfig` field; ``MAST_*`` variables fill the rest. The
 :class:`~inspect_ai.scorer.Score`:
@@ -65,7 +65,7 @@ def _dump(value: Any) -> Any:
 
 def trace_from_state(state: TaskState, target: Target | None = None) -> Trace:
     """The running sample as a :class:`~mast.trace.Trace`, read exactly as its log sample would be."""
-    from mast.normalize.inspect_log import sample_trace
+    from mast.normalize.file_formats.inspect_log import sample_trace
 
     output = getattr(state, "output", None)
     sample = {

@@ -67,6 +67,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"eval": eval_log, "json": json_log}
 
 
+@pytest.mark.slow  # a real `inspect eval` run
 def test_eval_log_read_sample_by_sample(logs: dict[str, Path]) -> None:
     traces = mast.load_traces(logs["eval"])
     assert sorted((t.metadata["inspect"]["sample_id"], t.metadata["inspect"]["epoch"]) for t in traces) == [
@@ -101,6 +102,7 @@ def test_eval_log_read_sample_by_sample(logs: dict[str, Path]) -> None:
     assert "includes" not in transcript  # the scorer's verdict is outcome, never shown to the judge
 
 
+@pytest.mark.slow  # a real `inspect eval` run
 def test_json_log_reads_as_the_eval_log(logs: dict[str, Path]) -> None:
     zipped = {t.trace_id: t for t in mast.load_traces(logs["eval"])}
     flat = {t.trace_id: t for t in mast.load_traces(logs["json"])}
@@ -111,6 +113,7 @@ def test_json_log_reads_as_the_eval_log(logs: dict[str, Path]) -> None:
         assert trace.metadata["inspect"]["scores"] == zipped[trace_id].metadata["inspect"]["scores"]
 
 
+@pytest.mark.slow  # a real `inspect eval` run
 def test_eval_log_read_without_inspect_ai(logs: dict[str, Path]) -> None:
     """The zip (Zstandard members, as Inspect writes them) is read with inspect_ai and zipfile_zstd unimportable."""
     with zipfile.ZipFile(logs["eval"]) as zf:
@@ -126,6 +129,7 @@ def test_eval_log_read_without_inspect_ai(logs: dict[str, Path]) -> None:
     assert done.stdout.strip() == "4 ['negative', 'negative', 'sum', 'sum']"
 
 
+@pytest.mark.slow  # a real `inspect eval` run
 def test_mast_label_reads_eval_logs_in_a_folder(logs: dict[str, Path], tmp_path: Path) -> None:
     from click.testing import CliRunner
 
@@ -158,6 +162,7 @@ def _judge(body: dict[str, Any]) -> Reply:
     return Reply(content=judge_answer([], summary="The agent used the tool and answered correctly."))
 
 
+@pytest.mark.slow  # a real `inspect eval` run
 def test_mast_scorer_in_a_real_inspect_run(tmp_path: Path) -> None:
     from inspect_ai.log import read_eval_log
 

@@ -45,6 +45,10 @@ NOT_RUN = {
     "mast push results.jsonl phoenix://localhost:6006/my-project": "a Phoenix server (tests/test_phoenix.py)",
     "mast watch phoenix://localhost:6006/my-project -o results.jsonl --every 60s --write-back --budget-usd 5":
         "a Phoenix server and a loop that runs until stopped (tests/test_phoenix.py, tests/test_watch.py)",
+    "mast label logs/ -o results.jsonl": "an Inspect log folder: tests/test_inspect.py labels logs a real `inspect eval` wrote",
+    "mast hooks install codex": "writes the user's ~/.codex/config.toml: tests/test_hooks.py round-trips one under CODEX_HOME",
+    "mast watch ~/.claude/projects -o sessions.jsonl --quiet 10m --every 60s":
+        "a loop that runs until stopped, on the user's sessions (tests/test_watch_folder.py watches a folder)",
 }
 EXIT = {"--fail-on": {3}}
 """Expected exit statuses other than 0, by an option the command carries."""

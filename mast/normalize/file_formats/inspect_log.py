@@ -367,6 +367,7 @@ class InspectLog(TraceFormat):
     priority = 85
 
     def detect(self, raw: RawInput) -> float:
+        """1.0 for a zip named ``.eval``; 0.95 for JSON holding a log header (``version``, ``eval``, ``plan``)."""
         if raw.path is not None:
             with raw.path.open("rb") as fh:
                 magic = fh.read(4)
@@ -384,6 +385,7 @@ class InspectLog(TraceFormat):
         return 0.95 if _is_log_header(data) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        """One trace per sample and epoch; a broken sample yields its error, the others still come."""
         if raw.path is not None:
             with raw.path.open("rb") as fh:
                 zipped = fh.read(4) == ZIP_MAGIC

@@ -24,8 +24,6 @@ import mast
 from mast.normalize.file_formats.inspect_log import ZIP_ZSTANDARD
 from mast.testing import FakeLLMServer, Reply, judge_answer, request_text
 
-pytest.importorskip("inspect_ai")
-
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = ROOT / "tests" / "_inspect_tasks.py"
 INSPECT = Path(sys.executable).parent / "inspect"
@@ -50,6 +48,8 @@ def inspect_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def run_inspect(args: list[str], env: dict[str, str]) -> None:
+    if importlib.util.find_spec("inspect_ai") is None:
+        pytest.skip("inspect_ai is not installed (the test extra has it)")
     done = subprocess.run([str(INSPECT), *args], env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
@@ -164,6 +164,7 @@ def _judge(body: dict[str, Any]) -> Reply:
 
 @pytest.mark.slow  # a real `inspect eval` run
 def test_mast_scorer_in_a_real_inspect_run(tmp_path: Path) -> None:
+    pytest.importorskip("inspect_ai")
     from inspect_ai.log import read_eval_log
 
     with FakeLLMServer(_judge) as server:
@@ -200,7 +201,9 @@ def test_mast_scorer_in_a_real_inspect_run(tmp_path: Path) -> None:
     assert "api_key" not in json.dumps(mast_result.params)
 
 
+@pytest.mark.slow  # imports inspect_ai (seconds)
 def test_mast_scorer_refuses_a_key_argument() -> None:
+    pytest.importorskip("inspect_ai")
     from mast.integrations.inspect import mast_scorer
 
     with pytest.raises(mast.UsageError, match="writes scorer arguments into the log"):
@@ -240,3 +243,26 @@ def test_real_logs_from_inspect_ai_itself() -> None:
     assert len(unscored) == 10 and len({t.trace_id for t in unscored}) == 10
     assert {t.status for t in unscored} == {"unknown"}  # written before scoring: no outcome is made up
     assert all(t.metadata["inspect"]["model"] == "openai/gpt-4o-mini" for t in unscored)
+
+
+def _log(*samples: dict[str, Any]) -> dict[str, Any]:
+    return {"version": 2, "status": "error", "eval": {"task": "t", "eval_id": "E1", "model": "openai/gpt-4o"},
+            "plan": {"name": "plan", "steps": []}, "samples": list(samples)}
+
+
+def test_attachments_errors_and_limits_of_a_json_log() -> None:
+    """Fields real logs above do not hold in messages: attachment references, sample errors, limits."""
+    big = {"id": 1, "epoch": 1, "input": "attachment://h1", "attachments": {"h1": "a long task text", "h2": "a long reply"},
+           "messages": [{"role": "user", "content": "attachment://h1"},
+                        {"role": "assistant", "content": [{"type": "reasoning", "reasoning": "think first"},
+                                                          {"type": "text", "text": "attachment://h2"}]}],
+           "error": {"message": "RuntimeError('sandbox died')", "traceback": "..."}}
+    limited = {"id": 2, "epoch": 1, "input": [{"role": "user", "content": "go"}], "messages": [{"role": "user", "content": "go"}],
+               "limit": {"type": "token", "limit": 1000}}
+    crashed, stopped = mast.load_traces(_log(big, limited))
+    assert crashed.task == "a long task text" and crashed.steps[0].content == "a long task text"
+    assert crashed.steps[1].content == "<thinking>think first</thinking>\na long reply"
+    assert crashed.final_output == "a long reply"
+    assert crashed.status == "error" and crashed.error == "RuntimeError('sandbox died')"
+    assert crashed.trace_id == "E1/1#1" and crashed.metadata["inspect"]["log_status"] == "error"
+    assert stopped.status == "error" and stopped.error == "token limit reached (1000)" and stopped.task == "go"

@@ -38,7 +38,7 @@ import orjson
 
 from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
-from mast.normalize._common import parse_time, text_of, tool_call
+from mast.normalize._common import as_dict, parse_time, text_of, tool_call
 from mast.normalize._envelope import status_word
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, ToolResult, Trace, Usage
@@ -235,7 +235,7 @@ def _message_step(message: dict[str, Any], calls: Mapping[str, dict[str, Any]], 
                     source_ref=ref, attributes={**kept, **({"tool_error": error} if error else {})})
     if role == "assistant":
         call_event = calls.get(str(message.get("id")), {})
-        output = call_event.get("output") if isinstance(call_event.get("output"), dict) else {}
+        output = as_dict(call_event.get("output"))
         tool_calls = [
             tool_call(str(c.get("function") or "?"), c.get("arguments"), c.get("id"))
             for c in message.get("tool_calls") or [] if isinstance(c, dict)
@@ -290,7 +290,7 @@ def sample_trace(
         source: where the sample was read.
         log_status: the log's ``status`` (``success``, ``error``, ``cancelled``, ``started``).
     """
-    attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
+    attachments = as_dict(sample.get("attachments"))
     messages = _restore(sample.get("messages"), attachments)
     if not isinstance(messages, list):
         raise TraceFormatError("Inspect sample holds no message list", path=source.path, record=source.record)
@@ -317,7 +317,7 @@ def sample_trace(
             part = _usage(item)
             if part is not None:
                 usage = part if usage is None else usage + part
-    output = sample.get("output") if isinstance(sample.get("output"), dict) else {}
+    output = as_dict(sample.get("output"))
     completion = output.get("completion")
     sample_id, epoch = sample.get("id"), sample.get("epoch")
     task_name = info.get("task")

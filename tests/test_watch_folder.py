@@ -103,13 +103,22 @@ def test_mast_watch_folder_survives_kill_9_and_restart(tmp_path: Path) -> None:
     out = tmp_path / "results.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAST_") and not k.endswith("_API_KEY")}
     env.update(PYTHONPATH=str(ROOT), MAST_CACHE_DIR=str(tmp_path / "cache"))
-    argv = [sys.executable, "-m", "mast", "watch", str(folder), "-o", str(out), "--quiet", "1s", "--every", "0.3s",
+    argv = [sys.executable, "-m", "mast", "watch", str(folder), "-o", str(out), "--quiet", "3s", "--every", "0.3s",
             "--judge", "detectors"]
+    state = out.with_name(out.name + ".watch.json")
+
+    def pending() -> list[str]:
+        try:
+            return list(json.loads(state.read_text())["pending"])
+        except (OSError, ValueError, KeyError):
+            return []
+
     first = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait(lambda: len(_results(out)) == 1, "the first session's result")
-        shutil.copy(CLAUDE[1], folder / "b" / CLAUDE[1].name)  # a second session finishes while mast is down...
-        first.send_signal(signal.SIGKILL)
+        shutil.copy(CLAUDE[1], folder / "b" / CLAUDE[1].name)  # a second session is written...
+        _wait(lambda: pending() == [f"b/{CLAUDE[1].name}"], "the watcher to see it")
+        first.send_signal(signal.SIGKILL)  # ...and mast is killed while it waits out the quiet period
         first.wait(timeout=60)
     finally:
         if first.poll() is None:
@@ -117,7 +126,8 @@ def test_mast_watch_folder_survives_kill_9_and_restart(tmp_path: Path) -> None:
     second = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait(lambda: len(_results(out)) >= 2, "the second session's result")
-        time.sleep(2.0)  # a few more polls past the quiet period: nothing is labelled twice
+        _wait(lambda: not pending(), "the pending list to empty")
+        time.sleep(4.0)  # more polls past the quiet period: nothing is labelled twice
     finally:
         second.send_signal(signal.SIGTERM)
         second.wait(timeout=60)

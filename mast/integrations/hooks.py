@@ -494,3 +494,40 @@ def label_session(transcript: Path, session_id: str, results: Path, *, quiet: fl
 def error_line(exc: BaseException) -> str:
     """The one line a failed hook prints (it still exits 0)."""
     return f"mast: hook skipped: {one_line(exc)}"
+
+
+def _seconds(text: str) -> float:
+    """``90``, ``30s``, ``5m``, ``2h``: the ``--quiet`` values ``mast hooks run`` takes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if not match:
+        raise UsageError(f"{text!r}: expected a duration such as 30s, 5m, 2h")
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+
+
+def run_main(argv: Sequence[str], stdin: Any = None) -> int:
+    """``python -m mast hooks run ARGS``, without loading the rest of the command line; always 0.
+
+    A hook runs on every turn of the agent, so ``python -m mast`` sends ``hooks run`` here before
+    importing the CLI (whose commands pull in the judge, the batch core and pandas: about four times
+    the start-up CPU). It takes exactly the options of ``mast hooks run`` (see ``mast hooks run -h``).
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="mast hooks run", add_help=False)
+    parser.add_argument("--tool", choices=TOOLS)
+    parser.add_argument("-o", "--output", type=Path)
+    parser.add_argument("--quiet")
+    for name in JUDGE_FLAGS:
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name)
+    parser.add_argument("payload", nargs="?")
+    try:
+        args, unknown = parser.parse_known_args(list(argv))
+        if unknown:
+            raise UsageError(f"unknown option(s) for mast hooks run: {' '.join(unknown)}")
+        quiet = _seconds(args.quiet) if args.quiet else DEFAULT_QUIET_S
+        judge = {name: getattr(args, name) for name in JUDGE_FLAGS if getattr(args, name) is not None}
+        payload = read_payload(args.payload, stdin if stdin is not None else sys.stdin)
+        print(handle_event(payload, tool=args.tool, output=args.output, quiet=quiet, judge=judge))
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a hook must never fail the agent: say why, exit 0
+        print(error_line(exc), file=sys.stderr)
+    return 0

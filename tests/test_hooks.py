@@ -36,6 +36,7 @@ SETTINGS = {
     "hooks": {
         "Stop": [{"matcher": "", "hooks": [{"type": "command", "command": "notify-send 'Claude is done'"}]}],
         "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./scripts/check-bash.sh", "timeout": 5}]}],
+        "Notification": [{"hooks": [{"type": "command", "command": "echo 'unbalanced"}, {"type": "command", "command": "mast-lint --x"}]}],
     },
     "permissions": {"allow": ["Bash(ls:*)"]},
 }

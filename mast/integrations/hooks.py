@@ -123,7 +123,10 @@ def hook_argv(tool: Tool, *, output: Path | None = None, quiet: float | None = N
 
 def is_ours(command: Any) -> bool:
     """Whether a hook command (a shell string or an argv list) is ``mast hooks run``."""
-    words = command if isinstance(command, list) else shlex.split(command) if isinstance(command, str) else []
+    try:
+        words = command if isinstance(command, list) else shlex.split(command) if isinstance(command, str) else []
+    except ValueError:  # a command of the user's with unbalanced quotes: not ours, and left alone
+        return False
     words = [str(w) for w in words]
     for at in range(len(words) - 1):
         if words[at] == "hooks" and words[at + 1] == "run":

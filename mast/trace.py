@@ -13,10 +13,14 @@ Example:
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from mast._json import canonical_hash
 from mast._render import Transcript, render_transcript
@@ -49,6 +53,144 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
+# --- lenient fields: what the wild writes never aborts a trace ---------------------------------
+#
+# A source may hold a list where an id belongs, a number for a name, a date nobody can read. Such a
+# value is converted (to text) or dropped (to the field's empty value) instead of failing the whole
+# trace, and a note naming the field is collected while a normaliser runs (:func:`field_notes`);
+# ``mast.normalize`` adds the notes to the trace's warnings.
+
+_FIELD_NOTES: ContextVar[list[str] | None] = ContextVar("mast_trace_field_notes", default=None)
+_DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
+
+
+@contextmanager
+def field_notes() -> Iterator[list[str]]:
+    """Collect, while the block runs, a note for every field value converted or dropped to fit the schema."""
+    notes: list[str] = []
+    token = _FIELD_NOTES.set(notes)
+    try:
+        yield notes
+    finally:
+        _FIELD_NOTES.reset(token)
+
+
+def _note(model: str, field: str, got: Any, what: str) -> None:
+    notes = _FIELD_NOTES.get()
+    if notes is not None:
+        message = f"{model}.{field} was {type(got).__name__} {_preview(got)}: {what}"
+        if message not in notes and len(notes) < 100:
+            notes.append(message)
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, bool | int | float):
+        return str(value)
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _text_field(model: str, field: str, value: Any, empty: str | None) -> Any:
+    """``value`` as text: ``None`` stays the field's empty value (``empty``), anything else is written as text."""
+    if value is None:
+        if empty is not None:
+            _note(model, field, value, f"replaced by {empty!r}")
+        return empty
+    if type(value) is str:
+        return value
+    if isinstance(value, str):
+        return str(value)
+    _note(model, field, value, "kept as text")
+    return _as_text(value)
+
+
+def _lenient_text(*fields: str, empty: str | None = None) -> Any:
+    """A before-validator turning the named fields' odd values into text (see :func:`_text_field`)."""
+
+    def check(cls: type[BaseModel], value: Any, info: Any) -> Any:
+        if value is None and empty is None:
+            return None
+        if type(value) is str:
+            return value
+        return _text_field(cls.__name__, info.field_name, value, empty)
+
+    return field_validator(*fields, mode="before")(classmethod(check))  # type: ignore[arg-type]
+
+
+def _lenient_datetime(cls: type[BaseModel], value: Any, info: Any) -> Any:
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return _DATETIME.validate_python(value)
+    except ValidationError:
+        _note(cls.__name__, info.field_name, value, "not a readable time: dropped")
+        return None
+
+
+def _lenient_choice(choices: tuple[Any, ...], fallback: Any) -> Any:
+    def check(cls: type[BaseModel], value: Any, info: Any) -> Any:
+        if value is None or value in choices:
+            return value
+        if isinstance(value, str) and value.strip().lower() in choices:
+            return value.strip().lower()
+        _note(cls.__name__, info.field_name, value, f"not one of {', '.join(map(str, choices))}: {fallback!r} used")
+        return fallback
+
+    return check
+
+
+def _lenient_int(cls: type[BaseModel], value: Any, info: Any) -> Any:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    _note(cls.__name__, info.field_name, value, "not a whole number: dropped")
+    return None
+
+
+def _lenient_float(cls: type[BaseModel], value: Any, info: Any) -> Any:
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        _note(cls.__name__, info.field_name, value, "not a number: dropped")
+        return None
+
+
+def _lenient_dict(cls: type[BaseModel], value: Any, info: Any) -> Any:
+    if isinstance(value, dict):
+        return value
+    if value is None:
+        return {}
+    _note(cls.__name__, info.field_name, value, "not a mapping: kept under 'value'")
+    return {"value": value}
+
+
+def _lenient_list(cls: type[BaseModel], value: Any, info: Any) -> Any:
+    if isinstance(value, list):
+        return value
+    if value is None:
+        return []
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, BaseModel | dict):
+        return [value]
+    _note(cls.__name__, info.field_name, value, "not a list: dropped")
+    return []
+
+
 class Usage(_Model):
     """Token counts and cost, for one step or summed over a trace."""
 
@@ -60,6 +202,9 @@ class Usage(_Model):
     """Total as the source reported it (may include cached or reasoning tokens)."""
     cost_usd: float | None = None
     """Cost in US dollars when the source recorded it; ``None`` when unknown, never 0 by default."""
+
+    _ints = field_validator("input_tokens", "output_tokens", "total_tokens", mode="before")(classmethod(_lenient_int))
+    _cost = field_validator("cost_usd", mode="before")(classmethod(_lenient_float))
 
     def __add__(self, other: Usage) -> Usage:
         def add(a: float | int | None, b: float | int | None) -> Any:
@@ -89,6 +234,9 @@ class ToolCall(_Model):
     arguments_raw: str | None = None
     """The arguments exactly as written, when they were a string that did not parse as JSON."""
 
+    _texts = _lenient_text("id", "arguments_raw")
+    _name = _lenient_text("name", empty="?")
+
 
 class ToolResult(_Model):
     """What a tool returned."""
@@ -102,6 +250,14 @@ class ToolResult(_Model):
     is_error: bool = False
     """True when the source marks the result as a failure (exception, non-zero exit, error flag)."""
 
+    _texts = _lenient_text("call_id", "name")
+    _output = _lenient_text("output", empty="")
+
+    @field_validator("is_error", mode="before")
+    @classmethod
+    def _flag(cls, value: Any) -> Any:
+        return bool(value) if not isinstance(value, bool) else value
+
 
 class Agent(_Model):
     """An agent (or the user) taking part in the run."""
@@ -114,6 +270,9 @@ class Agent(_Model):
     """Model the agent ran on, when known."""
     system_prompt: str | None = None
     """The agent's instructions, when the source has them."""
+
+    _texts = _lenient_text("role", "model", "system_prompt")
+    _name = _lenient_text("name", empty="?")
 
 
 class Step(_Model):
@@ -153,6 +312,14 @@ class Step(_Model):
     """Where the step came from in the original file (JSON pointer, line number, span id)."""
     attributes: dict[str, Any] = Field(default_factory=dict)
     """Source fields of this step that have no field above, kept rather than dropped."""
+
+    _texts = _lenient_text("id", "parent_id", "agent", "recipient", "model", "error", "source_ref")
+    _content = _lenient_text("content", empty="")
+    _kind = field_validator("kind", mode="before")(classmethod(_lenient_choice(get_args(StepKind), "message")))
+    _role = field_validator("role", mode="before")(classmethod(_lenient_choice(get_args(Role), None)))
+    _times = field_validator("started_at", "ended_at", mode="before")(classmethod(_lenient_datetime))
+    _attributes = field_validator("attributes", mode="before")(classmethod(_lenient_dict))
+    _lists = field_validator("tool_calls", "tool_results", mode="before")(classmethod(_lenient_list))
 
     @field_validator("started_at", "ended_at")
     @classmethod
@@ -211,6 +378,12 @@ class Trace(_Model):
     """Source fields with no place above: kept, never silently dropped."""
     warnings: list[str] = Field(default_factory=list)
     """What the normaliser had to guess, skip or cap."""
+
+    _texts = _lenient_text("framework", "task", "final_output", "error")
+    _id = _lenient_text("trace_id", empty="")
+    _status = field_validator("status", mode="before")(classmethod(_lenient_choice(("ok", "error", "unknown"), "unknown")))
+    _times = field_validator("started_at", "ended_at", mode="before")(classmethod(_lenient_datetime))
+    _maps = field_validator("labels", "metadata", mode="before")(classmethod(_lenient_dict))
 
     @field_validator("started_at", "ended_at")
     @classmethod

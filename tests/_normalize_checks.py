@@ -9,15 +9,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from mast.normalize._readable import TERMINAL_TOOLS
 from mast.trace import Trace
 
 GOLDEN = Path(__file__).parent / "golden"
 
 
 def unpaired(trace: Trace) -> tuple[set[str], set[str]]:
-    """Call ids without a result, and result ids without a call."""
-    calls = {c.id for s in trace.steps for c in s.tool_calls if c.id}
-    results = {r.call_id for s in trace.steps for r in s.tool_results if r.call_id}
+    """Call ids without a result, and result ids without a call (a finish/submit call ends the run: it needs none)."""
+    terminal = {c.id for s in trace.steps for c in s.tool_calls if c.id and c.name.lower() in TERMINAL_TOOLS}
+    calls = {c.id for s in trace.steps for c in s.tool_calls if c.id} - terminal
+    results = {r.call_id for s in trace.steps for r in s.tool_results if r.call_id} - terminal
     return calls - results, results - calls
 
 

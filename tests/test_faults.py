@@ -566,7 +566,6 @@ def write_bad_corpus(root: Path) -> dict[str, str]:
         "blank.jsonl": "whitespace",
         "wrong_shape.json": "no known trace format",
         "numbers.json": "no known trace format",
-        "invalid_utf8.json": "UTF-8",
         "deep_lists.json": "",
         "deep_objects.json": "",
         "alias_bomb.yaml": "",
@@ -594,8 +593,10 @@ def test_bad_inputs_each_give_one_line_and_the_batch_goes_on_within_memory(tmp_p
         mentions = [line for line in lines if f"{root}/{name}:" in line]
         assert len(mentions) == 1, (name, mentions)
         assert words in mentions[0], (name, mentions[0])
-    # The good traces were judged anyway, the 50 MB one included.
+    # The good traces were judged anyway, the 50 MB one included; so was the file with bytes that are
+    # not UTF-8 (read with replacement characters and a warning, never skipped).
     judged = {Path(line["source"]["path"]).name for line in valid_lines(output) if line["status"] == "judged"}
-    assert {"good.json", "huge_line.jsonl"} <= judged
+    assert {"good.json", "huge_line.jsonl", "invalid_utf8.json"} <= judged
+    assert not any("invalid_utf8.json:" in line for line in lines)
     peak_mb = int(stderr.rsplit("PEAK_RSS_KB=", 1)[1].split()[0]) / 1024
     assert peak_mb < MEMORY_BOUND_MB, f"peak RSS {peak_mb:.0f} MB"

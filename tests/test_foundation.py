@@ -112,7 +112,6 @@ def test_bad_inputs_give_one_line_trace_format_errors(tmp_path: Path) -> None:
     cases = {
         "empty.json": b"",
         "binary.json": b"\x00\x01\x02garbage",
-        "latin1.txt": "caf\xe9 au lait".encode("latin-1"),
         "truncated.json": b'{"resourceSpans": [{"scopeSpans": [',
         "unknown.json": b'{"hello": "world", "n": 3}',
         "double.json": b'"{\\"messages\\": []}"',
@@ -126,6 +125,12 @@ def test_bad_inputs_give_one_line_trace_format_errors(tmp_path: Path) -> None:
         assert "\n" not in message and name in message, message
     with pytest.raises(TraceFormatError, match="no such file"):
         mast.load_trace(tmp_path / "missing.json")
+    # Bytes that are not UTF-8 are replaced, with a warning, never a refused file.
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("caf\xe9 au lait".encode("latin-1"))
+    trace = mast.load_trace(latin)
+    assert trace.steps[0].content == "caf\ufffd au lait"
+    assert any("not valid UTF-8" in w and "byte 3" in w for w in trace.warnings)
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

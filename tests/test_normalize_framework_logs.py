@@ -20,14 +20,17 @@ from mast.trace import Trace
 
 LOGS = Path(__file__).parent / "data" / "normalize" / "logs"
 
-# file, detected format, framework, first agents, task starts with, final output (None: the log states none)
+# file, detected format, framework, first agents, task starts with, final output: as the log states them,
+# else its first request and its last substantive agent message (None: the log holds neither)
 CASES = [
     ("chatdev.log", "framework_log", "chatdev", ["Chief Executive Officer", "Chief Product Officer", "Programmer"],
-     "Write a unit converter", None),
-    ("metagpt.log", "framework_log", "metagpt", ["SimpleCoder", "SimpleTester", "SimpleReviewer"], None, None),
+     "Write a unit converter", "convert.py\n```python\ndef miles_to_km(m):\n    return m * 1.609344\n```"),
+    ("metagpt.log", "framework_log", "metagpt", ["SimpleCoder", "SimpleTester", "SimpleReviewer"], None,
+     "The tests miss the plain divisible-by-four case."),
     ("hyperagent.log", "framework_log", "hyperagent", ["Planner", "Navigator", "Editor"], None,
      "Printable now declares empty __slots__."),
-    ("appworld.log", "framework_log", "appworld", ["Supervisor", "Spotify"], "Add my two most played songs", None),
+    ("appworld.log", "framework_log", "appworld", ["Supervisor", "Spotify"], "Add my two most played songs",
+     "apis.supervisor.complete_task()"),
     ("openmanus.log", "framework_log", "openmanus", ["Manus"], None, "The folder holds 14 entries; done."),
     ("magentic_one.log", "autogen_console", "magentic-one", ["MagenticOneOrchestrator", "WebSurfer"], "Which river is longer",
      "Danube, by 1620 km"),

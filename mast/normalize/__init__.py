@@ -139,7 +139,9 @@ from typing import Any
 
 from mast.errors import MastError, TraceFormatError, UsageError, one_line
 from mast.normalize.base import RawInput, TraceFormat, formats, get_format, register
-from mast.trace import Trace
+from mast.trace import Trace, field_notes
+
+_END = object()
 
 
 EXTENSION_PACKAGES = ("logs", "dialects", "spans", "file_formats")
@@ -270,6 +272,8 @@ def iter_traces(
     for item in _parse_guarded(fmt, raw):
         if isinstance(item, Trace):
             item.source.confidence = confidence
+            if raw.warnings:  # what reading the bytes cost (replaced bytes...), said on every trace of the input
+                item.warnings[:0] = [w for w in raw.warnings if w not in item.warnings]
         yield item
 
 
@@ -283,7 +287,15 @@ def _parse_guarded(fmt: TraceFormat, raw: RawInput) -> Iterator[Trace | TraceFor
     a traceback that stops a batch.
     """
     try:
-        yield from fmt.parse(raw)
+        items = iter(fmt.parse(raw))
+        while True:
+            with field_notes() as notes:  # odd field values converted to fit the schema, said on the trace
+                item = next(items, _END)
+            if item is _END:
+                return
+            if notes and isinstance(item, Trace):
+                item.warnings.extend(f"{note} (the trace was kept)" for note in notes if f"{note} (the trace was kept)" not in item.warnings)
+            yield item
     except MastError:
         raise
     except RecursionError as exc:

@@ -10,7 +10,8 @@ derived the same way for every format:
   timeline saw for each;
 * **usage**: as the source totals it, else the sum over the steps;
 * **task**: as the source states it, else the first user message;
-* **final output**: as the source states it, else the last assistant text when the run ends on it.
+* **final output**: as the source states it, else the last assistant text when the run ends on it
+  (an unanswered request after it is passed over; tool use after it means no answer).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from mast.normalize._common import agents_from_steps, sum_usage
-from mast.normalize._timeline import Timeline
+from mast.normalize._timeline import Timeline, closing_answer
 from mast.trace import Agent, SourceInfo, Step, Trace, Usage
 
 
@@ -28,20 +29,6 @@ def first_user_text(steps: Sequence[Step]) -> str | None:
     for step in steps:
         if step.role == "user" and step.kind == "message" and step.content.strip():
             return step.content.strip()
-    return None
-
-
-def closing_answer(steps: Sequence[Step]) -> str | None:
-    """The last assistant text when the run ends on it (no tool call after it)."""
-    for step in reversed(steps):
-        if step.role in ("system", "developer"):
-            continue
-        if step.role == "assistant" and step.content.strip() and not step.tool_calls:
-            text = step.content
-            if text.startswith("<thinking>") and "</thinking>" in text:
-                text = text.split("</thinking>", 1)[1].strip()
-            return text or None
-        return None
     return None
 
 

@@ -34,6 +34,7 @@ class LogParse:
     variant: str = "generic"
     task: str | None = None
     final_output: str | None = None
+    """The answer as the log states it; ``None``: not stated (the last agent message is used), ``""``: stated empty."""
     usage: Usage | None = None
     warnings: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -54,10 +55,16 @@ class LogParse:
 
     def to_trace(self, source: SourceInfo, framework: str | None, *, metadata: dict[str, Any] | None = None) -> Trace:
         """The :class:`Trace` of this log (see :func:`~mast.normalize._build.assemble_trace`); logs state their own task and answer."""
-        from mast.normalize._build import assemble_trace
+        from mast.normalize._build import assemble_trace, first_user_text
+        from mast.normalize._readable import final_from_steps
 
+        # A log that states no task starts with its first request, and one that states no answer
+        # ends on its last substantive agent message (ChatDev's manual, a MetaGPT role's last
+        # reply): that is what a reader calls the run's task and output.
+        final = self.final_output if self.final_output is not None else final_from_steps(self.steps)
         return assemble_trace(
-            self.steps, source=source, framework=framework, task=self.task, final_output=self.final_output, usage=self.usage,
+            self.steps, source=source, framework=framework, task=self.task or first_user_text(self.steps), final_output=final or None,
+            usage=self.usage,
             labels=self.labels, metadata={**(metadata or {}), **self.metadata}, warnings=self.warnings,
             derive_task=False, derive_final_output=False,
         )

@@ -383,7 +383,10 @@ def history_keys(msg: Msg) -> list[tuple[Any, ...]]:
         return keys
     text = _norm(msg.content)
     if msg.tool_calls and all(c.id for c in msg.tool_calls):
-        return [("m", text, tuple(c.id for c in msg.tool_calls))]
+        # Call ids are unique: a replay that drops or rewrites the text around the calls is the same message.
+        # A provider that returned no id has its call re-sent under an id the client made up: same names, same text.
+        ids = tuple(c.id for c in msg.tool_calls)
+        return [("m", text, ids), ("cids", ids), ("mn", text, tuple(c.name for c in msg.tool_calls))]
     if msg.tool_calls:
         return [("mn", text, tuple(c.name for c in msg.tool_calls))]
     return [("m", text, ())]

@@ -24,8 +24,9 @@ USAGE_LINE = re.compile(
 """A line that reports usage or run statistics, not content."""
 _TERMINATE = re.compile(r"(?:^|\s)TERMINATE[.!]?\s*$")
 _NOT_AGENTS = frozenset({"user", "tool", "system", "human", "environment"})
-TERMINAL_TOOLS = frozenset({"terminate", "finish", "final_answer", "complete_task", "submit", "task_complete", "stop"})
-"""Tools whose call ends the run: the message that calls them can be the final output."""
+TERMINAL_TOOLS = frozenset({"terminate", "finish", "final_answer", "final_result", "complete_task", "submit", "task_complete", "stop"})
+"""Tools whose call ends the run: the message that calls them can be the final output (``final_result`` is
+Pydantic AI's output tool: its arguments are the answer)."""
 
 
 def usage_numbers(text: str) -> tuple[int | None, int | None]:

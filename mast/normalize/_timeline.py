@@ -13,12 +13,15 @@ Messages come from :func:`mast.normalize._messages.to_messages` (any dialect).
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 from typing import Any
+
+import orjson
 
 from mast.normalize._common import parse_arguments
 from mast.normalize._messages import (
@@ -32,6 +35,7 @@ from mast.normalize._messages import (
     history_keys,
     result_text,
 )
+from mast.normalize._readable import TERMINAL_TOOLS
 from mast.trace import Agent, Step, ToolCall, ToolResult
 
 
@@ -92,12 +96,17 @@ class Timeline:
             if msg.tool_calls:
                 if all(c.id for c in msg.tool_calls):
                     keys.append(("m", text, tuple(c.id for c in msg.tool_calls)))
+                    keys.append(("cids", tuple(c.id for c in msg.tool_calls)))
                 keys.append(("mn", text, tuple(c.name for c in msg.tool_calls)))
             else:
                 keys.append(("m", text, ()))
         seen = self._seen
         for key in keys:
             seen[key] = seen.get(key, 0) + 1
+
+    def remember_call(self, call: ToolCall, agent: str) -> None:
+        """Record a call a reader found after emitting its step (a text protocol's ``Action:``), so a result can pair with it."""
+        self._remember(_Call(call=call, agent=agent))
 
     def _remember(self, entry: _Call) -> None:
         self._calls.append(entry)
@@ -334,14 +343,59 @@ class Timeline:
         return None
 
     def final_answer(self) -> str | None:
-        """The last assistant text, when the conversation ends on the assistant's answer."""
-        for step in reversed(self.steps):
-            if step.role in ("system", "developer"):
-                continue
-            if step.role == "assistant" and step.content.strip() and not step.tool_calls:
-                return _strip_thinking(step.content)
-            return None
+        """The last assistant text, when the conversation ends on the assistant's answer (see :func:`closing_answer`)."""
+        return closing_answer(self.steps)
+
+
+_HANDOFF_TOOL = re.compile(r"^(?:transfer_to|transfer_back|handoff|hand_off)", re.IGNORECASE)
+
+
+def is_handoff_tool(name: str) -> bool:
+    """A tool that passes control to another agent (ADK ``transfer_to_agent``, Agents SDK ``transfer_to_x``)."""
+    return bool(_HANDOFF_TOOL.match(name or ""))
+
+
+def closing_answer(steps: Sequence[Step]) -> str | None:
+    """The last assistant text when the run ends on it; ``None`` when it ends in tool use.
+
+    System notes after it are passed over, and so is a user request after it that got no reply
+    (a transcript saved while the next question was pending still has its answer). A reply that
+    ends the run with text and a tool call nobody ran (the recording stops there) has its text as
+    the last word. A hand-off with no words at the end (back to a coordinator) and its result are
+    passed over: the answer is what came before it.
+    """
+    last = True
+    results_after = False
+    for step in reversed(steps):
+        if step.role in ("system", "developer"):
+            continue
+        if step.tool_results and not step.tool_calls and (step.role == "tool" or not step.content.strip()):
+            results_after = True  # decided by the call it answers, further back
+            continue
+        if step.tool_calls and not step.content.strip() and all(is_handoff_tool(c.name) for c in step.tool_calls):
+            results_after = False  # a hand-off with no words (ADK's transfer back): the answer came before it
+            continue
+        if step.role == "assistant" and step.tool_calls and all(c.name.lower() in TERMINAL_TOOLS for c in step.tool_calls):
+            # A finish / submit / output-tool call is the answer: its words, else what it was called with.
+            words = _strip_thinking(step.content.strip())
+            return words or "\n".join(_call_text(c) for c in step.tool_calls) or None
+        if results_after:
+            return None  # the run ended in tool use
+        if step.role == "user" and step.kind == "message" and step.content.strip() and not step.tool_results and not step.tool_calls:
+            last = False
+            continue
+        if step.role == "assistant" and step.content.strip() and (not step.tool_calls or last):
+            return _strip_thinking(step.content) or None
         return None
+    return None
+
+
+def _call_text(call: ToolCall) -> str:
+    if isinstance(call.arguments, str):
+        return call.arguments
+    if call.arguments in (None, {}, []):
+        return call.arguments_raw or ""
+    return orjson.dumps(call.arguments, default=str).decode()
 
 
 def _strip_thinking(text: str) -> str:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import orjson
 
 from mast.errors import TraceFormatError
+from mast.normalize._console import plain_console, strip_ansi
 from mast.trace import SourceInfo, Trace
 
 HEAD_BYTES = 64 * 1024
@@ -29,6 +30,8 @@ MAX_WHOLE_FILE_BYTES = 512 * 1024 * 1024
 """Files larger than this are only read by formats that stream them."""
 _LOG_LINE = re.compile(r"\[[^\[\]{}\n]*\][ \t]*[^\s,\]}]")
 """A first line like ``[timestamp LEVEL] message``: a bracketed prefix followed by text is never JSON."""
+_JSON_OPENING = re.compile(r'^(?:\{\s*(?:"|\}|$)|\[\s*(?:[\[{"\d\-]|true|false|null|\]|$))')
+"""How a JSON object or array opens: ``{"``, ``{}``, ``[{``, ``[1``, ``["``... (a text line like ``[INFO] x`` does not)."""
 
 DocKind = Literal["json", "jsonl", "yaml", "text"]
 
@@ -51,13 +54,17 @@ class RawInput:
     _kind: DocKind | None = field(default=None, repr=False)
     _head: str | None = field(default=None, repr=False)
     _error: TraceFormatError | None = field(default=None, repr=False)
+    _text: str | None = field(default=None, repr=False)
+    _plain_done: bool = field(default=False, repr=False)
+    warnings: list[str] = field(default_factory=list)
+    """What reading the bytes cost (invalid UTF-8 replaced...): added to every trace read from this input."""
 
     @classmethod
     def from_object(cls, obj: Any) -> RawInput:
         """Wrap an already parsed object (dict, list or string)."""
         raw = cls(obj=obj)
         if isinstance(obj, str | bytes):
-            raw._head = obj[:HEAD_BYTES] if isinstance(obj, str) else obj[:HEAD_BYTES].decode("utf-8", "replace")
+            raw._head = plain_console(obj[:HEAD_BYTES] if isinstance(obj, str) else obj[:HEAD_BYTES].decode("utf-8", "replace"))
         else:
             raw._data, raw._kind = obj, "json"
         return raw
@@ -84,7 +91,7 @@ class RawInput:
                 self._head = ""
             else:
                 with self.path.open("rb") as fh:
-                    self._head = fh.read(HEAD_BYTES).decode("utf-8", "replace")
+                    self._head = plain_console(fh.read(HEAD_BYTES).decode("utf-8", "replace"))
         return self._head
 
     def fail(self, message: str, record: int | None = None) -> TraceFormatError:
@@ -110,6 +117,24 @@ class RawInput:
         if self._error is not None:
             raise self._error
         return self._data
+
+    def text(self) -> str:
+        """The whole input as text, whatever it parses as (for text readers forced onto any file).
+
+        Escape sequences and terminal decorations are removed (see :mod:`mast.normalize._console`).
+
+        Raises:
+            TraceFormatError: when the input is empty, binary, too large, or an object rather than text.
+        """
+        if self._kind is None:
+            self._load()
+        if self._text is None:
+            if self._error is not None:
+                raise self._error
+            raise self.fail("holds an object, not text")
+        if not self._plain_done:
+            self._text, self._plain_done = plain_console(self._text), True
+        return self._text
 
     def records(self) -> Iterator[tuple[int, Any]]:
         """Stream JSONL records as ``(line_number, value)``; a bad line yields a JsonlLineError."""
@@ -146,9 +171,19 @@ class RawInput:
         except TraceFormatError as exc:
             self._error, self._kind, self._data = exc, "text", None
 
+    def _decode(self, blob: bytes) -> str:
+        """UTF-8 (with or without BOM); bytes that are not UTF-8 are replaced, with a warning, never refused."""
+        try:
+            return blob.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            bad = sum(1 for ch in blob.decode("utf-8", "replace") if ch == "\ufffd") - blob.decode("utf-8", "ignore").count("\ufffd")
+            self.warnings.append(f"input is not valid UTF-8 ({bad} undecodable byte sequence(s), the first at byte {exc.start}): "
+                                 "decoded with U+FFFD replacement characters")
+            return blob.decode("utf-8-sig", "replace")
+
     def _parse(self) -> tuple[Any, DocKind]:
         if self.path is None:
-            text = self.obj.decode("utf-8") if isinstance(self.obj, bytes) else str(self.obj)
+            text = self._decode(self.obj) if isinstance(self.obj, bytes) else str(self.obj)
         else:
             size = self.size
             if size == 0:
@@ -158,13 +193,12 @@ class RawInput:
             blob = self.path.read_bytes()
             if b"\x00" in blob[:8192]:
                 raise self.fail("file is binary (NUL bytes), not a text trace")
-            try:
-                text = blob.decode("utf-8-sig")
-            except UnicodeDecodeError as exc:
-                raise self.fail(f"file is not valid UTF-8 (byte {exc.start})") from exc
+            text = self._decode(blob)
+        text = strip_ansi(text)  # a raw escape byte is never valid JSON: removing it loses nothing
         stripped = text.strip()
         if not stripped:
             raise self.fail("file holds only whitespace")
+        self._text = text
         if stripped[0] in '"-0123456789tfn' and "\n" not in stripped:
             # A bare JSON scalar ("text", 42, true, null) is JSON of no trace shape, not a text log.
             try:
@@ -176,6 +210,8 @@ class RawInput:
                 return orjson.loads(stripped), "json"
             except orjson.JSONDecodeError:
                 pass
+            if _LOG_LINE.match(stripped):
+                return self._plain(text), "text"  # "[2025-17-01 10:00:00 INFO] ..." opens a log (ChatDev), not broken JSON
             lines = [ln for ln in stripped.splitlines() if ln.strip()]
             if len(lines) > 1:
                 records: list[Any] = []
@@ -184,10 +220,13 @@ class RawInput:
                         records.append(orjson.loads(line))
                     except orjson.JSONDecodeError:
                         records.append(JsonlLineError(f"line {number + 1} is not valid JSON"))
-                if not all(isinstance(r, JsonlLineError) for r in records):
+                # JSONL when most lines are JSON objects or arrays; a text log in which a line or two
+                # happen to parse (a quoted '" Finished."', a bare number) stays a text log.
+                containers = sum(isinstance(r, dict | list) for r in records)
+                if isinstance(records[0], dict | list) or 2 * containers >= len(records):
                     return records, "jsonl"
-            if _LOG_LINE.match(stripped):
-                return text, "text"  # "[2025-17-01 10:00:00 INFO] ..." opens a log (ChatDev), not broken JSON
+                if containers == 0 and not _JSON_OPENING.match(stripped):
+                    return self._plain(text), "text"
             raise self.fail("looks like JSON but does not parse (truncated or malformed)")
         if self.path is not None and self.path.suffix in (".yaml", ".yml"):
             import yaml
@@ -196,7 +235,11 @@ class RawInput:
                 return yaml.safe_load(io.StringIO(text)), "yaml"
             except yaml.YAMLError as exc:
                 raise self.fail(f"YAML does not parse: {' '.join(str(exc).split())}") from exc
-        return text, "text"
+        return self._plain(text), "text"
+
+    def _plain(self, text: str) -> str:
+        self._text, self._plain_done = plain_console(text), True
+        return self._text
 
 
 class TraceFormat(ABC):

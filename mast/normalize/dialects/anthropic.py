@@ -19,11 +19,18 @@ ANTHROPIC_BLOCKS = frozenset(
 
 
 def from_anthropic(message: dict[str, Any]) -> list[Msg]:
-    """An Anthropic Messages message; ``tool_result`` blocks become separate ``tool`` messages."""
+    """An Anthropic Messages message; ``tool_result`` blocks become separate ``tool`` messages.
+
+    An assistant reply that ran a server tool (``server_tool_use``, then its ``*_tool_result`` and
+    the text written after it, all in one response) is split in that order: the call, its result,
+    then the answer, so the answer is the reply's last word rather than text before a tool call.
+    """
     role = norm_role(message.get("role") or "assistant")
     content = message.get("content")
     if not isinstance(content, list):
         content = [{"type": "text", "text": content}] if isinstance(content, str) else []
+    if role == "assistant" and _has_server_results(content):
+        return _split_at_results(message, content)
     results: list[Msg] = []
     texts: list[str] = []
     thoughts: list[str] = []
@@ -60,6 +67,37 @@ def from_anthropic(message: dict[str, Any]) -> list[Msg]:
     )
     if not body.empty or not results:
         out = [*results, body]
+    return out
+
+
+def _has_server_results(content: list[Any]) -> bool:
+    """A server tool's result (``web_search_tool_result``, ``bash_code_execution_tool_result``...) inside the reply."""
+    return any(isinstance(b, dict) and isinstance(b.get("type"), str) and b["type"].endswith("_tool_result")
+               and b["type"] != "tool_result" for b in content)
+
+
+def _split_at_results(message: dict[str, Any], content: list[Any]) -> list[Msg]:
+    """The reply cut at each server tool result: ``[assistant (calls), tool (result), ..., assistant (answer)]``."""
+    out: list[Msg] = []
+    segment: list[Any] = []
+    first = True
+
+    def flush() -> None:
+        nonlocal first
+        if segment:
+            part = {**message, "content": list(segment)} if first else {"role": "assistant", "content": list(segment)}
+            out.extend(m for m in from_anthropic(part) if not m.empty)
+            first = False
+            segment.clear()
+
+    for block in content:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result":
+            flush()
+            out.extend(from_anthropic({"role": "user", "content": [block]}))
+        else:
+            segment.append(block)
+    flush()
     return out
 
 

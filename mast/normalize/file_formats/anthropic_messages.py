@@ -13,7 +13,6 @@ response bodies are decoded.
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +24,7 @@ from mast.normalize._common import text_of, usage_from
 from mast.normalize._messages import Msg, apply_prompt_names, as_dict, from_anthropic, maybe_json
 from mast.normalize._sniff import json_head
 from mast.normalize._timeline import Timeline
+from mast.normalize._vcr import body_of, raw_body
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, Trace, Usage
 
@@ -71,7 +71,7 @@ def _interaction_request(interaction: Any) -> tuple[dict[str, Any] | None, str]:
     request = interaction.get("request") if isinstance(interaction, dict) else None
     if not isinstance(request, dict):
         return None, ""
-    body = maybe_json(_decode_body(request.get("body")))
+    body = body_of(request)
     return (body if isinstance(body, dict) else None), str(request.get("uri") or "")
 
 
@@ -84,17 +84,6 @@ def is_cassette(data: Any) -> bool:
         if "anthropic.com" in uri or (body is not None and is_request(body) and "/v1/messages" in uri):
             return True
     return False
-
-
-def _decode_body(body: Any) -> Any:
-    """A recorded body as text: unwrap ``{string: ...}``, gunzip ``!!binary`` bytes."""
-    if isinstance(body, dict) and "string" in body:
-        body = body["string"]
-    if isinstance(body, bytes):
-        if body[:2] == b"\x1f\x8b":
-            body = gzip.decompress(body)
-        return body.decode("utf-8", "replace")
-    return body
 
 
 def _from_sse(text: str) -> dict[str, Any] | None:
@@ -141,10 +130,10 @@ def _response_body(interaction: dict[str, Any]) -> tuple[dict[str, Any] | None, 
     response = as_dict(interaction.get("response"))
     status = as_dict(response.get("status"))
     code = status.get("code") if isinstance(status.get("code"), int) else None
-    body = _decode_body(response.get("body"))
+    body = raw_body(response)
     if isinstance(body, str) and "event: message_start" in body:
         return _from_sse(body), code
-    parsed = maybe_json(body)
+    parsed = maybe_json(body) if isinstance(body, str) else body
     return (parsed if isinstance(parsed, dict) else None), code
 
 

@@ -37,6 +37,24 @@ _CHAT_RESULT_KEYS = frozenset({"chat_history", "summary", "cost", "chat_id", "hu
 _PROXY = "user_proxy"
 
 
+def _is_chat_messages(data: dict[str, Any]) -> bool:
+    """AutoGen 0.2's ``agent.chat_messages``: ``{partner name: [{role, content}, ...]}``, one list per partner."""
+    return 0 < len(data) <= 16 and all(
+        isinstance(k, str) and isinstance(v, list) and v and all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and ("content" in m or "tool_calls" in m or "function_call" in m)
+            for m in v)
+        for k, v in data.items())
+
+
+def _chat_messages(data: dict[str, Any]) -> LogParse:
+    """Each partner's chat as the dumping agent saw it: ``user`` turns are the partner's, ``assistant`` turns its own."""
+    named = [{**m, "name": m.get("name") or (partner if m.get("role") == "user" else "assistant")}
+             for partner, messages in data.items() for m in messages]
+    out = parse_messages(named, variant="chat_messages")
+    out.warnings.append("chat_messages dump: the dumping agent's own name is not recorded; its turns are named assistant")
+    return out
+
+
 def _shape(data: Any) -> tuple[str, float] | None:
     """Which AutoGen record ``data`` is, and how sure: ``(variant, confidence)``."""
     if isinstance(data, dict):
@@ -49,6 +67,8 @@ def _shape(data: Any) -> tuple[str, float] | None:
             isinstance(m, dict) and "name" in m for m in trajectory
         ):
             return "ag2_trajectory", 0.9
+        if _is_chat_messages(data):
+            return "chat_messages", 0.85
         return None
     if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
         if all({"mode", "messages", "response"} <= set(item) for item in data):
@@ -67,7 +87,7 @@ def _agenteval(data: dict[str, Any]) -> tuple[LogParse, dict[str, Any]]:
     out = parse_messages(named, variant="agenteval")
     out.warnings.append("AgentEval messages record no speaker names: user turns named user_proxy, assistant turns assistant")
     out.task = text_of(data.get("problem")) or None
-    out.final_output = text_of(data.get("response_with_ans")) or None
+    out.final_output = text_of(data.get("response_with_ans")) if "response_with_ans" in data else None  # "": stated empty
     out.labels = {k: data[k] for k in _AGENTEVAL_LABELS if k in data}
     used = {"messages", "problem", "response_with_ans", *_AGENTEVAL_LABELS}
     return out, {k: v for k, v in data.items() if k not in used}
@@ -113,7 +133,7 @@ class AutogenFormat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """Sure for AgentEval results, replay sessions and AG2-only keys; unsure (0.45) for plain named chat lists."""
-        if not json_head(raw, '"messages"', '"chat_history"', '"trajectory"', '"name"'):
+        if not json_head(raw, '"messages"', '"chat_history"', '"trajectory"', '"name"', '"role"'):
             return 0.0
         try:
             data = raw.data()
@@ -133,11 +153,13 @@ class AutogenFormat(TraceFormat):
         try:
             if variant == "agenteval":
                 out, metadata = _agenteval(data)
+            elif variant == "chat_messages":
+                out = _chat_messages(data)
             elif variant == "replay_session":
                 out = _replay(data)
             elif variant == "chat_result":
                 out = parse_messages(data["chat_history"], variant="chat_result")
-                out.final_output = text_of(data.get("summary")) or None
+                out.final_output = text_of(data.get("summary")) if "summary" in data else None  # "": stated empty
                 metadata = {k: v for k, v in data.items() if k not in ("chat_history", "summary")}
             else:
                 out = parse_payload(data, "ag2")

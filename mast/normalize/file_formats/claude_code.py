@@ -53,6 +53,10 @@ def _injected(line: dict[str, Any], text: str) -> bool:
     return bool(line.get("isMeta")) or text.lstrip().startswith(_COMMAND_TAGS)
 
 
+_DISPATCH_TOOLS = frozenset({"Task", "Agent"})
+"""Tools that start a subagent with a ``prompt`` (Claude Code's ``Task``, later ``Agent``)."""
+
+
 class _Session:
     def __init__(self) -> None:
         self.timeline = Timeline(default_agent=AGENT)
@@ -60,6 +64,10 @@ class _Session:
         self.summaries: list[str] = []
         self.seen_usage: set[str] = set()
         self.task: str | None = None
+        self.side_task: str | None = None
+        """The first request of a subagent (sidechain) line: the task of a subagent transcript."""
+        self.dispatch_task: str | None = None
+        """The prompt of the first subagent dispatch (``Task`` tool call): the task when no one typed one."""
         self.times: list[Any] = []
         self.model: str | None = None
 
@@ -92,8 +100,15 @@ class _Session:
                 self.timeline.add_step(kind="system", agent="system", role="user", content=msg.text,
                                        attributes={"injected_context": True}, **fields)
                 continue
-            if msg.role == "user" and msg.text.strip() and self.task is None and not line.get("isSidechain"):
-                self.task = msg.text.strip()
+            if msg.role == "user" and msg.text.strip() and not msg.tool_results:
+                if not line.get("isSidechain"):
+                    self.task = self.task or msg.text.strip()
+                else:
+                    self.side_task = self.side_task or msg.text.strip()
+            for call in msg.tool_calls:
+                prompt = call.arguments.get("prompt") if isinstance(call.arguments, dict) else None
+                if self.dispatch_task is None and call.name in _DISPATCH_TOOLS and isinstance(prompt, str) and prompt.strip():
+                    self.dispatch_task = prompt.strip()
             self.timeline.add(msg, agent=agent, **fields)
 
     def trace(self, source: Any) -> Trace:
@@ -108,7 +123,7 @@ class _Session:
         return assemble_trace(
             timeline.steps, source=source, timeline=timeline,
             known_agents=[a for a in known if any(s.agent == AGENT for s in timeline.steps)],
-            task=self.task, derive_task=False, final_output=strip_trailers(final) if final else None,
+            task=self.task or self.side_task or self.dispatch_task, derive_task=False, final_output=strip_trailers(final) if final else None,
             trace_id=str(self.session.get("sessionId") or ""), framework="claude-code",
             started_at=min(self.times) if self.times else None, ended_at=max(self.times) if self.times else None,
             metadata=metadata,

@@ -26,39 +26,22 @@ import orjson
 
 from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
-from mast.normalize._common import as_dict, parse_time, text_of, usage_from
+from mast.normalize._common import as_dict, parse_time, text_of, tool_call, usage_from
 from mast.normalize._messages import CREWAI_DELEGATION_TOOLS, Msg, from_openai, name_from_system_prompt
 from mast.normalize._timeline import Timeline
+from mast.normalize._vcr import body_of, chat_completion_from_stream, is_event_stream
+from mast.normalize._vcr import body_text as vcr_text
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import SourceInfo, Step, Trace
 
 _GOAL = re.compile(r"Your personal goal is:\s*(?P<goal>[^\n]+)")
 _TASK = re.compile(r"Current Task:\s*(?P<task>.+?)(?:\n\nThis is the expect|\Z)", re.DOTALL)
 _FINAL = re.compile(r"Final Answer:\s*(?P<answer>.+)\Z", re.DOTALL)
-_REACT_ACTION = re.compile(r"Action:\s*(?P<tool>[^\n]+)\nAction Input:\s*(?P<input>\{.*?\})\s*(?:\n|\Z)", re.DOTALL)
+_REACT_ACTION = re.compile(
+    r"Action:[ \t]*\n?[ \t]*(?P<tool>[^\n]+?)[ \t]*\n\s*Action Input:\s*(?P<input>\{.*?\})[ \t]*(?=\n\s*(?:Observation|Thought|Action)\b|\s*\Z)",
+    re.DOTALL,
+)
 _CREWAI_MARK = re.compile(r"Your\s+personal\s+goal\s+is|telemetry\.crewai\.com|crewai", re.IGNORECASE)
-
-
-def _text(body: Any) -> str | None:
-    """A recorded body as text (cassettes store it as a string, bytes, or ``{"string": ...}``)."""
-    if isinstance(body, dict):
-        body = body.get("string")
-    if isinstance(body, bytes):
-        try:
-            return body.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    return body if isinstance(body, str) else None
-
-
-def _json(body: Any) -> Any:
-    text = _text(body)
-    if not text:
-        return None
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
 
 
 def _is_chat_call(interaction: Any) -> bool:
@@ -89,6 +72,7 @@ class _Crew:
         self.final: str | None = None
         self.delegations: list[tuple[str, str, str | None]] = []  # (delegator, coworker, call id) not yet taken up
         self.skipped: Counter[str] = Counter()
+        self.notes: list[str] = []
         self.calls: list[dict[str, Any]] = []
         self.errors: list[str] = []
 
@@ -100,7 +84,7 @@ class _Crew:
                 host = uri.split("/")[2] if uri.count("/") >= 2 else uri
                 self.skipped[f"request to {host}"] += 1
                 continue
-            body = _json(request.get("body"))
+            body = body_of(request, self.notes)
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
                 self.skipped["chat call without a readable request body"] += 1
                 continue
@@ -109,6 +93,8 @@ class _Crew:
     def _call(self, body: dict[str, Any], response: dict[str, Any], ref: str) -> None:
         msgs = [m for raw in body["messages"] if isinstance(raw, dict) for m in from_openai(raw)]
         system = next((m.text for m in msgs if m.role == "system"), "")
+        if not system and msgs and msgs[0].role == "user":
+            system = msgs[0].text  # CrewAI 0.x sent the persona, tools and task in one user message
         agent = name_from_system_prompt(system) or "agent"
         goal = _GOAL.search(system)
         if goal:
@@ -126,7 +112,9 @@ class _Crew:
                 self.prompts[agent] = step.content
                 step.agent, step.recipient = "system", agent
         status = as_dict(response.get("status")).get("code")
-        reply = _json(response.get("body"))
+        reply = body_of(response, self.notes)
+        if is_event_stream(reply):
+            reply = chat_completion_from_stream(reply)  # stream: true, recorded as server-sent events
         tools = [as_dict(t.get("function")).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
         self.calls.append({"agent": agent, "model": body.get("model"), "tools": tools, "status": status})
         if not isinstance(reply, dict) or (isinstance(status, int) and status >= 400):
@@ -179,6 +167,11 @@ class _Crew:
             if coworker:
                 coworkers.append(coworker)
                 self.delegations.append((agent, coworker, None))
+        elif action:
+            # The ReAct text protocol (CrewAI 0.x): "Action: tool / Action Input: {...}" is a tool call.
+            name, arguments = action.group("tool").strip(), action.group("input")
+            step.tool_calls = [tool_call(name, arguments, None)]
+            self.timeline.remember_call(step.tool_calls[0], agent)
         if coworkers:
             step.kind, step.recipient = "handoff", ", ".join(dict.fromkeys(coworkers))
         elif step.tool_calls:
@@ -212,7 +205,7 @@ class _Crew:
             status=status,
             error=self.errors[-1] if self.errors else None,
             metadata=metadata,
-            warnings=list(self.timeline.warnings),
+            warnings=[*self.timeline.warnings, *dict.fromkeys(self.notes)],
         )
 
 
@@ -308,7 +301,7 @@ class CrewAI(TraceFormat):
             chat = [i for i in interactions if _is_chat_call(i)]
             if not chat:
                 return 0.0
-            marked = any(_CREWAI_MARK.search(_text(as_dict(i.get("request")).get("body")) or "") for i in chat[:3])
+            marked = any(_CREWAI_MARK.search(vcr_text(as_dict(i.get("request"))) or "") for i in chat[:3])
             marked = marked or any("crewai" in str(as_dict(i.get("request")).get("uri", "")) for i in interactions)
             return 0.95 if marked else 0.5
         if _is_crew_output(data):

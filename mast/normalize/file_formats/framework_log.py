@@ -44,7 +44,10 @@ class FrameworkLogFormat(TraceFormat):
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """One trace per log file."""
-        text = text_document(raw)
+        try:
+            text: str | None = raw.text()  # also when forced onto a file that parses as JSON (--format framework_log)
+        except TraceFormatError:
+            text = None
         log = _which(text) if text is not None else None
         if text is None or log is None:
             names = ", ".join(log.name for log in framework_logs() if log.standalone)

@@ -23,12 +23,15 @@ from typing import Any
 from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
 from mast.normalize._common import usage_from
-from mast.normalize._messages import CHAT_ROLES, Msg, apply_prompt_names, from_item, to_messages, type_of
+from mast.normalize._messages import CHAT_ROLES, Msg, apply_prompt_names, as_dict, from_item, to_messages, type_of
 from mast.normalize._sniff import sniffed_json
 from mast.normalize._timeline import Timeline
+from mast.normalize._vcr import chat_completion_from_stream, is_cassette_of, is_event_stream, rebuild_conversation, recorded_calls
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
 
+CHAT_PATH = "/chat/completions"
+"""What a chat-completions call's URI holds (OpenAI and every compatible endpoint)."""
 _MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "function_call", "refusal", "audio", "annotations"})
 _REQUEST_KEYS = frozenset(
     {
@@ -116,9 +119,17 @@ class OpenAIChat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
+        if raw.path is not None and raw.path.suffix in (".yaml", ".yml") and "interactions:" in raw.head:
+            try:
+                data = raw.data()
+            except TraceFormatError:
+                return 0.0
+            return 0.9 if is_cassette_of(data, CHAT_PATH) else 0.0  # CrewAI claims its own cassettes more surely
         data = sniffed_json(raw, '"role"', '"choices"')
         if data is None:
             return 0.0
+        if is_cassette_of(data, CHAT_PATH):
+            return 0.9
         if raw.kind == "jsonl" and isinstance(data, list):
             records = data
             if is_chat_list(records):
@@ -166,7 +177,39 @@ class OpenAIChat(TraceFormat):
             return
         yield self._one(data, raw, None)
 
+    def _cassette(self, data: Any, raw: RawInput) -> Trace:
+        """A VCR cassette of chat-completions calls, rebuilt as one conversation."""
+        notes: list[str] = []
+        calls, other = recorded_calls(data, CHAT_PATH, notes=notes)
+        first = [m for item in calls[0].request.get("messages") or [] if isinstance(item, dict) for m in from_item(item)] if calls else []
+        agent_name = apply_prompt_names(first) or "assistant"
+        timeline = Timeline(default_agent=agent_name, assistant_kind="message")
+
+        def request_msgs(body: dict[str, Any]) -> list[Msg]:
+            return [m for item in body.get("messages") or [] if isinstance(item, dict) for m in from_item(item)]
+
+        def response_msgs(body: Any) -> list[Msg]:
+            if isinstance(body, str) and is_event_stream(body):
+                body = chat_completion_from_stream(body)
+            return (to_messages(body) or []) if isinstance(body, dict) else []
+
+        facts = rebuild_conversation(calls, request_msgs=request_msgs, response_msgs=response_msgs, timeline=timeline)
+        if not timeline.steps:
+            raise raw.fail("the cassette's chat-completions calls hold no messages with content")
+        model = next((c["model"] for c in facts["calls"] if isinstance(c.get("model"), str)), None)
+        known = [Agent(name=agent_name, model=model)] if any(s.agent == agent_name for s in timeline.steps) else []
+        metadata: dict[str, Any] = {"cassette_version": as_dict(data).get("version"), "llm_calls": facts["calls"]}
+        if other:
+            metadata["other_interactions"] = other
+        return assemble_trace(
+            timeline.steps, source=self.source(raw, variant="vcr_cassette"), timeline=timeline, known_agents=known,
+            framework=next(iter(sorted(timeline.framework_hints)), None), status="error" if facts["errors"] else "ok",
+            error=facts["errors"][-1] if facts["errors"] else None, metadata=metadata, warnings=dict.fromkeys(notes),
+        )
+
     def _one(self, data: Any, raw: RawInput, record: int | None) -> Trace:
+        if record is None and is_cassette_of(data, CHAT_PATH):
+            return self._cassette(data, raw)
         pair = _pair(data)
         request: dict[str, Any] | None = None
         response: dict[str, Any] | None = None

@@ -23,6 +23,7 @@ from mast.normalize._common import usage_from
 from mast.normalize._messages import RESPONSES_ITEM_TYPES, Msg, from_responses, type_of
 from mast.normalize._sniff import sniffed_json
 from mast.normalize._timeline import Timeline
+from mast.normalize._vcr import is_cassette_of, rebuild_conversation, recorded_calls
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
 
@@ -64,6 +65,27 @@ def is_request(data: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, list) and all(_is_item(i) for i in value))
 
 
+RESPONSES_PATH = "/responses"
+"""What a Responses-API call's URI holds."""
+
+
+def _input_msgs(body: dict[str, Any]) -> list[Msg]:
+    msgs: list[Msg] = []
+    instructions = body.get("instructions")
+    if isinstance(instructions, str) and instructions.strip():
+        msgs.append(Msg(role="system", text=instructions))
+    items = body.get("input")
+    if isinstance(items, str):
+        msgs.append(Msg(role="user", text=items))
+    elif isinstance(items, list):
+        msgs.extend(from_responses(items))
+    return msgs
+
+
+def _output_msgs(body: Any) -> list[Msg]:
+    return from_responses(body.get("output") or []) if isinstance(body, dict) and isinstance(body.get("output"), list) else []
+
+
 class OpenAIResponses(TraceFormat):
     """OpenAI Responses API items, requests and response objects."""
 
@@ -74,9 +96,17 @@ class OpenAIResponses(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
+        if raw.path is not None and raw.path.suffix in (".yaml", ".yml") and "interactions:" in raw.head:
+            try:
+                data = raw.data()
+            except TraceFormatError:
+                return 0.0
+            return 0.9 if is_cassette_of(data, RESPONSES_PATH) else 0.0
         data = sniffed_json(raw, '"type"', '"role"')
         if data is None:
             return 0.0
+        if is_cassette_of(data, RESPONSES_PATH):
+            return 0.9
         if raw.kind == "jsonl" and isinstance(data, list):
             if is_item_list(data):
                 return 0.85
@@ -107,7 +137,28 @@ class OpenAIResponses(TraceFormat):
             return
         yield self._one(data, raw, None)
 
+    def _cassette(self, data: Any, raw: RawInput) -> Trace:
+        """A VCR cassette of Responses calls, rebuilt as one conversation (each call re-sends the history)."""
+        notes: list[str] = []
+        calls, other = recorded_calls(data, RESPONSES_PATH, notes=notes)
+        timeline = Timeline(assistant_kind="message")
+        facts = rebuild_conversation(calls, request_msgs=_input_msgs, response_msgs=_output_msgs, timeline=timeline)
+        if not timeline.steps:
+            raise raw.fail("the cassette's Responses calls hold no messages with content")
+        model = next((c["model"] for c in facts["calls"] if isinstance(c.get("model"), str)), None)
+        known = [Agent(name="assistant", model=model)] if any(s.agent == "assistant" for s in timeline.steps) else []
+        metadata: dict[str, Any] = {"cassette_version": data.get("version") if isinstance(data, dict) else None, "llm_calls": facts["calls"]}
+        if other:
+            metadata["other_interactions"] = other
+        return assemble_trace(
+            timeline.steps, source=self.source(raw, variant="vcr_cassette"), timeline=timeline, known_agents=known,
+            status="error" if facts["errors"] else "ok", error=facts["errors"][-1] if facts["errors"] else None,
+            metadata=metadata, warnings=dict.fromkeys(notes),
+        )
+
     def _one(self, data: Any, raw: RawInput, record: int | None) -> Trace:
+        if record is None and is_cassette_of(data, RESPONSES_PATH):
+            return self._cassette(data, raw)
         request: dict[str, Any] = {}
         response: dict[str, Any] | None = None
         if isinstance(data, dict) and set(data) >= {"request", "response"}:

@@ -139,7 +139,11 @@ class _Events:
             text = text_of(args.get("final_thought")) or thought or text_of(event.get("message")) or text_of(args.get("outputs"))
             self.final = text
             self.status = "ok"
-            self._add(Step(index=0, kind="message", role="assistant", content=text, attributes={"action": "finish", "tool_call_id": meta.get("tool_call_id"), **extra}, **common))
+            # The finish action is the agent's last tool call (function calling names it) and its answer.
+            arguments = {k: v for k, v in args.items() if k in ("final_thought", "message", "outputs", "task_completed") and v not in (None, "", {})}
+            call = tool_call(str(meta.get("function_name") or "finish"), arguments, str(meta.get("tool_call_id") or f"event-{event.get('id', position)}"))
+            self._add(Step(index=0, kind="message", role="assistant", content=text, tool_calls=[call],
+                           attributes={"action": "finish", "tool_call_id": meta.get("tool_call_id"), **extra}, **common))
         elif action == "think":
             self._add(Step(index=0, kind="plan", role="assistant", content=thought or text_of(event.get("message")), attributes=extra, **common))
         elif action in ("recall", "change_agent_state", "null"):
@@ -236,7 +240,7 @@ def _trace(events: list[Any], source: SourceInfo, record: dict[str, Any] | None 
         final_output=patch if isinstance(patch, str) and patch.strip() else builder.final,
         usage=usage,
         derive_task=False,
-        derive_final_output=False,
+        derive_final_output=True,  # no finish action: the agent's closing message, when the run ends on one
         derive_usage=False,
         derive_agents=False,
         trace_id=str(run_id),

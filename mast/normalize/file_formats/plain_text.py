@@ -17,6 +17,15 @@ _TURN = re.compile(
     re.MULTILINE,
 )
 MAX_TEXT_BYTES = 64 * 1024 * 1024
+_LEVEL = r"(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL|SUCCESS)"
+_STAMP = r"(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?|\d\d:\d\d:\d\d(?:[.,]\d+)?)"
+_LOG_PREFIX = re.compile(
+    rf"^[ \t]*(?:(?:\[[ \t]*(?:{_STAMP}|{_LEVEL})(?:[ \t,]+(?:{_STAMP}|{_LEVEL}))*[ \t]*\]|{_STAMP}|{_LEVEL}\b:?)"
+    rf"[ \t]*(?:[|\-][ \t]*)?)+(?:[\w.]+:[\w<>.]+:\d+[ \t]+-[ \t]+)?",
+    re.MULTILINE,
+)
+"""What loggers print before the message: ``[INFO]``, ``2025-01-02 10:00:00,123 WARNING``, ``| INFO |``, a
+loguru ``module:function:line -``. Removed before speakers are read, so ``[INFO] Planner: ...`` is Planner's."""
 
 
 class PlainText(TraceFormat):
@@ -37,15 +46,14 @@ class PlainText(TraceFormat):
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """One trace for the whole file, with a warning that its steps were split heuristically."""
-        text = raw.data()
-        if not isinstance(text, str):
-            raise raw.fail("plain_text needs a text file")
+        text = raw.text()  # also when forced onto a file that parses as JSON (--format plain_text)
         yield parse_text_log(text, source=self.source(raw), warning="read as plain text: steps split heuristically")
 
 
 def parse_text_log(text: str, *, source: SourceInfo | None = None, warning: str | None = None, framework: str | None = None) -> Trace:
     """Split a text log into steps by turn markers (``Name:``), else by blank-line paragraphs."""
     steps: list[Step] = []
+    text = _LOG_PREFIX.sub("", text)
     matches = list(_TURN.finditer(text))
     if len(matches) >= 2:
         for i, match in enumerate(matches):

@@ -22,6 +22,7 @@ import orjson
 from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
 from mast.normalize._common import as_dict, leftover, text_of, tool_call
+from mast.normalize._readable import TERMINAL_TOOLS
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, SourceInfo, Step, ToolResult, Trace, Usage
 
@@ -150,6 +151,17 @@ def _state(value: Any) -> Any:
     return value
 
 
+def _closing_words(steps: list[Step]) -> str | None:
+    """What the agent said with its last action when that action ends the run (``submit``, ``exit``...)."""
+    for step in reversed(steps):
+        if step.role != "assistant":
+            continue
+        if step.tool_calls and all(c.name.lower() in TERMINAL_TOOLS for c in step.tool_calls):
+            return step.content.strip() or None
+        return None
+    return None
+
+
 def parse_traj(data: dict[str, Any], source: SourceInfo) -> Trace:
     """One :class:`Trace` from a parsed ``.traj`` object."""
     builder = _TrajBuilder(data)
@@ -182,12 +194,18 @@ def parse_traj(data: dict[str, Any], source: SourceInfo) -> Trace:
     metadata["info"] = leftover(info, ("submission",))
     metadata["states"] = [_state(e.get("state")) for e in trajectory if isinstance(e, dict) and "state" in e]
     submission = info.get("submission")
+    final = submission.strip("\n") if isinstance(submission, str) and submission.strip() else None
+    closing = _closing_words(builder.steps)
+    if closing and final and closing not in final:
+        final = f"{closing}\n\n{final}"  # the submit action is the answer: its words, then what it submitted
+    elif closing and not final:
+        final = closing
     return assemble_trace(
         builder.steps,
         source=source,
         known_agents=agents,
         task=builder.task or (problem.get("text") if isinstance(problem.get("text"), str) else None),
-        final_output=submission if isinstance(submission, str) and submission.strip() else None,
+        final_output=final,
         usage=_usage(info.get("model_stats")),
         derive_task=False,
         derive_final_output=False,

@@ -11,6 +11,8 @@ an entry opens at a ``**[Event]**`` or ``Role: **...**`` line. Entries are:
   and ``**[RolePlaying]**`` (tables naming the phase and its two roles), ``**[Seminar Conclusion]**``,
   ``**[Update Codes]**``, ``**[Test Reports]**``, ``**[Software Info]**``...;
 - ``**[OpenAI_Usage_Info Receive]**`` token counts, added to the next turn's usage;
+- in the earliest layout (June 2023, ``AgentTech Starts``), turns headed ``[0] AI Assistant (Role):``
+  or ``[0] AI User (Role):`` and ``... terminated the chat.`` notices;
 - noise (``flask app.py did not start for online log``, ``HTTP Request: ...``), counted, not kept.
 
 ChatDev echoes each speaker's whole role prompt before every utterance; it is moved out of the
@@ -42,6 +44,8 @@ _UNSTAMPED_HEAD = re.compile(
 _TURN = re.compile(
     r"^(?P<who>[^:\n*]{1,80}): \*\*(?P<a>[^*\n]{1,120}?)<->(?P<b>[^*\n]{1,120}?) on : (?P<phase>[^,\n]{1,80}), turn (?P<turn>\d+)\*\*"
 )
+_EARLY_TURN = re.compile(r"^\[(?P<turn>\d+)\] AI (?P<side>Assistant|User) \((?P<who>[^()\n]{1,80})\)(?P<end> terminated the chat\.)?:?[ \t]*$")
+"""A turn of the earliest (June 2023, "AgentTech") layout: ``[0] AI Assistant (Programmer):``."""
 _EVENT = re.compile(r"^(?:(?P<who>[^:\n*]{1,80}): )?\*\*\[(?P<tag>[^\]\n]{1,60})\]\*\*:?")
 _TABLE_ROW = re.compile(r"^\| \*\*(?P<key>\w+)\*\* \| (?P<value>.*?) \|$", re.MULTILINE)
 _TASK = re.compile(r"\*\*task_prompt\*\*:[ \t]*(?P<task>[^\n]+)")
@@ -49,12 +53,18 @@ _USAGE_FIELD = re.compile(r"^(?P<key>prompt_tokens|completion_tokens|total_token
 _FLASK = "flask app.py did not start for online log"
 _NOISE = (_FLASK, "HTTP Request:")
 _CONFIG_EVENTS = {"chatting", "RolePlaying"}
+_QUIET_EVENTS = {"Execute Detail", "Software Info"}
+"""Bookkeeping the framework prints between turns (which phase runs, file counts): kept on the next
+step's attributes, not as steps of their own."""
 
 
 def looks_like_chatdev(text: str) -> bool:
     """True when the text carries ChatDev's entry markers."""
     head = text[:200_000]
-    return "**[Preprocessing]**" in head or bool(_TURN.search(head) or re.search(r"<->[^*\n]+ on : \w+, turn \d+\*\*", head))
+    return "**[Preprocessing]**" in head or bool(
+        _TURN.search(head) or re.search(r"<->[^*\n]+ on : \w+, turn \d+\*\*", head)
+        or ("AgentTech Starts" in head and re.search(r"^\[[^\]\n]*\] \[\d+\] AI (?:Assistant|User) \(", head, re.MULTILINE))
+    )
 
 
 def _split_prompt(body: str) -> tuple[str, str | None]:
@@ -66,6 +76,14 @@ def _split_prompt(body: str) -> tuple[str, str | None]:
         if end != -1:
             return body[end + 1:].strip(), body[1:end]
     return body, None
+
+
+def _same_text(a: str, b: str) -> bool:
+    """Whether two texts say the same once ``<INFO>`` markers and whitespace are ignored (one may hold the other)."""
+    def squash(text: str) -> str:
+        return re.sub(r"\s+|<INFO>", "", text)
+    x, y = squash(a), squash(b)
+    return bool(x) and (x in y or y in x)
 
 
 def _usage(block: str) -> Usage:
@@ -93,6 +111,7 @@ def parse_chatdev(text: str) -> LogParse:
                 attributes={"event": "preamble"})
     roles: dict[str, str] = {}
     pending: Usage | None = None
+    carried: dict[str, Any] = {}
     noise = 0
     for match, raw_entry in entries:
         entry = raw_entry.strip("\n")
@@ -105,7 +124,7 @@ def parse_chatdev(text: str) -> LogParse:
             lines = [ln for ln in entry.split("\n") if ln.strip() != _FLASK]
             noise += entry.count("\n") + 1 - len(lines)
             entry = "\n".join(lines)
-        attributes: dict[str, Any] = {}
+        attributes: dict[str, Any] = dict(carried)
         if roles.get("phase_name"):
             attributes["phase"] = roles["phase_name"]
         turn = _TURN.match(head)
@@ -118,7 +137,14 @@ def parse_chatdev(text: str) -> LogParse:
                 attributes["role_prompt"] = prompt
             out.add(kind="message", agent=who, role="assistant", recipient=b if who == a else a, content=said,
                     started_at=when, usage=pending, source_ref=f"char:{match.start()}", attributes=attributes)
-            pending = None
+            pending, carried = None, {}
+            continue
+        early = _EARLY_TURN.match(head)
+        if early and not early.group("end"):
+            attributes["turn"] = int(early.group("turn"))
+            out.add(kind="message", agent=early.group("who").strip(), role="assistant", content=body_text(entry[early.end():]),
+                    started_at=when, usage=pending, source_ref=f"char:{match.start()}", attributes=attributes)
+            pending, carried = None, {}
             continue
         event = _EVENT.match(head)
         tag = event.group("tag").strip() if event else None
@@ -134,8 +160,16 @@ def parse_chatdev(text: str) -> LogParse:
                 out.task = task.group("task").strip()
         if tag in _CONFIG_EVENTS:
             roles.update({m.group("key"): m.group("value").strip() for m in _TABLE_ROW.finditer(rest)})
-            if roles.get("phase_name"):
-                attributes["phase"] = roles["phase_name"]
+            continue  # the phase and its roles: on the steps that follow (attributes "phase"), not a step
+        if tag in _QUIET_EVENTS:
+            carried[tag.lower().replace(" ", "_")] = rest
+            if tag == "Software Info":
+                out.metadata["chatdev_software_info"] = rest
+            continue
+        previous = out.steps[-1] if out.steps else None
+        if tag == "Seminar Conclusion" and previous is not None and previous.kind == "message" and _same_text(rest, previous.content):
+            previous.attributes["seminar_conclusion"] = True  # the phase's conclusion repeats its last turn
+            continue
         if tag == "Start Chat" and event is not None and event.group("who"):
             said, prompt = _split_prompt(rest)
             if prompt:
@@ -143,10 +177,19 @@ def parse_chatdev(text: str) -> LogParse:
             who = event.group("who").strip()
             out.add(kind="message", agent=who, role="user", recipient=roles.get("assistant_role_name"),
                     content=said, started_at=when, source_ref=f"char:{match.start()}", attributes=attributes)
+            carried = {}
             continue
-        attributes["event"] = tag or head[:80]
-        out.add(kind="system", role="system", content=rest if tag else entry.strip(), started_at=when,
+        content = rest if tag else entry.strip()
+        key = tag or "log"
+        if previous is not None and previous.kind == "system" and previous.attributes.get("event_kind") == key:
+            # A run of the same event (twelve "Update Codes", retried rate-limit lines) is one step.
+            previous.content = f"{previous.content}\n{content}"
+            previous.attributes["repeated"] = previous.attributes.get("repeated", 1) + 1
+            continue
+        attributes.update(event=tag or head[:80], event_kind=key)
+        out.add(kind="system", role="system", content=content, started_at=when,
                 source_ref=f"char:{match.start()}", attributes=attributes)
+        carried = {}
     if noise:
         out.metadata["chatdev_noise_lines_dropped"] = noise
     return out

@@ -1,0 +1,58 @@
+"""Text captured from a terminal, made plain: ANSI escape sequences and terminal decorations removed.
+
+Frameworks print for people: colours (``ESC[32m``), progress lines rewritten with ``\\r``, panels
+drawn with box characters (``╭── Crew Execution Started ──╮`` / ``│ ... │`` / ``╰──╯``), status
+trees (``├── 📋 Task: ...`` / ``└── 🔧 Used search (1)``) and emoji bullets. A log saved from a
+terminal keeps all of it; the readers want the words. :func:`strip_ansi` runs on every input
+before it is parsed (a raw escape byte is never valid JSON, so nothing is lost); :func:`plain_console`
+runs on documents read as text, before detection and reading.
+
+Hand-written rather than a library: the escape grammar (ECMA-48: CSI, OSC and two-byte escapes) is
+three alternatives of one regular expression, and the libraries that strip it (``rich``,
+``strip-ansi``) would add a dependency or an import of a console renderer to every file read.
+"""
+
+from __future__ import annotations
+
+import re
+
+ANSI_ESCAPE = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, erase line (ESC [ 1;32 m)
+    r"|\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: window titles, hyperlinks (ESC ] ... BEL)
+    r"|[@-Z\\-_])"  # two-byte escapes (ESC M, ESC 7...)
+)
+_BOX_TOP = re.compile(r"^[ \t]*[╭┌╔┏┍┎╒╓][─━═┄┅┈┉╌╍\s]*(?P<title>[^─━═┄┅┈┉╌╍╮┐╗┓┑┒╕╖\n]*?)[─━═┄┅┈┉╌╍\s]*[╮┐╗┓┑┒╕╖][ \t]*$", re.MULTILINE)
+_BOX_BOTTOM = re.compile(r"^[ \t]*[╰└╚┗┕┖╘╙][─━═┄┅┈┉╌╍]*[╯┘╝┛┙┚╛╜][ \t]*$", re.MULTILINE)
+_BOX_SIDE = re.compile(r"^[ \t]*[│┃║][ \t]?(?P<inner>.*?)[ \t]*[│┃║][ \t]*$", re.MULTILINE)
+_RULE_ONLY = re.compile(r"^[ \t]*[─━═┄┅┈┉╌╍]{3,}[ \t]*$", re.MULTILINE)
+_TREE = re.compile(r"^(?P<pre>[ \t]*(?:[│┃┆┊][ \t]*)*)(?:[├└┣┗╠╚][─━═]*[ \t]*)", re.MULTILINE)
+_TREE_BAR = re.compile(r"^[ \t]*(?:[│┃┆┊][ \t]*)+$", re.MULTILINE)
+_EMOJI_BULLET = re.compile(
+    r"^(?P<pre>[ \t]*)(?:[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\u231A-\u23FF][\uFE0F\u200D\U0001F3FB-\U0001F3FF]*)+[ \t]+",
+    re.MULTILINE,
+)
+DECORATION_HINTS = ("╭", "╰", "│", "├", "└", "┃", "║")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without ANSI escape sequences (colours, cursor moves, titles)."""
+    return ANSI_ESCAPE.sub("", text) if "\x1b" in text else text
+
+
+def plain_console(text: str) -> str:
+    """Terminal text as plain lines: escapes, carriage-return rewrites, box frames, tree branches and emoji bullets removed.
+
+    A panel's title and its inner lines are kept, their frame dropped; ``├── 📋 Task: x`` becomes
+    ``Task: x``. Lines are otherwise kept as they are, so a log without decorations is unchanged.
+    """
+    text = strip_ansi(text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if any(hint in text for hint in DECORATION_HINTS):
+        text = _BOX_TOP.sub(lambda m: m.group("title").strip(), text)
+        text = _BOX_BOTTOM.sub("", text)
+        text = _BOX_SIDE.sub(lambda m: m.group("inner"), text)
+        text = _RULE_ONLY.sub("", text)
+        text = _TREE.sub("", text)
+        text = _TREE_BAR.sub("", text)
+    return _EMOJI_BULLET.sub(lambda m: m.group("pre"), text)

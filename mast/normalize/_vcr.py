@@ -1,0 +1,281 @@
+"""Recorded HTTP (VCR cassettes): one body reader for every encoding recorders write.
+
+Cassettes (vcrpy, pytest-recording, VCR.py forks, Ruby VCR, betamax) store a request's or a
+response's body in one of several ways, and a format that reads cassettes must take them all:
+
+* a string: ``body: '{"model": ...}'`` (JSON text, or a server-sent-events stream);
+* a mapping holding it: ``body: {string: '...'}``, with ``encoding`` beside it;
+* base64: ``body: {base64_string: '...'}`` or ``{encoding: base64, string: '...'}``;
+* bytes: YAML ``!!binary`` (often gzip: ``1f 8b`` first, or a ``content-encoding: gzip`` header);
+* already parsed: ``parsed_body: {...}`` beside or instead of ``body`` (pydantic-ai's cassettes).
+
+:func:`body_of` returns the parsed JSON value when the body is JSON, else its text. Gzip and
+deflate are inflated up to :data:`MAX_DECOMPRESSED_BYTES`; a larger body is cut there, with a note.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from mast.normalize._common import usage_from
+from mast.normalize._msg_common import Msg
+from mast.normalize._timeline import Timeline
+
+MAX_DECOMPRESSED_BYTES = 32 * 2**20
+"""The most a compressed recorded body may inflate to (32 MiB); a gzip bomb stops here."""
+
+
+def _header(headers: Any, name: str) -> str:
+    """A header's value, whatever case and list wrapping the recorder used."""
+    if not isinstance(headers, dict):
+        return ""
+    for key, value in headers.items():
+        if isinstance(key, str) and key.lower() == name:
+            if isinstance(value, list):
+                value = value[0] if value else ""
+            return str(value).lower()
+    return ""
+
+
+def inflate(blob: bytes, notes: list[str] | None = None, *, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
+    """Gzip or zlib bytes inflated, at most ``limit`` bytes of them (a note says when the body was cut)."""
+    wbits = 16 + zlib.MAX_WBITS if blob[:2] == b"\x1f\x8b" else zlib.MAX_WBITS
+    try:
+        inflater = zlib.decompressobj(wbits)
+        out = inflater.decompress(blob, limit)
+    except zlib.error:
+        try:
+            inflater = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, as some servers send it
+            out = inflater.decompress(blob, limit)
+        except zlib.error as exc:
+            if notes is not None:
+                notes.append(f"a recorded body is compressed but does not inflate ({exc}): kept as it is")
+            return blob
+    if inflater.unconsumed_tail and notes is not None:
+        notes.append(f"a recorded body inflates to more than {limit // 2**20} MiB: cut there")
+    return out
+
+
+def _text(blob: bytes) -> str:
+    return blob.decode("utf-8", "replace")
+
+
+def _b64(text: str) -> bytes | None:
+    try:
+        return base64.b64decode(text, validate=False)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def raw_body(part: Any, notes: list[str] | None = None) -> Any:
+    """The body of a recorded request or response (``part``) as a parsed value, text, or ``None``."""
+    if not isinstance(part, dict):
+        return None
+    if "parsed_body" in part and part["parsed_body"] is not None:
+        return part["parsed_body"]
+    body = part.get("body", part.get("content"))
+    headers = part.get("headers")
+    compressed = _header(headers, "content-encoding") in ("gzip", "deflate", "x-gzip")
+    encoding = ""
+    if isinstance(body, dict):
+        encoding = str(body.get("encoding") or "").lower()
+        if isinstance(body.get("base64_string"), str):
+            body, encoding = body["base64_string"], "base64"
+        elif "string" in body:
+            body = body["string"]
+        elif "text" in body:
+            body = body["text"]
+        else:
+            return body or None  # a mapping without a known key: perhaps the body itself
+    if isinstance(body, str) and encoding == "base64":
+        decoded = _b64(body)
+        if decoded is None:
+            if notes is not None:
+                notes.append("a recorded body marked base64 does not decode: kept as text")
+            return body
+        body = decoded
+    if isinstance(body, bytes | bytearray):
+        blob = bytes(body)
+        if blob[:2] == b"\x1f\x8b" or (compressed and blob[:1] in (b"\x78", b"\x1f")):
+            blob = inflate(blob, notes)
+        return _text(blob)
+    return body
+
+
+def body_of(part: Any, notes: list[str] | None = None) -> Any:
+    """Like :func:`raw_body`, with a body that is JSON text parsed (text that is not JSON stays text)."""
+    body = raw_body(part, notes)
+    if isinstance(body, str):
+        stripped = body.strip()
+        if stripped[:1] in ("{", "["):
+            try:
+                return orjson.loads(stripped)
+            except orjson.JSONDecodeError:
+                return body
+    return body
+
+
+def body_text(part: Any, notes: list[str] | None = None) -> str | None:
+    """The body as text: text as recorded, a parsed body as JSON text."""
+    body = raw_body(part, notes)
+    if body is None or isinstance(body, str):
+        return body
+    return orjson.dumps(body, default=str).decode()
+
+
+def is_event_stream(text: Any) -> bool:
+    """A server-sent-events body (``data: {...}`` lines), as streamed completions are recorded."""
+    return isinstance(text, str) and text.lstrip().startswith(("data:", "event:"))
+
+
+def chat_completion_from_stream(text: str) -> dict[str, Any] | None:
+    """An OpenAI chat-completions stream (``chat.completion.chunk`` events) joined into one completion.
+
+    Text deltas are concatenated, tool-call deltas joined by their ``index`` (id, name, argument
+    pieces); the usage of the last chunk that has one is kept. ``None`` when no chunk is found.
+    """
+    completion: dict[str, Any] | None = None
+    choices: dict[int, dict[str, Any]] = {}
+    for line in text.splitlines():
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if not payload or payload == "[DONE]":
+            continue
+        try:
+            chunk = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(chunk, dict):
+            continue
+        if completion is None:
+            completion = {k: v for k, v in chunk.items() if k not in ("choices", "object")}
+            completion["object"] = "chat.completion"
+        if isinstance(chunk.get("usage"), dict):
+            completion["usage"] = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict):
+                continue
+            index = choice.get("index", 0) if isinstance(choice.get("index"), int) else 0
+            joined = choices.setdefault(index, {"index": index, "message": {"role": "assistant", "content": ""}, "finish_reason": None})
+            message = joined["message"]
+            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+            if isinstance(delta.get("role"), str):
+                message["role"] = delta["role"]
+            if isinstance(delta.get("content"), str):
+                message["content"] += delta["content"]
+            for call in delta.get("tool_calls") or []:
+                if not isinstance(call, dict):
+                    continue
+                calls = message.setdefault("tool_calls", [])
+                position = call.get("index", len(calls)) if isinstance(call.get("index"), int) else len(calls)
+                while len(calls) <= position:
+                    calls.append({"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+                target = calls[position]
+                if call.get("id"):
+                    target["id"] = call["id"]
+                function = call.get("function") if isinstance(call.get("function"), dict) else {}
+                if isinstance(function.get("name"), str):
+                    target["function"]["name"] += function["name"]
+                if isinstance(function.get("arguments"), str):
+                    target["function"]["arguments"] += function["arguments"]
+            if choice.get("finish_reason"):
+                joined["finish_reason"] = choice["finish_reason"]
+    if completion is None:
+        return None
+    completion["choices"] = [choices[i] for i in sorted(choices)]
+    return completion
+
+
+# --- a conversation rebuilt from a cassette's model calls ---------------------------------------
+
+
+@dataclass
+class RecordedCall:
+    """One recorded model call of a cassette: where it went, what was sent and what came back."""
+
+    index: int
+    uri: str
+    request: dict[str, Any]
+    response: Any
+    status: int | None
+
+
+def interactions(data: Any) -> list[dict[str, Any]] | None:
+    """A cassette's ``interactions`` list (each with a ``request``), else ``None``."""
+    items = data.get("interactions") if isinstance(data, dict) else None
+    if isinstance(items, list) and items and all(isinstance(i, dict) and isinstance(i.get("request"), dict) for i in items):
+        return items
+    return None
+
+
+def recorded_calls(data: Any, *paths: str, notes: list[str] | None = None) -> tuple[list[RecordedCall], list[dict[str, Any]]]:
+    """The interactions whose URI contains one of ``paths`` (``/chat/completions``...), and the others (where they went)."""
+    calls: list[RecordedCall] = []
+    other: list[dict[str, Any]] = []
+    for number, interaction in enumerate(interactions(data) or []):
+        request = interaction["request"]
+        uri = str(request.get("uri") or "")
+        body = body_of(request, notes)
+        if not any(p in uri for p in paths) or not isinstance(body, dict):
+            other.append({"index": number, "method": request.get("method"), "uri": uri})
+            continue
+        response = interaction.get("response") if isinstance(interaction.get("response"), dict) else {}
+        status = response.get("status") if isinstance(response.get("status"), dict) else {}
+        code = status.get("code") if isinstance(status.get("code"), int) else None
+        calls.append(RecordedCall(number, uri, body, body_of(response, notes), code))
+    return calls, other
+
+
+def is_cassette_of(data: Any, *paths: str) -> bool:
+    """A cassette with at least one interaction to one of ``paths`` whose request body is readable."""
+    items = interactions(data)
+    return items is not None and any(
+        any(p in str(i["request"].get("uri") or "") for p in paths) and isinstance(body_of(i["request"]), dict) for i in items)
+
+
+def rebuild_conversation(
+    calls: list[RecordedCall],
+    *,
+    request_msgs: Callable[[dict[str, Any]], list[Msg]],
+    response_msgs: Callable[[Any], list[Msg]],
+    timeline: Timeline,
+) -> dict[str, Any]:
+    """Every call's new input (history re-sent by later calls skipped) and its reply, in order; returns facts for metadata.
+
+    A call whose response is missing or an error adds an ``error`` step; usage is per reply.
+    """
+    facts: dict[str, Any] = {"calls": [], "errors": []}
+    for call in calls:
+        ref = f"interactions[{call.index}]"
+        timeline.add_new(request_msgs(call.request), source_ref=f"{ref}.request")
+        response = call.response
+        facts["calls"].append({"index": call.index, "uri": call.uri, "status": call.status, "model": call.request.get("model")})
+        error = None
+        if isinstance(response, dict) and response.get("error") and not (response.get("choices") or response.get("output") or response.get("content")):
+            error = str(response["error"].get("message") if isinstance(response["error"], dict) else response["error"])
+        elif not isinstance(response, dict) or (call.status is not None and call.status >= 400):
+            error = f"HTTP {call.status}: no reply recorded" if call.status else "no reply recorded"
+        if error:
+            facts["errors"].append(error)
+            timeline.add_step(kind="error", agent=timeline.default_agent, content=error, error=error, source_ref=f"{ref}.response")
+            continue
+        assert isinstance(response, dict)
+        usage = usage_from(response.get("usage"))
+        for msg in response_msgs(response):
+            extra: dict[str, Any] = {}
+            if msg.role == "assistant":
+                extra["kind"] = "llm"
+                if isinstance(response.get("model"), str):
+                    extra["model"] = response["model"]
+                if usage is not None and msg.usage is None:
+                    extra["usage"], usage = usage, None  # one reply's usage, on its first message
+            timeline.add(msg, source_ref=f"{ref}.response", **extra)
+    return facts

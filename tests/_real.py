@@ -1,0 +1,156 @@
+"""The real-file corpus (``tests/data/real/<format>/``): its MANIFESTs, its goldens, and what a trace shows.
+
+Each folder holds files found in public repositories, byte for byte, a ``MANIFEST.md`` table (file,
+bytes, source repo, path in repo, commit, licence, sha256) and a ``GOLDEN.yaml`` of what a careful
+reader sees in each file, written without reading mast's code. ``tests/test_real_files.py`` checks
+mast against the goldens; ``tests/test_real_mutations.py`` mutates the files; the coverage that
+``mast formats`` shows (``mast/data/format_coverage.json``) is computed here.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from _data import REPO
+from mast.trace import Trace
+
+REAL = REPO / "tests" / "data" / "real"
+COVERAGE_FILE = REPO / "mast" / "data" / "format_coverage.json"
+KEEP = {"MANIFEST.md", "GOLDEN.yaml"}
+WRITTEN_FOR_MAST = "written for mast"
+_CELL_CODE = re.compile(r"^`(.*)`$")
+
+
+@dataclass
+class ManifestRow:
+    """One row of a folder's MANIFEST table."""
+
+    file: str
+    bytes: int | None
+    repo: str
+    path: str
+    commit: str
+    licence: str
+    sha256: str
+
+
+@dataclass
+class RealFile:
+    """A file of the corpus with its folder's manifest row (if any) and golden (if any)."""
+
+    folder: str
+    path: Path
+    row: ManifestRow | None
+    golden: dict[str, Any] | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.folder}/{self.path.name}"
+
+
+def _cell(text: str) -> str:
+    text = text.strip()
+    match = _CELL_CODE.match(text)
+    return match.group(1) if match else text
+
+
+def manifest_rows(folder: Path) -> dict[str, ManifestRow]:
+    """The rows of ``folder/MANIFEST.md``'s table, by file name (the header and rule rows skipped)."""
+    path = folder / "MANIFEST.md"
+    rows: dict[str, ManifestRow] = {}
+    if not path.is_file():
+        return rows
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = [_cell(c) for c in line.strip().strip("|").split("|")]
+        if len(cells) < 7 or cells[0] in ("file", "") or set(cells[0]) <= set("-: "):
+            continue
+        size = cells[1].replace(",", "").strip()
+        rows[cells[0]] = ManifestRow(cells[0], int(size) if size.isdigit() else None, cells[2], cells[3], cells[4], cells[5], cells[6].lower())
+    return rows
+
+
+def goldens(folder: Path) -> dict[str, dict[str, Any]]:
+    path = folder / "GOLDEN.yaml"
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return {str(k): v for k, v in data.items() if isinstance(v, dict)}
+
+
+def folders() -> list[Path]:
+    return sorted(p for p in REAL.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))) if REAL.is_dir() else []
+
+
+def real_files() -> list[RealFile]:
+    """Every data file of the corpus (everything in a folder but its MANIFEST and GOLDEN)."""
+    found: list[RealFile] = []
+    for folder in folders():
+        rows, gold = manifest_rows(folder), goldens(folder)
+        for path in sorted(folder.iterdir()):
+            if path.is_file() and path.name not in KEEP and not path.name.startswith("."):
+                found.append(RealFile(folder.name, path, rows.get(path.name), gold.get(path.name)))
+    return found
+
+
+def is_real(item: RealFile) -> bool:
+    """A file found in a public repository (not one written for mast)."""
+    return item.row is not None and WRITTEN_FOR_MAST not in item.row.repo.lower()
+
+
+# -- what a trace shows, compared the way a reader compares ------------------------------------
+
+
+def fold(text: str | None) -> str:
+    """Text compared loosely: NFKC, case folded, whitespace collapsed, markdown emphasis and quotes dropped."""
+    text = unicodedata.normalize("NFKC", text or "").casefold()
+    text = re.sub(r"[*_`\"'“”‘’]", "", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def agent_names(traces: list[Trace]) -> set[str]:
+    names = {a.name for t in traces for a in t.agents} | {s.agent for t in traces for s in t.steps if s.agent}
+    return {fold(n) for n in names}
+
+
+def step_count(trace: Trace) -> int:
+    """Steps as a reader counts them: the system prompt(s) a run opens with are its set-up, not a step."""
+    lead = 0
+    for step in trace.steps:
+        if step.role not in ("system", "developer") or step.kind != "system" or step.attributes.get("event"):
+            break
+        lead += 1
+    return len(trace.steps) - lead
+
+
+def tool_calls(traces: list[Trace]) -> list[str]:
+    return [c.name for t in traces for s in t.steps for c in s.tool_calls]
+
+
+def coverage(files: list[RealFile] | None = None) -> dict[str, dict[str, Any]]:
+    """Per format: real files, source repositories and framework versions of the corpus."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in files if files is not None else real_files():
+        if not is_real(item) or item.golden is None:
+            continue
+        fmt = str(item.golden.get("format") or item.folder)
+        entry = out.setdefault(fmt, {"files": 0, "repositories": [], "versions": []})
+        entry["files"] += 1
+        assert item.row is not None
+        if item.row.repo not in entry["repositories"]:
+            entry["repositories"].append(item.row.repo)
+        version = str(item.golden.get("version") or "").strip()
+        if version and version not in entry["versions"]:
+            entry["versions"].append(version)
+    for entry in out.values():
+        entry["repositories"] = sorted(entry["repositories"])
+        entry["versions"] = sorted(entry["versions"])
+    return dict(sorted(out.items()))

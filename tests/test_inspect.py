@@ -266,3 +266,19 @@ def test_attachments_errors_and_limits_of_a_json_log() -> None:
     assert crashed.status == "error" and crashed.error == "RuntimeError('sandbox died')"
     assert crashed.trace_id == "E1/1#1" and crashed.metadata["inspect"]["log_status"] == "error"
     assert stopped.status == "error" and stopped.error == "token limit reached (1000)" and stopped.task == "go"
+
+
+def test_a_damaged_sample_member_loses_only_that_sample(tmp_path: Path) -> None:
+    source = REAL / "2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval"
+    with zipfile.ZipFile(source) as zf:
+        info = zf.getinfo("samples/3_epoch_1.json")
+    data = bytearray(source.read_bytes())
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    for at in range(start + 10, start + min(info.compress_size, 200)):
+        data[at] ^= 0x5A  # the member's deflated bytes scrambled: the zip's directory is intact
+    damaged = tmp_path / "damaged.eval"
+    damaged.write_bytes(bytes(data))
+    items = list(mast.iter_traces(damaged))
+    errors = [i for i in items if isinstance(i, mast.TraceFormatError)]
+    assert len(items) == 10 and len(errors) == 1
+    assert "samples/3_epoch_1.json" in str(errors[0]) and "\n" not in str(errors[0])

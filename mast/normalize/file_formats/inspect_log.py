@@ -98,7 +98,21 @@ class EvalZip:
         self.zip.close()
 
     def read(self, name: str) -> bytes:
-        """The uncompressed bytes of member ``name``."""
+        """The uncompressed bytes of member ``name``.
+
+        Raises:
+            TraceFormatError: a member that is too large, or whose bytes do not decompress (a damaged
+                zip): that member only, so the log's other samples are still read.
+        """
+        try:
+            return self._read(name)
+        except TraceFormatError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - zlib, zipfile, zstandard and I/O errors of one damaged member
+            raise TraceFormatError(f"{name} in the .eval zip does not decompress ({type(exc).__name__}: {exc})",
+                                   path=str(self.path)) from exc
+
+    def _read(self, name: str) -> bytes:
         info = self.zip.getinfo(name)
         if info.file_size > MAX_MEMBER_BYTES:
             raise TraceFormatError(f"{name} is {info.file_size // 2**20} MiB uncompressed, too large to read", path=str(self.path))

@@ -212,6 +212,29 @@ def test_mast_scorer_refuses_a_key_argument() -> None:
         mast_scorer(model="openai/x", no_such_option=1)
 
 
+@pytest.mark.slow  # imports inspect_ai (seconds)
+def test_diagnosis_scores_and_the_mode_shares_metric() -> None:
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.scorer import SampleScore
+
+    from mast.diagnosis import ErrorInfo
+    from mast.integrations.inspect import diagnosis_score, mode_shares
+
+    trace = mast.load_trace([{"role": "user", "content": "fix the bug"}, {"role": "assistant", "content": "done"}])
+    judged = mast.classify(trace, judge="detectors")
+    assessed = [v.code for v in judged.failure_modes if v.present is not None]
+    score = diagnosis_score(judged)
+    assert isinstance(score.value, dict) and set(score.value) == {*assessed, "modes_found"}
+    assert score.value["modes_found"] == len(judged.present_codes) and "Judge: detectors" in (score.explanation or "")
+    failed = judged.model_copy(update={"status": "error", "error": ErrorInfo(type="JudgeAPIError", message="HTTP 500")})
+    unscored = diagnosis_score(failed)
+    assert isinstance(unscored.value, float) and math.isnan(unscored.value) and "HTTP 500" in (unscored.explanation or "")
+    code = assessed[0]
+    values = [{code: 1, "modes_found": 1}, {code: 0, "modes_found": 0}, {code: 1, "modes_found": 1}, {"modes_found": 0}]
+    shares = mode_shares()([SampleScore(score=type(score)(value=v), sample_id=n) for n, v in enumerate(values)])
+    assert shares == {code: 2 / 3}  # of the samples that assessed the mode; a sample that did not is left out
+
+
 REAL = ROOT / "tests" / "data" / "real" / "inspect"
 
 

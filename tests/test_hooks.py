@@ -71,6 +71,18 @@ def test_claude_code_install_uninstall_round_trip(tmp_path: Path) -> None:
     assert "no mast hook" in cli("hooks", "uninstall", "claude-code", "--settings", str(path))
 
 
+def test_a_linked_settings_file_stays_a_link(tmp_path: Path) -> None:
+    target = tmp_path / "dotfiles" / "claude-settings.json"
+    target.parent.mkdir()
+    target.write_text(json.dumps(SETTINGS))
+    link = tmp_path / "settings.json"
+    link.symlink_to(target)
+    cli("hooks", "install", "claude-code", "--settings", str(link))
+    assert link.is_symlink() and "SessionEnd" in json.loads(target.read_text())["hooks"]
+    cli("hooks", "uninstall", "claude-code", "--settings", str(link))
+    assert link.is_symlink() and json.loads(target.read_text()) == SETTINGS
+
+
 def test_claude_code_project_scope_and_a_broken_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     cli("hooks", "install", "claude-code", "--project")

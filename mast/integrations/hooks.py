@@ -152,6 +152,7 @@ def _read_json_settings(path: Path) -> dict[str, Any]:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
+    path = path.resolve()  # a settings file linked from a dotfiles repository stays a link: its target is written
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)

@@ -122,6 +122,12 @@ def test_codex_install_leaves_another_notify_alone(tmp_path: Path) -> None:
     assert "no mast notify" in cli("hooks", "uninstall", "codex", "--settings", str(path))
 
 
+def test_install_checks_the_judge_options(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    result = CliRunner().invoke(main, ["hooks", "install", "claude-code", "--settings", str(path), "--judge", "sometimes"])
+    assert result.exit_code == 2 and "invalid judge option" in result.output and not path.exists()
+
+
 def test_install_refuses_a_key() -> None:
     with pytest.raises(mast.UsageError, match="keys stay in the environment"):
         hooks.hook_argv("claude-code", judge={"api_key": "sk-x"})

@@ -73,7 +73,11 @@ def install_command(tool: str, scope: str, settings_file: Path | None, output: P
 
     path = settings_file or hooks.settings_path(tool, "project" if scope == "project" else "user")  # type: ignore[arg-type]
     seconds = parse_duration(quiet).total_seconds() if quiet else None
-    argv = hooks.hook_argv(tool, output=output, quiet=seconds, judge=_judge(options))  # type: ignore[arg-type]
+    judge = _judge(options)
+    from mast.judge.config import JudgeConfig
+
+    JudgeConfig.from_options(**judge)  # a bad value fails here, not silently in every hook run later
+    argv = hooks.hook_argv(tool, output=output, quiet=seconds, judge=judge)  # type: ignore[arg-type]
     write_line(f"mast: {hooks.install(tool, path, argv)}")  # type: ignore[arg-type]
 
 

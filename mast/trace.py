@@ -20,7 +20,15 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from mast._json import canonical_hash
 from mast._render import Transcript, render_transcript
@@ -111,6 +119,14 @@ def _text_field(model: str, field: str, value: Any, empty: str | None) -> Any:
         return str(value)
     _note(model, field, value, "kept as text")
     return _as_text(value)
+
+
+def text_value(value: Any, where: str) -> str | None:
+    """``value`` as text for a reader's own id or name fields (``where``: ``"Span.tool_call_id"``), noted when it was not text."""
+    if value is None or type(value) is str:
+        return value
+    model, _, field = where.partition(".")
+    return _text_field(model, field or where, value, None)
 
 
 def _lenient_text(*fields: str, empty: str | None = None) -> Any:

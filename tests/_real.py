@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from _data import REPO
+
 from mast.trace import Trace
 
 REAL = REPO / "tests" / "data" / "real"

@@ -20,8 +20,8 @@ from _trace_facts import step_skeleton
 
 from mast.errors import TraceFormatError
 from mast.normalize import detect_format, iter_traces, load_trace, load_traces
-from mast.normalize.base import RawInput
 from mast.normalize._readable import TERMINAL_TOOLS
+from mast.normalize.base import RawInput
 from mast.trace import Trace
 
 GOLDEN = Path(__file__).parent / "golden"

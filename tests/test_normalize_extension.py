@@ -40,8 +40,9 @@ def test_extension_modules_are_discovered_by_subpackage() -> None:
 
 
 def test_format_modules_keep_their_short_public_path() -> None:
-    import mast.normalize.file_formats.otlp as moved
     import mast.normalize.otlp as short
+
+    import mast.normalize.file_formats.otlp as moved
 
     assert short is moved
     assert normalize.formats is base.formats  # the subpackage does not shadow the function

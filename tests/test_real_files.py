@@ -13,8 +13,19 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from _real import (
+    REAL,
+    RealFile,
+    agent_names,
+    fold,
+    folders,
+    goldens,
+    manifest_rows,
+    real_files,
+    step_count,
+    tool_calls,
+)
 
-from _real import REAL, RealFile, agent_names, fold, folders, goldens, manifest_rows, real_files, step_count, tool_calls
 from mast.errors import TraceFormatError
 from mast.normalize import detect_format, load_traces
 

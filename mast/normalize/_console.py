@@ -25,8 +25,8 @@ _BOX_TOP = re.compile(r"^[ \t]*[╭┌╔┏┍┎╒╓][─━═┄┅┈┉�
 _BOX_BOTTOM = re.compile(r"^[ \t]*[╰└╚┗┕┖╘╙][─━═┄┅┈┉╌╍]*[╯┘╝┛┙┚╛╜][ \t]*$", re.MULTILINE)
 _BOX_SIDE = re.compile(r"^[ \t]*[│┃║][ \t]?(?P<inner>.*?)[ \t]*[│┃║][ \t]*$", re.MULTILINE)
 _RULE_ONLY = re.compile(r"^[ \t]*[─━═┄┅┈┉╌╍]{3,}[ \t]*$", re.MULTILINE)
-_TREE = re.compile(r"^(?P<pre>[ \t]*(?:[│┃┆┊][ \t]*)*)(?:[├└┣┗╠╚][─━═]*[ \t]*)", re.MULTILINE)
-_TREE_BAR = re.compile(r"^[ \t]*(?:[│┃┆┊][ \t]*)+$", re.MULTILINE)
+_TREE_LINE = re.compile(r"^[ \t]*(?:[├└┣┗╠╚]|[│┃┆┊](?![^\n]*[│┃║][ \t]*$))")
+"""A branch of a status tree (``├── 📋 Task``, ``│   └── 🔧 Used x``), not the side of a panel (``│ text │``)."""
 _EMOJI_BULLET = re.compile(
     r"^(?P<pre>[ \t]*)(?:[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\u231A-\u23FF][\uFE0F\u200D\U0001F3FB-\U0001F3FF]*)+[ \t]+",
     re.MULTILINE,
@@ -40,19 +40,33 @@ def strip_ansi(text: str) -> str:
 
 
 def plain_console(text: str) -> str:
-    """Terminal text as plain lines: escapes, carriage-return rewrites, box frames, tree branches and emoji bullets removed.
+    """Terminal text as plain lines: escapes, carriage-return rewrites, status trees, box frames and emoji bullets removed.
 
-    A panel's title and its inner lines are kept, their frame dropped; ``├── 📋 Task: x`` becomes
-    ``Task: x``. Lines are otherwise kept as they are, so a log without decorations is unchanged.
+    A status tree (a line with an emoji bullet and the ``├──`` / ``└──`` branches under it) is the
+    framework's live progress display and goes whole; a panel's title and inner lines are kept,
+    its frame dropped; an emoji bullet before text is dropped. A log without decorations is unchanged.
     """
     text = strip_ansi(text)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if any(hint in text for hint in DECORATION_HINTS):
+        text = _drop_trees(text)
         text = _BOX_TOP.sub(lambda m: m.group("title").strip(), text)
         text = _BOX_BOTTOM.sub("", text)
         text = _BOX_SIDE.sub(lambda m: m.group("inner"), text)
         text = _RULE_ONLY.sub("", text)
-        text = _TREE.sub("", text)
-        text = _TREE_BAR.sub("", text)
     return _EMOJI_BULLET.sub(lambda m: m.group("pre"), text)
+
+
+def _drop_trees(text: str) -> str:
+    lines = text.split("\n")
+    keep = [True] * len(lines)
+    for number, line in enumerate(lines):
+        if _TREE_LINE.match(line):
+            keep[number] = False
+            root = number - 1
+            while root >= 0 and not lines[root].strip():
+                root -= 1
+            if root >= 0 and keep[root] and _EMOJI_BULLET.match(lines[root]):
+                keep[root] = False  # the tree's root line ("🚀 Crew: crew")
+    return "\n".join(line for line, kept in zip(lines, keep, strict=True) if kept)

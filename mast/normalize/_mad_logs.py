@@ -18,7 +18,6 @@ from typing import Any
 import orjson
 
 from mast.errors import one_line
-from mast.normalize.logs.ag2 import parse_messages
 from mast.normalize._logs_common import (
     FRAMEWORK_LOGS,
     LogParse,
@@ -28,6 +27,7 @@ from mast.normalize._logs_common import (
     preferred_logs,
 )
 from mast.normalize._payload import decode_text, literal_failure
+from mast.normalize.logs.ag2 import parse_messages
 from mast.trace import Usage
 
 _RULE = re.compile(r"^[ \t]*(?:-{5,}|={5,}|\*{5,})[ \t]*$", re.MULTILINE)

@@ -24,16 +24,6 @@ from typing import Any
 import orjson
 
 from mast.normalize._common import text_of, usage_from
-from mast.normalize.dialects.anthropic import ANTHROPIC_BLOCKS as ANTHROPIC_BLOCKS
-from mast.normalize.dialects.anthropic import from_anthropic as from_anthropic
-from mast.normalize.dialects.gemini import from_gemini as from_gemini
-from mast.normalize.dialects.langchain import LANGCHAIN_TYPES as LANGCHAIN_TYPES
-from mast.normalize.dialects.langchain import from_langchain as from_langchain
-from mast.normalize.dialects.openai import from_openai as from_openai
-from mast.normalize.dialects.otel import from_otel as from_otel
-from mast.normalize.dialects.responses import RESPONSES_ITEM_TYPES as RESPONSES_ITEM_TYPES
-from mast.normalize.dialects.responses import from_responses as from_responses
-from mast.normalize.dialects.vercel import from_vercel as from_vercel
 from mast.normalize._dialects import dialect_of, is_message
 from mast.normalize._msg_common import CHAT_ROLES as CHAT_ROLES
 from mast.normalize._msg_common import ROLE_ALIASES as ROLE_ALIASES
@@ -46,6 +36,16 @@ from mast.normalize._msg_common import norm_role as norm_role
 from mast.normalize._msg_common import parts_text
 from mast.normalize._msg_common import result_text as result_text
 from mast.normalize._msg_common import type_of as type_of
+from mast.normalize.dialects.anthropic import ANTHROPIC_BLOCKS as ANTHROPIC_BLOCKS
+from mast.normalize.dialects.anthropic import from_anthropic as from_anthropic
+from mast.normalize.dialects.gemini import from_gemini as from_gemini
+from mast.normalize.dialects.langchain import LANGCHAIN_TYPES as LANGCHAIN_TYPES
+from mast.normalize.dialects.langchain import from_langchain as from_langchain
+from mast.normalize.dialects.openai import from_openai as from_openai
+from mast.normalize.dialects.otel import from_otel as from_otel
+from mast.normalize.dialects.responses import RESPONSES_ITEM_TYPES as RESPONSES_ITEM_TYPES
+from mast.normalize.dialects.responses import from_responses as from_responses
+from mast.normalize.dialects.vercel import from_vercel as from_vercel
 from mast.trace import ToolResult
 
 CREWAI_DELEGATION_TOOLS = frozenset(

@@ -32,7 +32,7 @@ from mast.normalize._messages import (
 from mast.normalize._otel_dialects import SpanDialect, SpanPlan, SpanReading, plan_for
 from mast.normalize._otlp_values import any_value, hex_id, key_values, span_time, status_of
 from mast.normalize._spans import Span
-from mast.trace import Usage
+from mast.trace import Usage, text_value
 
 SIMPLE_KINDS = {"llm": "llm", "tool": "tool", "agent": "agent", "chain": "chain", "workflow": "chain", "task": "chain", "generation": "llm"}
 """Kind words several dialects use (``traceloop.span.kind``, ``langsmith.span.kind``) and the span kind each means."""
@@ -292,7 +292,7 @@ def _read_tool(plan: SpanPlan, reading: SpanReading, span: Span) -> None:
         tool = match.group("name") if match else span.name
     span.tool_name = str(tool)
     call_id = _first(attrs, used, keys["tool_call_id"])
-    span.tool_call_id = str(call_id) if call_id is not None else None
+    span.tool_call_id = text_value(call_id, "Span.tool_call_id")
     arguments = _first(attrs, used, keys["tool_arguments"])
     result = _first(attrs, used, keys["tool_result"])
     span.input = maybe_json(arguments) if arguments is not None else span.input

@@ -44,8 +44,12 @@ def _header(headers: Any, name: str) -> str:
     return ""
 
 
-def inflate(blob: bytes, notes: list[str] | None = None, *, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
-    """Gzip or zlib bytes inflated, at most ``limit`` bytes of them (a note says when the body was cut)."""
+def inflate(blob: bytes, notes: list[str] | None = None, *, limit: int | None = None) -> bytes:
+    """Gzip or zlib bytes inflated, at most ``limit`` (default :data:`MAX_DECOMPRESSED_BYTES`) bytes of them.
+
+    A note says when the body was cut; a body that does not inflate is kept as it is, with a note.
+    """
+    limit = MAX_DECOMPRESSED_BYTES if limit is None else limit
     wbits = 16 + zlib.MAX_WBITS if blob[:2] == b"\x1f\x8b" else zlib.MAX_WBITS
     try:
         inflater = zlib.decompressobj(wbits)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from mast.normalize._common import text_of, usage_from
-from mast.normalize.dialects.anthropic import ANTHROPIC_BLOCKS, from_anthropic
 from mast.normalize._dialects import MessageDialect, register_dialect
 from mast.normalize._msg_common import Msg, as_dict, call_from_openai, listed, norm_role, parts_text, type_of
+from mast.normalize.dialects.anthropic import ANTHROPIC_BLOCKS, from_anthropic
 from mast.trace import ToolResult
 
 LANGCHAIN_TYPES = {

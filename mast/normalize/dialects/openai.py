@@ -10,8 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from mast.normalize._common import text_of, tool_call
-from mast.normalize.dialects.anthropic import ANTHROPIC_BLOCKS, from_anthropic
-from mast.normalize.dialects.vercel import from_vercel
 from mast.normalize._dialects import MessageDialect, register_dialect
 from mast.normalize._msg_common import (
     CHAT_ROLES,
@@ -23,6 +21,8 @@ from mast.normalize._msg_common import (
     parts_text,
     type_of,
 )
+from mast.normalize.dialects.anthropic import ANTHROPIC_BLOCKS, from_anthropic
+from mast.normalize.dialects.vercel import from_vercel
 from mast.trace import ToolResult
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from mast.normalize._common import text_of, tool_call
-from mast.normalize.dialects.gemini import from_gemini, is_parts_message
 from mast.normalize._dialects import MessageDialect, register_dialect
 from mast.normalize._msg_common import CHAT_ROLES, Msg, maybe_json, norm_role, parts_text
+from mast.normalize.dialects.gemini import from_gemini, is_parts_message
 from mast.trace import ToolCall, ToolResult
 
 

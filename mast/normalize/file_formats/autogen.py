@@ -22,12 +22,12 @@ import orjson
 
 from mast.errors import TraceFormatError, one_line
 from mast.normalize._common import text_of, usage_from
-from mast.normalize.logs.ag2 import parse_messages
 from mast.normalize._logs_common import LogParse
 from mast.normalize._mad_logs import parse_payload
 from mast.normalize._sniff import json_head
-from mast.normalize.file_formats.autogen_core import add_typed_messages, is_typed_message
 from mast.normalize.base import RawInput, TraceFormat, register
+from mast.normalize.file_formats.autogen_core import add_typed_messages, is_typed_message
+from mast.normalize.logs.ag2 import parse_messages
 from mast.trace import Trace
 
 _AGENTEVAL_KEYS = frozenset({"problem", "response_with_ans", "check_result", "correct_ans", "is_correct", "solution", "trial", "problem_id"})

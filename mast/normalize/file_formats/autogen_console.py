@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mast.errors import TraceFormatError
+from mast.normalize._sniff import text_document
+from mast.normalize.base import RawInput, TraceFormat, register
 from mast.normalize.logs.console import (
     looks_like_ag2_console,
     looks_like_agentchat_console,
     parse_ag2_console,
     parse_agentchat_console,
 )
-from mast.normalize._sniff import text_document
-from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Trace
 
 

@@ -23,10 +23,24 @@ from typing import Any
 from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
 from mast.normalize._common import usage_from
-from mast.normalize._messages import CHAT_ROLES, Msg, apply_prompt_names, as_dict, from_item, to_messages, type_of
+from mast.normalize._messages import (
+    CHAT_ROLES,
+    Msg,
+    apply_prompt_names,
+    as_dict,
+    from_item,
+    to_messages,
+    type_of,
+)
 from mast.normalize._sniff import sniffed_json
 from mast.normalize._timeline import Timeline
-from mast.normalize._vcr import chat_completion_from_stream, is_cassette_of, is_event_stream, rebuild_conversation, recorded_calls
+from mast.normalize._vcr import (
+    chat_completion_from_stream,
+    is_cassette_of,
+    is_event_stream,
+    rebuild_conversation,
+    recorded_calls,
+)
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
 

@@ -22,11 +22,11 @@ from typing import Any
 from mast._json import canonical
 from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
-from mast.normalize.dialects.pydantic_ai import is_model_message
 from mast.normalize._messages import from_item
 from mast.normalize._sniff import sniffed_json
 from mast.normalize._timeline import Timeline
 from mast.normalize.base import RawInput, TraceFormat, register
+from mast.normalize.dialects.pydantic_ai import is_model_message
 from mast.trace import Trace
 
 OUTPUT_TOOL = "final_result"

@@ -154,3 +154,29 @@ def coverage(files: list[RealFile] | None = None) -> dict[str, dict[str, Any]]:
         entry["repositories"] = sorted(entry["repositories"])
         entry["versions"] = sorted(entry["versions"])
     return dict(sorted(out.items()))
+
+
+README_START = "<!-- format-coverage: written by MAST_UPDATE_GOLDEN=1 pytest tests/test_real_files.py -->"
+README_END = "<!-- /format-coverage -->"
+
+
+def coverage_document(files: list[RealFile] | None = None) -> dict[str, Any]:
+    """What ``mast/data/format_coverage.json`` holds (no dates: it changes only when the corpus does)."""
+    return {
+        "schema": "mast-format-coverage/1",
+        "source": "tests/data/real/<format>/MANIFEST.md (files, repositories) and GOLDEN.yaml (versions)",
+        "formats": coverage(files),
+    }
+
+
+def readme_table(document: dict[str, Any], names: list[str]) -> str:
+    """The README's table of formats: real files, repositories, versions; documentation only where none."""
+    rows = ["| format | real files | repositories | versions |", "|---|---|---|---|"]
+    for name in names:
+        entry = document["formats"].get(name)
+        if entry is None:
+            rows.append(f"| `{name}` | 0 | | from documentation only |")
+        else:
+            versions = "; ".join(v.replace("|", "/") for v in entry["versions"])
+            rows.append(f"| `{name}` | {entry['files']} | {len(entry['repositories'])} | {versions} |")
+    return "\n".join([README_START, *rows, README_END])

@@ -11,23 +11,31 @@ checked). Comparisons fold case, whitespace and markdown emphasis, as a reader w
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 
 import pytest
 from _real import (
+    COVERAGE_FILE,
+    README_END,
+    README_START,
     REAL,
     RealFile,
     agent_names,
+    coverage_document,
     fold,
     folders,
     goldens,
     manifest_rows,
+    readme_table,
     real_files,
     step_count,
     tool_calls,
 )
 
+from _data import REPO
 from mast.errors import TraceFormatError
-from mast.normalize import detect_format, load_traces
+from mast.normalize import detect_format, formats, load_traces
 
 FILES = real_files()
 GOLDEN_FIELDS = {"format", "version", "steps", "agents", "tool_calls", "tool_names", "task", "final", "notes"}
@@ -100,3 +108,42 @@ def _check(item: RealFile) -> list[str]:
 def test_real_file_reads_as_its_golden(item: RealFile) -> None:
     problems = _check(item)
     assert not problems, f"{item.id}:\n  " + "\n  ".join(problems)
+
+
+def test_format_coverage_data_and_readme_table_are_up_to_date() -> None:
+    """``mast formats`` reads mast/data/format_coverage.json (wheels have no tests/); it must match the corpus.
+
+    ``MAST_UPDATE_GOLDEN=1`` rewrites the file and the README table from the corpus.
+    """
+    document = coverage_document()
+    names = [f.name for f in formats()]
+    unknown = set(document["formats"]) - set(names)
+    assert not unknown, f"goldens name formats mast does not have: {sorted(unknown)}"
+    table = readme_table(document, names)
+    readme_path = REPO / "README.md"
+    readme = readme_path.read_text(encoding="utf-8")
+    if os.environ.get("MAST_UPDATE_GOLDEN") == "1":
+        COVERAGE_FILE.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        start, end = readme.index(README_START), readme.index(README_END) + len(README_END)
+        readme_path.write_text(readme[:start] + table + readme[end:], encoding="utf-8")
+        readme = readme_path.read_text(encoding="utf-8")
+    assert json.loads(COVERAGE_FILE.read_text(encoding="utf-8")) == document, "run MAST_UPDATE_GOLDEN=1 pytest tests/test_real_files.py"
+    assert table in readme, "README format table is stale: run MAST_UPDATE_GOLDEN=1 pytest tests/test_real_files.py"
+
+
+def test_mast_formats_shows_coverage_and_documentation_only() -> None:
+    from click.testing import CliRunner
+
+    from mast.cli.normalize import formats_command
+    from mast.normalize._coverage import format_coverage
+
+    format_coverage.cache_clear()
+    out = CliRunner().invoke(formats_command).output
+    document = coverage_document()
+    for name, entry in document["formats"].items():
+        block = out.split(f"\n{name} ", 1)[1] if f"\n{name} " in out else out.split(f"{name} ", 1)[1]
+        head = block.split("\n", 3)
+        assert any(f"tested on {entry['files']} real file" in line for line in head), (name, head)
+        assert entry["versions"][0] in block
+    documented = [f.name for f in formats() if f.name not in document["formats"]]
+    assert documented and out.count("from documentation only") == len(documented)

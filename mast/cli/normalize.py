@@ -80,8 +80,19 @@ def command(
 
 @click.command("formats")
 def formats_command() -> None:
-    """List the trace formats mast reads, in detection priority order."""
+    """List the trace formats mast reads, in detection priority order.
+
+    Under each: an example, and how the reader is proven: the real files from public repositories
+    it is tested on and the framework versions they come from, or "from documentation only".
+    """
+    from mast.normalize._coverage import coverage_summary, format_coverage
+
+    coverage = format_coverage()
     for fmt in formats():
         stdout.print(f"{fmt.name:<22} {fmt.description}", markup=False, highlight=False)
         if fmt.example:
             stdout.print(f"{'':<22}   e.g. {fmt.example}", markup=False, highlight=False)
+        stdout.print(f"{'':<22}   {coverage_summary(fmt.name)}", markup=False, highlight=False)
+        entry = coverage.get(fmt.name)
+        for version in entry.versions if entry else ():
+            stdout.print(f"{'':<22}     - {version}", markup=False, highlight=False)

@@ -244,21 +244,30 @@ def test_a_bad_event_never_fails_the_hook(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_stop_waits_for_a_quiet_transcript(tmp_path: Path) -> None:
-    """After Stop the session is labelled only if its transcript did not change during the quiet period."""
+    """After Stop the session is labelled once its transcript stopped changing for the quiet period; one waiter per session."""
     transcript = tmp_path / "session.jsonl"
     shutil.copy(CLAUDE, transcript)
     results = tmp_path / "results.jsonl"
+    waits: list[str] = []
 
-    def grows(seconds: float) -> None:  # the session went on during the quiet period
+    def grow() -> None:
         with transcript.open("a") as fh:
             fh.write(transcript.read_text().splitlines()[0] + "\n")
 
-    line = hooks.label_session(transcript, "test_session", results, quiet=300, judge_options={}, sleep=grows)
-    assert "left to the next event" in line and lines(results) == []
-    line = hooks.label_session(transcript, "test_session", results, quiet=300, judge_options={}, sleep=lambda s: None)
-    assert "labelled" in line and len(lines(results)) == 1
+    def sleep(seconds: float) -> None:
+        waits.append(f"{len(lines(results))} results")
+        if len(waits) == 1:
+            grow()  # the session went on during the first quiet period: wait again
+            # meanwhile, the next Stop event's process finds this one waiting and leaves at once
+            assert "another process is waiting" in hooks.label_session(transcript, "test_session", results, quiet=300,
+                                                                        judge_options={}, sleep=lambda s: None)
+
+    line = hooks.label_session(transcript, "test_session", results, quiet=300, judge_options={}, sleep=sleep)
+    assert waits == ["0 results", "0 results"] and "labelled" in line and len(lines(results)) == 1
     first_hash = lines(results)[0]["trace_hash"]
-    grows(0)  # the session was resumed later and grew: its new whole-session result replaces the old one
+    grow()  # the session was resumed later and grew: its new whole-session result replaces the old one
     hooks.label_session(transcript, "test_session", results, quiet=0, judge_options={})
     (result,) = lines(results)
     assert result["trace_id"] == "test_session" and result["trace_hash"] != first_hash
+    # the waiter's lock went with it: a later Stop waits (and labels) again
+    assert "nothing new" in hooks.label_session(transcript, "test_session", results, quiet=1, judge_options={}, sleep=lambda s: None)

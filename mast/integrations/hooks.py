@@ -17,8 +17,9 @@ Our entries are the commands that run ``mast hooks run``; uninstalling removes e
 Running (:func:`handle_event`, what the hook calls) reads the event, answers in well under a second
 and never fails the hook: it starts a detached process (:func:`label_session`) and prints one line.
 ``SessionEnd`` labels the session at once; ``Stop``, ``SubagentStop`` and Codex's turn notices label
-it after a quiet period (``--quiet``, default 5 minutes) in which its transcript did not change: the
-process started by an earlier event sees the change and leaves the work to the later one. Results go
+it after a quiet period (``--quiet``, default 5 minutes) in which its transcript did not change: one
+process per session waits (it starts its wait again whenever the transcript changed), and the
+processes of later events find it waiting and leave at once. Results go
 to one results file per project (default ``<user data dir>/mast/hooks/<project>-<hash>.jsonl``;
 ``-o`` chooses), through the batch runner, so a repeated event, a rerun or the same transcript seen
 twice adds nothing (resume keys), and a session labelled again after it grew replaces its older
@@ -450,10 +451,52 @@ def label_session(transcript: Path, session_id: str, results: Path, *, quiet: fl
                   judge_options: dict[str, Any], sleep: Any = time.sleep) -> str:
     """Label one session's transcript into ``results`` (what the detached process runs); one line back.
 
-    With ``quiet`` > 0 it first waits that long and gives up if the transcript changed meanwhile
-    (a later event's process labels it then). A session already in the file with the same content
-    adds nothing; one labelled again after it grew replaces its older result.
+    With ``quiet`` > 0 it first waits until the transcript has not changed for that long; one process
+    per session waits (a later event finds it waiting and leaves at once), so a long session does
+    not pile up sleeping processes. A session already in the file with the same content adds
+    nothing; one labelled again after it grew replaces its older result.
     """
+    waiting = None
+    if quiet > 0:
+        waiting = _waiter_lock(results, session_id)
+        if waiting is None:  # an earlier event's process already waits for this session: one per session
+            return f"session {session_id}: another process is waiting for it to go quiet"
+        before = _fingerprint(transcript)
+        while True:
+            sleep(quiet)
+            now = _fingerprint(transcript)
+            if now == before:
+                break
+            before = now  # the session went on: wait again from its latest change
+    try:
+        return _label_now(transcript, session_id, results, judge_options)
+    finally:
+        if waiting is not None:
+            os.close(waiting)
+
+
+def _waiter_lock(results: Path, session_id: str) -> int | None:
+    """An exclusive lock on ``<results>.waiting/<session>.lock``; ``None`` when another process holds it.
+
+    The lock dies with its process (``flock``), so a killed waiter never blocks the next event.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory locks, every event waits on its own
+        return os.open(os.devnull, os.O_RDONLY)
+    folder = results.with_name(results.name + ".waiting")
+    folder.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha256(session_id.encode()).hexdigest()[:24]
+    fd = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _label_now(transcript: Path, session_id: str, results: Path, judge_options: dict[str, Any]) -> str:
     import asyncio
 
     from mast.batch.inputs import scan
@@ -461,11 +504,6 @@ def label_session(transcript: Path, session_id: str, results: Path, *, quiet: fl
     from mast.batch.runner import BatchRunner
     from mast.judge.config import JudgeConfig
 
-    if quiet > 0:
-        before = _fingerprint(transcript)
-        sleep(quiet)
-        if _fingerprint(transcript) != before:
-            return f"session {session_id}: transcript changed within {quiet:g}s; left to the next event"
     config = JudgeConfig.from_options(**judge_options)
     items = list(scan([transcript]))
     if not items:

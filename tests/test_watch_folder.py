@@ -80,6 +80,39 @@ async def test_an_unreadable_file_is_reported_and_the_others_labelled(tmp_path: 
         assert isinstance(watcher.source, FolderSource) and "notes.json" in watcher.source.skipped
 
 
+async def test_a_session_that_grew_is_labelled_again_and_replaces_its_older_result(tmp_path: Path) -> None:
+    # A resumed Claude Code session: labelled, its file grows, a watcher runs again -> one row per session.
+    import csv
+
+    from click.testing import CliRunner
+
+    from mast.cli import main
+
+    folder = tmp_path / "projects" / "-home-me-app"
+    folder.mkdir(parents=True)
+    session = folder / "session.jsonl"
+    lines = CLAUDE[0].read_text().splitlines(keepends=True)
+    session.write_text("".join(lines[:6]))
+    clock, out, state = Clock(), tmp_path / "r.jsonl", tmp_path / "state.json"
+    for _ in range(2):
+        with ResultsFile(out) as results:
+            watcher = _watcher(tmp_path / "projects", results, state, clock)
+            await watcher.poll()
+            clock.now += 61
+            assert [d.trace_id for d in (await watcher.poll()).labelled] == ["test_session"]
+            watcher.close()
+        session.write_text("".join(lines))  # the session was resumed: more lines
+        os.utime(session, ns=(int(clock.now * 1e9), int(clock.now * 1e9)))
+        clock.now += 1
+    (result,) = read_results(out)
+    assert result.trace_hash is not None
+    table = tmp_path / "t.csv"
+    done = CliRunner().invoke(main, ["export", str(out), "-o", str(table)])
+    assert done.exit_code == 0, done.output
+    with table.open() as f:
+        assert [row["trace_id"] for row in csv.DictReader(f)] == ["test_session"]
+
+
 def _results(path: Path) -> list[dict[str, object]]:
     if not path.exists():
         return []

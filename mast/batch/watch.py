@@ -212,6 +212,12 @@ class Watcher:
         )
         await runner.run(items)
         results = runner.results
+        # A trace labelled again after it grew (a resumed session, more spans) replaces its older
+        # result, as hooks do: one row per trace in the results file, so reports count it once.
+        fresh = {(d.trace_id, d.trace_hash) for d in report.labelled if d.status != "error"}
+        if fresh:
+            ids = {trace_id for trace_id, _ in fresh}
+            self.results.rewrite_without(lambda d: d.trace_id in ids and (d.trace_id, d.trace_hash) not in fresh)
         for trace_id, result in zip(ordered_ids, results, strict=True):
             if _not_started(result):
                 continue  # not started (budget): stays pending

@@ -271,3 +271,41 @@ def test_stop_waits_for_a_quiet_transcript(tmp_path: Path) -> None:
     assert result["trace_id"] == "test_session" and result["trace_hash"] != first_hash
     # the waiter's lock went with it: a later Stop waits (and labels) again
     assert "nothing new" in hooks.label_session(transcript, "test_session", results, quiet=1, judge_options={}, sleep=lambda s: None)
+
+
+def test_a_transcript_that_is_not_the_tools_own_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a regular file in the tool's own format is labelled: never /etc/passwd, a link out, or a fifo."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "home" / ".codex"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    link = tmp_path / "home" / ".claude" / "projects" / "-app" / "s.jsonl"
+    link.parent.mkdir(parents=True)
+    link.symlink_to("/etc/passwd")
+    outside = tmp_path / "elsewhere.jsonl"
+    shutil.copy(CLAUDE, outside)
+    link_out = link.with_name("linked-out.jsonl")
+    link_out.symlink_to(outside)  # a real transcript, but the link leads out of ~/.claude/projects
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"todo": "buy milk"}\n')
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    results = tmp_path / "out" / "r.jsonl"
+    cases = [("claude-code", "/etc/passwd", "not a claude_code transcript"),
+             ("claude-code", str(link), "is a link to /etc/passwd"),
+             ("claude-code", str(link_out), "is a link to"),
+             ("claude-code", str(notes), "not a claude_code transcript"),
+             ("claude-code", str(fifo), "not a regular file"),
+             ("codex", str(CLAUDE), "not a codex_rollout transcript")]
+    for tool, path, reason in cases:
+        event = json.dumps({"session_id": "s1", "thread-id": "0000000000000000", "transcript_path": path,
+                            "hook_event_name": "SessionEnd"})
+        result = CliRunner().invoke(main, ["hooks", "run", "--tool", tool, "-o", str(results)], input=event)
+        assert result.exit_code == 0 and result.output.count("\n") == 1, result.output
+        assert "hook skipped" in result.output and reason in result.output, result.output
+    assert not (tmp_path / "out").exists()  # nothing written: no results, no log
+    # a link that stays inside the tool's folder is the tool's own (a dotfiles layout)
+    inside = link.with_name("real.jsonl")
+    shutil.copy(CLAUDE, inside)
+    event = hooks.HookEvent("claude-code", "s1", link.with_name("alias.jsonl"), None, "Stop", final=False)
+    event.transcript.symlink_to(inside)
+    hooks.check_transcript(event)

@@ -121,8 +121,9 @@ def run_command(tool: str | None, output: Path | None, quiet: str | None, payloa
 @click.option("--session", required=True)
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--quiet", default="0s")
+@click.option("--tool", type=click.Choice(["claude-code", "codex"]), default=None)
 @_judge_flags
-def label_command(transcript: Path, session: str, output: Path, quiet: str, **options: Any) -> None:
+def label_command(transcript: Path, session: str, output: Path, quiet: str, tool: str | None, **options: Any) -> None:
     """The detached process ``mast hooks run`` starts: label one session into the results file."""
     from datetime import UTC, datetime
 
@@ -131,7 +132,7 @@ def label_command(transcript: Path, session: str, output: Path, quiet: str, **op
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     try:
         line = hooks.label_session(transcript, session, output, quiet=parse_duration(quiet).total_seconds(),
-                                   judge_options=_judge(options))
+                                   judge_options=_judge(options), tool=tool)  # type: ignore[arg-type]
     except MastError as exc:
         line = f"session {session}: not labelled: {exc}"
     write_line(f"{stamp} {line}")

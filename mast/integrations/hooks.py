@@ -392,7 +392,8 @@ def spawn_labeller(event: HookEvent, results: Path, quiet: float, judge: dict[st
     Ctrl-C in the agent's terminal does not reach it.
     """
     argv = [sys.executable, "-m", "mast", "hooks", "label", "--transcript", str(event.transcript),
-            "--session", event.session_id, "-o", str(results), "--quiet", f"{0 if event.final else quiet:g}s"]
+            "--session", event.session_id, "-o", str(results), "--quiet", f"{0 if event.final else quiet:g}s",
+            "--tool", event.tool]
     for name, value in judge.items():
         if value not in (None, ""):
             argv += [f"--{name.replace('_', '-')}", str(value)]
@@ -404,6 +405,70 @@ def spawn_labeller(event: HookEvent, results: Path, quiet: float, judge: dict[st
     return process.pid
 
 
+FORMATS: dict[Tool, str] = {"claude-code": "claude_code", "codex": "codex_rollout"}
+"""The format each tool's transcripts are read as (the labeller reads no other)."""
+
+
+def tool_roots(tool: Tool) -> list[Path]:
+    """Where ``tool`` keeps its transcripts: a linked transcript must lead inside one of these."""
+    if tool == "codex":
+        return [codex_home() / "sessions"]
+    roots = [Path.home() / ".claude" / "projects"]
+    if os.environ.get("CLAUDE_CONFIG_DIR"):
+        roots.append(Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects")
+    return roots
+
+
+def _looks_like_own_format(tool: Tool, path: Path) -> bool:
+    """Whether the first line of ``path`` is a Claude Code session event / a Codex rollout line.
+
+    A quick look at the head, so the hook answers before any normaliser is imported (that import
+    costs seconds); the labelling process then reads the file with that format only.
+    """
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 16)
+    first = next((line for line in head.lstrip(b"\xef\xbb\xbf").splitlines() if line.strip()), b"")
+    try:
+        value = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        return False
+    if tool == "codex":
+        return "payload" in value
+    return any(key in value for key in ("sessionId", "uuid", "leafUuid", "messageId"))
+
+
+def check_transcript(event: HookEvent) -> None:
+    """Refuse a transcript that is not the tool's own: a missing file, something not a regular file,
+    a link that leads out of the tool's transcript folder, or a file not in the tool's format.
+
+    Raises:
+        UsageError: why it is refused (the hook prints ``hook skipped: ...`` and exits 0).
+    """
+    import stat
+
+    path = event.transcript
+    what = f"transcript {path} of session {event.session_id}"
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        raise UsageError(f"{what} does not exist") from None
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{what} is not a regular file")
+    target = path.resolve()
+    if target != path.absolute():  # a link somewhere on the way: it must stay in the tool's folder
+        roots = [root.resolve() for root in tool_roots(event.tool)]
+        if not any(target.is_relative_to(root) for root in roots):
+            raise UsageError(f"{what} is a link to {target}, outside {', '.join(map(str, roots))}")
+    try:
+        own = _looks_like_own_format(event.tool, target)
+    except OSError as exc:
+        raise UsageError(f"{what} cannot be read ({one_line(exc)})") from None
+    if not own:
+        raise UsageError(f"{what} is not a {FORMATS[event.tool]} transcript")
+
+
 def handle_event(payload: dict[str, Any], *, tool: Tool | None, output: Path | None, quiet: float,
                  judge: dict[str, str | None]) -> str:
     """Parse one hook event, start its labelling in the background, and say so in one line.
@@ -412,8 +477,7 @@ def handle_event(payload: dict[str, Any], *, tool: Tool | None, output: Path | N
         UsageError: an event that names no session mast can find (the CLI prints it and exits 0).
     """
     event = parse_event(tool, payload)
-    if not event.transcript.is_file():
-        raise UsageError(f"transcript {event.transcript} of session {event.session_id} does not exist")
+    check_transcript(event)
     results = Path(output).expanduser() if output is not None else default_results(event.cwd)
     spawn_labeller(event, results, quiet, judge)
     when = "now" if event.final or quiet <= 0 else f"once its transcript is quiet for {quiet:g}s"
@@ -448,7 +512,7 @@ def _open_results(path: Path, wait_s: float) -> Any:
 
 
 def label_session(transcript: Path, session_id: str, results: Path, *, quiet: float,
-                  judge_options: dict[str, Any], sleep: Any = time.sleep) -> str:
+                  judge_options: dict[str, Any], sleep: Any = time.sleep, tool: Tool | None = None) -> str:
     """Label one session's transcript into ``results`` (what the detached process runs); one line back.
 
     With ``quiet`` > 0 it first waits until the transcript has not changed for that long; one process
@@ -469,7 +533,7 @@ def label_session(transcript: Path, session_id: str, results: Path, *, quiet: fl
                 break
             before = now  # the session went on: wait again from its latest change
     try:
-        return _label_now(transcript, session_id, results, judge_options)
+        return _label_now(transcript, session_id, results, judge_options, FORMATS[tool] if tool else "auto")
     finally:
         if waiting is not None:
             os.close(waiting)
@@ -496,7 +560,8 @@ def _waiter_lock(results: Path, session_id: str) -> int | None:
     return fd
 
 
-def _label_now(transcript: Path, session_id: str, results: Path, judge_options: dict[str, Any]) -> str:
+def _label_now(transcript: Path, session_id: str, results: Path, judge_options: dict[str, Any],
+               format: str = "auto") -> str:
     import asyncio
 
     from mast.batch.inputs import scan
@@ -505,9 +570,12 @@ def _label_now(transcript: Path, session_id: str, results: Path, judge_options: 
     from mast.judge.config import JudgeConfig
 
     config = JudgeConfig.from_options(**judge_options)
-    items = list(scan([transcript]))
+    items = list(scan([transcript], format=format))
     if not items:
         return f"session {session_id}: {transcript} holds no trace"
+    unreadable = [item.error for item in items if item.error is not None]
+    if format != "auto" and unreadable:  # not the tool's own transcript: nothing is judged or written
+        return f"session {session_id}: not labelled: {transcript} is not a {format} transcript ({one_line(unreadable[0])})"
     judge = configured_judge(config)
     written: list[Any] = []
     out = _open_results(results, LOCK_WAIT_S)

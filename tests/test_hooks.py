@@ -309,3 +309,26 @@ def test_a_transcript_that_is_not_the_tools_own_is_skipped(tmp_path: Path, monke
     event = hooks.HookEvent("claude-code", "s1", link.with_name("alias.jsonl"), None, "Stop", final=False)
     event.transcript.symlink_to(inside)
     hooks.check_transcript(event)
+
+
+@pytest.mark.slow
+def test_the_hook_does_not_wait_for_stdin_to_close(tmp_path: Path) -> None:
+    """The event is read as soon as it is whole; with nothing on stdin the hook gives up after a short wait."""
+    env = hook_env(tmp_path)
+    event = json.dumps({"session_id": "s1", "transcript_path": str(tmp_path / "gone.jsonl"), "hook_event_name": "Stop"})
+    for sent, reason in [(event + "\n", "does not exist"), ("", "no event on stdin")]:
+        process = subprocess.Popen([sys.executable, "-m", "mast", "hooks", "run", "--tool", "claude-code"], env=env,
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert process.stdin is not None
+        process.stdin.write(sent)
+        process.stdin.flush()  # and stdin stays open, as a tool may keep it
+        try:
+            process.wait(timeout=60)  # waiting for stdin to close would hang here
+            assert process.stderr is not None
+            err = process.stderr.read()
+            assert process.returncode == 0 and "hook skipped" in err and reason in err, err
+        finally:
+            process.kill()
+            process.wait()
+            for pipe in (process.stdin, process.stdout, process.stderr):
+                pipe.close()  # type: ignore[union-attr]

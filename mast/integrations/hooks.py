@@ -316,8 +316,8 @@ def read_payload(argument: str | None, stdin: Any) -> dict[str, Any]:
     if argument:
         text: str | bytes = argument
     else:
-        text = stdin.read(MAX_EVENT_BYTES) if stdin is not None and not stdin.isatty() else ""
-    if not text or not str(text).strip():
+        text = _read_event(stdin) if stdin is not None and not stdin.isatty() else ""
+    if not text or not (text.strip() if isinstance(text, bytes) else str(text).strip()):
         raise UsageError("no hook event: expected event JSON on stdin or as the last argument")
     try:
         payload = orjson.loads(text)
@@ -326,6 +326,44 @@ def read_payload(argument: str | None, stdin: Any) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise UsageError("hook event is not a JSON object")
     return payload
+
+
+STDIN_IDLE_S = 2.0
+"""How long ``mast hooks run`` waits for (more of) the event on stdin before it gives up."""
+
+
+def _read_event(stdin: Any, idle_s: float = STDIN_IDLE_S) -> str | bytes:
+    """The event on ``stdin``: read until one whole JSON value arrived, stdin closed, or no byte came for ``idle_s``.
+
+    The tool may keep stdin open after writing the event; the hook must not wait for it to close.
+    """
+    import select
+
+    try:
+        fd = stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's in-memory stdin): read it all
+        return stdin.read(MAX_EVENT_BYTES)
+    data = b""
+    while len(data) < MAX_EVENT_BYTES:
+        try:
+            ready, _, _ = select.select([fd], [], [], idle_s)
+        except (OSError, ValueError):  # pragma: no cover - select refuses this kind of file (Windows pipes)
+            return data + stdin.buffer.read(MAX_EVENT_BYTES - len(data))
+        if not ready:
+            if not data.strip():
+                raise UsageError("no event on stdin")
+            break  # what came is all there is: parsed (and refused if cut) below
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+        if data.rstrip().endswith((b"}", b"]")):
+            try:
+                orjson.loads(data)
+                break  # one complete event: do not wait for stdin to close
+            except orjson.JSONDecodeError:
+                pass
+    return data
 
 
 def find_codex_rollout(thread_id: str, home: Path | None = None) -> Path | None:

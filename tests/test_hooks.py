@@ -113,6 +113,23 @@ def test_codex_install_uninstall_round_trip(tmp_path: Path, monkeypatch: pytest.
     assert path.read_text() == CONFIG_TOML  # byte for byte
 
 
+def test_codex_uninstall_removes_the_config_install_created(tmp_path: Path) -> None:
+    path = tmp_path / "codex" / "config.toml"
+    cli("hooks", "install", "codex", "--settings", str(path))
+    cli("hooks", "install", "codex", "--settings", str(path))  # again: still the file mast created
+    assert "had created" in cli("hooks", "uninstall", "codex", "--settings", str(path))
+    assert not path.exists()
+    cli("hooks", "install", "codex", "--settings", str(path))
+    with path.open("a") as fh:
+        fh.write('model = "o3"\n')  # the user's own setting since: the file stays
+    cli("hooks", "uninstall", "codex", "--settings", str(path))
+    assert path.read_text() == 'model = "o3"\n'
+    path.write_text("")  # an empty file of the user's stays too
+    cli("hooks", "install", "codex", "--settings", str(path))
+    cli("hooks", "uninstall", "codex", "--settings", str(path))
+    assert path.exists() and path.read_text() == ""
+
+
 def test_codex_install_leaves_another_notify_alone(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text('notify = ["say", "done"]\n')

@@ -59,6 +59,8 @@ LOCK_WAIT_S = 600.0
 """How long a labelling process waits for another one writing the same results file."""
 MAX_EVENT_BYTES = 1 << 20
 CODEX_MARK = "# mast hooks: the notify program below is mast's (`mast hooks uninstall codex` removes both lines)"
+CODEX_CREATED = " (mast created this file)"
+"""Added to the mark when install created ``config.toml``: uninstall then removes the file if nothing else is left."""
 
 JUDGE_FLAGS = ("model", "judge", "jury", "taxonomy", "api_base")
 """The judge options ``mast hooks install`` carries into the installed command (never keys)."""
@@ -244,7 +246,7 @@ def _toml_array(argv: Sequence[str]) -> str:
 def _without_our_notify(text: str) -> tuple[str, bool]:
     lines = text.splitlines(keepends=True)
     for at, line in enumerate(lines):
-        if line.strip() == CODEX_MARK and at + 1 < len(lines) and lines[at + 1].lstrip().startswith("notify"):
+        if line.strip() in (CODEX_MARK, CODEX_MARK + CODEX_CREATED) and at + 1 < len(lines) and lines[at + 1].lstrip().startswith("notify"):
             return "".join(lines[:at] + lines[at + 2:]), True
     return text, False
 
@@ -259,7 +261,8 @@ def install_codex(path: Path, argv: Sequence[str]) -> str:
     if "notify" in rest:
         raise UsageError(f"{path} already has notify = {rest['notify']!r}; Codex runs one notify program, "
                          "so mast leaves it: remove it first, or call `mast hooks run --tool codex` from it")
-    new = f"{CODEX_MARK}\nnotify = {_toml_array(argv)}\n" + text
+    created = not path.exists() or (replaced and CODEX_MARK + CODEX_CREATED in path.read_text(encoding="utf-8"))
+    new = f"{CODEX_MARK}{CODEX_CREATED if created else ''}\nnotify = {_toml_array(argv)}\n" + text
     parsed = tomllib.loads(new)
     if parsed.get("notify") != list(argv) or {k: v for k, v in parsed.items() if k != "notify"} != rest:
         raise UsageError(f"{path}: could not add notify without changing other settings; add it by hand: notify = {_toml_array(argv)}")
@@ -280,6 +283,9 @@ def uninstall_codex(path: Path) -> str:
     after = tomllib.loads(new)
     if {k: v for k, v in config.items() if k != "notify"} != after:
         raise UsageError(f"{path}: removing mast's notify would change other settings; remove it by hand")
+    if not new.strip() and CODEX_MARK + CODEX_CREATED in text:  # install made the file and nothing else is in it
+        path.unlink()
+        return f"removed mast's notify and {path}, which mast hooks install had created"
     _write_atomic(path, new.encode())
     return f"removed mast's notify from {path}"
 

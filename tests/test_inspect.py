@@ -193,6 +193,12 @@ def test_mast_scorer_in_a_real_inspect_run(tmp_path: Path) -> None:
     assert isinstance(failed.value, float) and math.isnan(failed.value)
     assert failed.explanation is not None and "could not judge" in failed.explanation
     assert failed.metadata is not None and failed.metadata["mast"]["status"] == "error"
+    assert failed.reason == "grader_failed" and failed.metadata["unscored_reason"] == "grader_failed"
+
+    # the scorer's trace id is the one mast normalize gives the same sample in the log
+    logged = {t.trace_id for t in mast.load_traces(path)}  # the log holds NaN (the unscored value): read too
+    assert {(v.metadata or {})["mast"]["trace_id"] for v in scores.values()} == logged
+    assert all(trace_id.startswith(f"{log.eval.eval_id}/") for trace_id in logged)
 
     assert log.results is not None
     (mast_result,) = [r for r in log.results.scores if r.name == "mast_scorer"]

@@ -21,10 +21,11 @@ other :class:`~mast.judge.config.JudgeConfig` field; ``MAST_*`` variables fill t
 * ``answer``: the codes found (``1.3,3.2``) or ``none``;
 * ``explanation``: the judge's summary, each mode found with its confidence, reason and evidence
   quotes (``[S4] "..."``), and the first failure;
-* ``metadata``: ``{"mast": <the Diagnosis as JSON>}``.
+* ``metadata``: ``{"mast": <the Diagnosis as JSON>}``; its ``trace_id`` is the one ``mast normalize``
+  gives the sample in the log (``<eval_id>/<sample id>#<epoch>``).
 
 A sample the judge could not judge (provider down, unreadable answer, budget) is *unscored*:
-value NaN, reason ``grader_failed``, the reason in the explanation; it is left out of the metrics
+value NaN, ``reason`` ``grader_failed`` (and ``metadata["unscored_reason"]``), the reason in the explanation; it is left out of the metrics
 and never counts as "no failure". The metric :func:`mode_shares` gives, per mode, the share of the
 judged samples in which it was found.
 """
@@ -77,8 +78,27 @@ def trace_from_state(state: TaskState, target: Target | None = None) -> Trace:
         "metadata": dict(state.metadata or {}),
         "target": list(target.target) if target is not None else None,
     }
-    info = {"model": str(state.model)}
+    info = {"model": str(state.model), **_running_eval()}
     return sample_trace(sample, eval_info=info, source=SourceInfo(format="inspect_log", variant="state"))
+
+
+def _running_eval() -> dict[str, str]:
+    """The running eval's ids (``eval_id``, ``run_id``, ``task``), so the scorer's trace id is the one
+    ``mast normalize`` gives the same sample in the log (``<eval_id>/<sample>#<epoch>``).
+
+    Inspect publishes them only on its (private) active-sample record; without it, none.
+    """
+    try:
+        from inspect_ai.log._samples import sample_active
+
+        active = sample_active()
+    except Exception:  # noqa: BLE001 - another Inspect version: the trace id is then <sample>#<epoch>
+        return {}
+    if active is None:
+        return {}
+    found = {"eval_id": getattr(active, "eval_id", None), "run_id": getattr(active, "run_id", None),
+             "task": getattr(active, "task", None)}
+    return {key: str(value) for key, value in found.items() if value}
 
 
 def _quote(text: str) -> str:
@@ -113,6 +133,9 @@ def explanation_of(diagnosis: Diagnosis) -> str:
 
 
 def _unscored(explanation: str, metadata: dict[str, Any]) -> Score:
+    # The reason also goes in metadata["unscored_reason"], the key Inspect read before Score.reason
+    # existed (and still lifts into it), so every Inspect version keeps it in the log.
+    metadata = {**metadata, "unscored_reason": "grader_failed"}
     make = getattr(Score, "unscored", None)
     if make is not None:
         result: Score = make(reason="grader_failed", explanation=explanation, metadata=metadata)

@@ -130,9 +130,16 @@ class EvalZip:
 
     def json(self, name: str) -> Any:
         """Member ``name`` parsed as JSON."""
+        data = self.read(name)
         try:
-            return orjson.loads(self.read(name))
+            return orjson.loads(data)
         except orjson.JSONDecodeError as exc:
+            try:  # Inspect writes an unscored sample's value as NaN, which only the stdlib parser reads
+                import json
+
+                return json.loads(data)
+            except ValueError:
+                pass
             raise TraceFormatError(f"{name} in the .eval zip is not valid JSON ({exc})", path=str(self.path)) from exc
 
     def sample_names(self) -> list[str]:

@@ -67,8 +67,18 @@ def test_claude_code_install_uninstall_round_trip(tmp_path: Path) -> None:
     assert installed["hooks"]["PreToolUse"] == SETTINGS["hooks"]["PreToolUse"]
     assert installed["model"] == "opus" and installed["permissions"] == SETTINGS["permissions"]
     assert "removed 3" in cli("hooks", "uninstall", "claude-code", "--settings", str(path))
-    assert json.loads(path.read_text()) == SETTINGS
+    assert path.read_text() == json.dumps(SETTINGS, indent=4)  # byte for byte: its indent, no final newline
     assert "no mast hook" in cli("hooks", "uninstall", "claude-code", "--settings", str(path))
+
+
+def test_claude_code_settings_keep_their_layout(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    original = json.dumps({"z": 1, "a": {"b": [1, 2]}, "env": {"NAME": "Zoë"}}, indent="\t", ensure_ascii=False) + "\n"
+    path.write_text(original)
+    cli("hooks", "install", "claude-code", "--settings", str(path))
+    assert path.read_text().startswith('{\n\t"z": 1,\n\t"a": {') and path.read_text().endswith("}\n")
+    cli("hooks", "uninstall", "claude-code", "--settings", str(path))
+    assert path.read_text() == original
 
 
 def test_a_linked_settings_file_stays_a_link(tmp_path: Path) -> None:

@@ -154,6 +154,19 @@ def _read_json_settings(path: Path) -> dict[str, Any]:
     return data
 
 
+def _dump_settings(settings: dict[str, Any], path: Path) -> bytes:
+    """``settings`` as JSON laid out like the file at ``path`` already is: its indent (spaces or a
+    tab) and its final newline; keys keep their order. A file of the usual layout (``json.dumps``,
+    editors) that comes back to the same object comes back byte for byte."""
+    import json
+
+    old = path.read_bytes() if path.exists() else b""
+    found = re.search(rb"\n([ \t]+)\S", old)
+    indent: str | int = found.group(1).decode() if found else 2
+    text = json.dumps(settings, indent=indent, ensure_ascii=False)
+    return (text + ("\n" if not old or old.endswith(b"\n") else "")).encode()
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
     path = path.resolve()  # a settings file linked from a dotfiles repository stays a link: its target is written
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -207,7 +220,7 @@ def install_claude(path: Path, argv: Sequence[str]) -> str:
         if not isinstance(groups, list):
             raise UsageError(f"{path}: hooks.{event} is not a list; mast leaves the file as it is")
         groups.append({"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}]})
-    _write_atomic(path, orjson.dumps(settings, option=orjson.OPT_INDENT_2) + b"\n")
+    _write_atomic(path, _dump_settings(settings, path))
     return f"{'updated' if replaced else 'installed'} the mast hook for {', '.join(CLAUDE_EVENTS)} in {path}"
 
 
@@ -217,7 +230,7 @@ def uninstall_claude(path: Path) -> str:
     removed = _strip_claude(settings)
     if not removed:
         return f"no mast hook in {path}"
-    _write_atomic(path, orjson.dumps(settings, option=orjson.OPT_INDENT_2) + b"\n")
+    _write_atomic(path, _dump_settings(settings, path))
     return f"removed {removed} mast hook entr{'y' if removed == 1 else 'ies'} from {path}"
 
 

@@ -155,9 +155,12 @@ def _read_json_settings(path: Path) -> dict[str, Any]:
 
 
 def _dump_settings(settings: dict[str, Any], path: Path) -> bytes:
-    """``settings`` as JSON laid out like the file at ``path`` already is: its indent (spaces or a
-    tab) and its final newline; keys keep their order. A file of the usual layout (``json.dumps``,
-    editors) that comes back to the same object comes back byte for byte."""
+    """``settings`` as JSON laid out like the file at ``path`` already is.
+
+    Its indent (spaces or a tab) and its final newline are kept, and keys keep their order: a file
+    of the usual layout (``json.dumps``, editors) that comes back to the same object comes back
+    byte for byte.
+    """
     import json
 
     old = path.read_bytes() if path.exists() else b""
@@ -497,8 +500,10 @@ def _looks_like_own_format(tool: Tool, path: Path) -> bool:
 
 
 def check_transcript(event: HookEvent) -> None:
-    """Refuse a transcript that is not the tool's own: a missing file, something not a regular file,
-    a link that leads out of the tool's transcript folder, or a file not in the tool's format.
+    """Refuse a transcript that is not the tool's own.
+
+    That is a missing file, something not a regular file, a link that leads out of the tool's
+    transcript folder, or a file not in the tool's format.
 
     Raises:
         UsageError: why it is refused (the hook prints ``hook skipped: ...`` and exits 0).

@@ -83,8 +83,10 @@ def trace_from_state(state: TaskState, target: Target | None = None) -> Trace:
 
 
 def _running_eval() -> dict[str, str]:
-    """The running eval's ids (``eval_id``, ``run_id``, ``task``), so the scorer's trace id is the one
-    ``mast normalize`` gives the same sample in the log (``<eval_id>/<sample>#<epoch>``).
+    """The running eval's ids (``eval_id``, ``run_id``, ``task``).
+
+    With them the scorer's trace id is the one ``mast normalize`` gives the same sample in the log
+    (``<eval_id>/<sample>#<epoch>``).
 
     Inspect publishes them only on its (private) active-sample record; without it, none.
     """

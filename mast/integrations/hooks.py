@@ -364,13 +364,15 @@ def _read_event(stdin: Any, idle_s: float = STDIN_IDLE_S) -> str | bytes:
     try:
         fd = stdin.fileno()
     except (AttributeError, OSError, ValueError):  # not a real file (a test's in-memory stdin): read it all
-        return stdin.read(MAX_EVENT_BYTES)
+        whole: str | bytes = stdin.read(MAX_EVENT_BYTES)
+        return whole
     data = b""
     while len(data) < MAX_EVENT_BYTES:
         try:
             ready, _, _ = select.select([fd], [], [], idle_s)
         except (OSError, ValueError):  # pragma: no cover - select refuses this kind of file (Windows pipes)
-            return data + stdin.buffer.read(MAX_EVENT_BYTES - len(data))
+            rest: bytes = stdin.buffer.read(MAX_EVENT_BYTES - len(data))
+            return data + rest
         if not ready:
             if not data.strip():
                 raise UsageError("no event on stdin")

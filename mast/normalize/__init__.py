@@ -185,7 +185,7 @@ __all__ = [
 DETECT_THRESHOLD = 0.3
 """Below this confidence no format is chosen and the input is rejected with the reasons."""
 
-TRACE_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".yaml", ".yml", ".traj", ".txt", ".log"})
+TRACE_SUFFIXES = frozenset({".eval", ".json", ".jsonl", ".ndjson", ".yaml", ".yml", ".traj", ".txt", ".log"})
 """File name endings :func:`iter_paths` picks up when walking folders."""
 
 

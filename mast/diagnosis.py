@@ -109,6 +109,8 @@ class JudgeInfo(_Model):
     """``single``, ``chunked``, ``rules``..."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Sampling and other parameters that change the answer."""
+    mast_version: str | None = Field(default=None, exclude_if=_unset)
+    """The mast release that wrote the result (``None`` in results written before it was recorded)."""
 
 
 class SourceRef(_Model):

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mast.__about__ import __version__
 from mast.diagnosis import Diagnosis, JudgeInfo, JurorVerdict
 from mast.errors import JudgeError, UsageError
 from mast.judge.classify import CostEstimate, Judge, _load, _merged_config
@@ -230,6 +231,7 @@ class Jury:
             prompt_version=first.prompt_version,
             prompt_hash=first.prompt_hash,
             taxonomy_version=self.taxonomy.version,
+            mast_version=__version__,
             strategy="samples" if len(models) == 1 and self.samples > 1 else "jury",
             params={
                 "jurors": [{"name": m.name, **m.judge.config.answer_params()} for m in self.members],

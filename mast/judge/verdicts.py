@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from mast.__about__ import __version__
 from mast.diagnosis import (
     Diagnosis,
     DiagnosisStatus,
@@ -65,6 +66,7 @@ def judge_info(
         prompt_hash=prompts.hash,
         taxonomy_version=taxonomy.version,
         strategy=strategy,
+        mast_version=__version__,
         params={
             "temperature": answer["temperature"],
             "seed": answer["seed"],

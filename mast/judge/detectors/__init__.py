@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import time
 
+from mast.__about__ import __version__
 from mast.diagnosis import (
     Diagnosis,
     DiagnosisUsage,
@@ -193,6 +194,7 @@ def detectors_judge_info(taxonomy: Taxonomy | None = None) -> JudgeInfo:
         kind="detectors",
         taxonomy_version=taxonomy.version,
         strategy="rules",
+        mast_version=__version__,
         params={"detectors_version": DETECTORS_VERSION},
     )
 

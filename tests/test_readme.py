@@ -1,10 +1,12 @@
-"""The README matches the behaviour: every `mast` command in it runs, offline, and does what it says.
+"""The README and the docs match the behaviour: every `mast` command in them runs, offline.
 
-Commands are taken from the README's bash blocks (also the `.venv/bin/mast ...` part of the quick
+Commands are taken from the bash blocks of the README and of every page in ``docs/`` (also the `.venv/bin/mast ...` part of the quick
 start). They run in a sandbox holding a copy of ``data/examples`` and the files the README names
 (``run.json``, ``runs/``...). Commands that need a provider run against
 :class:`mast.testing.FakeLLMServer` through ``MAST_API_BASE``; the few that cannot run offline are
-listed in ``NOT_RUN`` with the reason, and a README command in neither group fails the test.
+listed in ``NOT_RUN`` with the reason, and a command in neither group fails the test. The Python
+blocks of ``docs/`` run the same way (``test_the_docs_python_runs``); the few that cannot are in
+``PY_NOT_RUN`` with the test that covers them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from mast.testing import FakeLLMServer
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
+DOCS = sorted((REPO / "docs").rglob("*.md"))
 
 NOT_RUN = {
     "mast evaluate --pred results.jsonl --gold Who_and_When/ --attribution": "needs the Who&When download",
@@ -61,24 +64,27 @@ EXIT = {"--fail-on": {3}}
 
 
 def readme_commands() -> list[str]:
+    """The `mast` commands of the README and the docs pages, each once, the README's first."""
     commands: list[str] = []
-    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S):
+    text = "\n".join(path.read_text() for path in (README, *DOCS))
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
         for line in block.splitlines():
             for part in line.split("&&"):
                 part = part.strip().removeprefix(".venv/bin/")
                 if part.startswith("mast "):
                     commands.append(" ".join(shlex.split(part, comments=True)))
-    return commands
+    return list(dict.fromkeys(commands))
 
 
-def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+def python_blocks(path: Path = README) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
 
 
 @pytest.fixture
 def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     examples = tmp_path / "data" / "examples"
     shutil.copytree(REPO / "data" / "examples", examples)
+    shutil.copytree(REPO / "prompts" / "taxonomy", tmp_path / "prompts" / "taxonomy")
     shutil.copy(examples / "ag2-migration-error.json", tmp_path / "run.json")
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -141,3 +147,37 @@ def test_the_readme_python_runs(sandbox: Path, monkeypatch: pytest.MonkeyPatch) 
     exec(compile(offline, "README api", "exec"), namespace)
     assert "Agreement per mode" in str(namespace["report"])
     assert len(namespace["frame"]) == 9  # type: ignore[arg-type]
+
+
+PY_NOT_RUN = {
+    'jury="openai/gpt-4.1-mini,openai/gpt-4.1"': "a jury of two models and two labelled runs: tests/test_jury.py",
+    "mast_scorer(model=": "runs inside a real `inspect eval`: tests/test_inspect.py",
+}
+"""Python blocks of the docs that do not run here, by a piece of their text, with the test that covers them."""
+PY_LINES_NOT_RUN = {"load_mad(": "a copy of the MAD data set: tests/test_datasets.py"}
+"""Lines left out of a block that otherwise runs."""
+
+
+def docs_python_blocks() -> list[tuple[str, str]]:
+    return [(path.relative_to(REPO).as_posix(), block) for path in (README, *DOCS) for block in python_blocks(path)]
+
+
+def test_every_docs_python_block_is_run_or_excused() -> None:
+    blocks = [block for _, block in docs_python_blocks()]
+    for marker in (*PY_NOT_RUN, *PY_LINES_NOT_RUN):
+        assert any(marker in block for block in blocks), f"no Python block holds {marker!r} any more"
+
+
+def test_the_docs_python_runs(sandbox: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert CliRunner().invoke(main, ["label", "data/examples", "-o", "results.jsonl"]).exit_code == 0
+    ran = 0
+    with FakeLLMServer() as server:
+        monkeypatch.setenv("MAST_API_BASE", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        for where, block in docs_python_blocks():
+            if any(marker in block for marker in PY_NOT_RUN):
+                continue
+            code = "\n".join(line for line in block.splitlines() if not any(m in line for m in PY_LINES_NOT_RUN))
+            exec(compile(code, where, "exec"), {})
+            ran += 1
+    assert ran >= 3 and server.chat_requests

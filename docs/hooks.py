@@ -25,6 +25,7 @@ def _cell(text: str) -> str:
 
 
 def formats_table() -> str:
+    """The registry's formats as a Markdown table, with the real files each reader is tested on."""
     from mast.normalize import formats
     from mast.normalize._coverage import DOCUMENTATION_ONLY, format_coverage
 
@@ -40,6 +41,7 @@ def formats_table() -> str:
 
 
 def errors_tree() -> str:
+    """``mast.errors`` as a nested list: each class, its exit status and what it means."""
     from mast import errors
 
     classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.MastError)]
@@ -83,12 +85,14 @@ def env_variables() -> set[str]:
 
 
 def on_config(config: Any) -> Any:
+    """Warn (fail under ``--strict``) for each command option without help text."""
     for option in options_without_help():
         log.warning("command option without help text: %s", option)
     return config
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """Fill the generated tables in; on the environment page, warn for each undocumented variable."""
     markdown = markdown.replace("<!-- mast:formats -->", formats_table())
     markdown = markdown.replace("<!-- mast:errors -->", errors_tree())
     if page.file.src_uri == "reference/environment.md":

@@ -137,7 +137,9 @@ def test_the_readme_commands_run_offline(sandbox: Path, monkeypatch: pytest.Monk
 
 def test_the_readme_python_runs(sandbox: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert CliRunner().invoke(main, ["label", "data/examples", "-o", "results.jsonl"]).exit_code == 0
-    classify_block, api_block = python_blocks()[:2]  # the jury block needs two labelled runs and scripted jurors
+    blocks = [block for _, block in docs_python_blocks()]
+    classify_block = next(b for b in blocks if 'mast.classify("run.json", model=' in b)
+    api_block = next(b for b in blocks if "mast.evaluate(" in b)
     with FakeLLMServer() as server:
         monkeypatch.setenv("MAST_API_BASE", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test-key")

@@ -129,6 +129,15 @@ def _open(browser, path: Path):
     return page, errors
 
 
+def _screenshot(page, name: str, tmp_path: Path) -> None:
+    """The docs' pictures of the report (docs/img/), retaken with MAST_UPDATE_GOLDEN=1."""
+    docs = Path(__file__).resolve().parent.parent / "docs" / "img"
+    target = docs / name if os.environ.get("MAST_UPDATE_GOLDEN") else tmp_path / name
+    page.screenshot(path=str(target))
+    assert target.stat().st_size > 1000
+    assert (docs / name).is_file(), f"docs/img/{name} is missing: run this test with MAST_UPDATE_GOLDEN=1"
+
+
 def test_filter_open_and_highlight_in_chromium(browser, labelled, tmp_path):
     report = tmp_path / "report.html"
     result = CliRunner().invoke(main, ["report", str(labelled), "--gold", str(EXAMPLES / "gold.csv"),
@@ -139,6 +148,8 @@ def test_filter_open_and_highlight_in_chromium(browser, labelled, tmp_path):
     assert with_13 and len(with_13) < len(diagnoses)
 
     page, errors = _open(browser, report)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    _screenshot(page, "report.png", tmp_path)
     assert page.locator("#trace-table tbody tr").count() == len(diagnoses)
     page.select_option("#f-mode", "1.3")
     shown = page.locator("#trace-table tbody tr")
@@ -154,6 +165,8 @@ def test_filter_open_and_highlight_in_chromium(browser, labelled, tmp_path):
     marks = page.locator(f"#trace-detail .step[data-step='{evidence.step}'] mark")
     assert marks.count() >= 1
     assert " ".join(marks.first.inner_text().split()) == " ".join(evidence.quote.split())
+    page.locator("#trace-detail").scroll_into_view_if_needed()
+    _screenshot(page, "trace-view.png", tmp_path)
     assert "present" in page.inner_text("#trace-detail tr[data-code='1.3']")
     assert page.locator("#trace-first-failure").count() == (1 if diagnosis.first_failure else 0)
     assert errors == []

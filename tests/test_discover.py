@@ -249,11 +249,10 @@ def test_sheet_then_gate_against_people(tmp_path):
 
 
 def test_readme_worked_example_on_the_repository_examples(tmp_path, monkeypatch):
-    """The README's `mast discover` lines on data/examples, with the scripted model: the output it shows."""
+    """The docs' `mast discover` lines (docs/how-to/discover.md) on data/examples, with the scripted model: the output it shows."""
     from _discover_fake import ExamplesScripted
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("## Discover your own failure modes")[1].split("\n## ")[0]
+    section = (Path(__file__).resolve().parent.parent / "docs" / "how-to" / "discover.md").read_text()
     commands = [line for line in re.findall(r"```bash\n(.*?)```", section, flags=re.S)[0].splitlines() if line]
     shown = re.findall(r"```text\n(.*?)```", section, flags=re.S)[0].strip()
     examples = Path(__file__).resolve().parent.parent / "data" / "examples"

@@ -377,3 +377,20 @@ def test_two_candidates_the_annotators_swap_are_merged_and_gated_together(run):
     merged = stale.gate[-1]
     assert merged.disagreements == 0 and stale.status == "accepted" and f"merging {approval.code}" in stale.reason
     assert {e.trace_id for e in approval.examples} & {e.trace_id for e in stale.examples}
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-usd", "5", "--price-input", "1", "--price-output", "1"]])
+def test_unreachable_server_is_its_own_one_line_error_not_a_budget_stop(tmp_path, budget):
+    import socket
+
+    with socket.socket() as sock:   # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    corpus = write_corpus(tmp_path / "traces", n=6, filler=1)
+    result = CliRunner().invoke(main, ["discover", str(corpus), "-o", str(tmp_path / "out"), "-j", "1",
+                                       "--model", "openai/x", "--api-key", "x", "--max-retries", "0",
+                                       "--api-base", f"http://127.0.0.1:{port}/v1", *budget])
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "cannot connect" in lines[0], result.output
+    assert "budget" not in result.output and "TypeError" not in result.output
+    assert result.exit_code == 1

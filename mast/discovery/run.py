@@ -189,7 +189,16 @@ class _Run:
         left = self.spend.left()
         diagnoses = await aclassify_many(list(traces), config=config, output=self.work / f"{name}.jsonl",
                                          concurrency=self.options.concurrency, budget_usd=left, on_result=booked)
-        if any(d.error is not None and d.error.type == "NotStarted" for d in diagnoses):
+        not_started = [d.error for d in diagnoses if d.error is not None and d.error.type == "NotStarted"]
+        if not_started:
+            # The batch stops early for the budget, or after a few traces failed the same way (an
+            # unreachable server, a rejected key): only the first is a budget stop.
+            setup = next((d.error for d in diagnoses if d.error is not None and d.error.type == "JudgeSetupError"),
+                         None)
+            if setup is not None:
+                raise JudgeError(setup.message)
+            if self.options.budget_usd is None or not not_started[0].message.startswith("budget"):
+                raise JudgeError(f"labelling for the {stage} stage stopped: {not_started[0].message}")
             raise BudgetStop(f"the budget (${self.options.budget_usd:.2f}) ran out while labelling for the {stage} "
                              f"stage (${self.spend.cost_usd:.4f} spent)")
         return diagnoses

@@ -394,3 +394,25 @@ def test_unreachable_server_is_its_own_one_line_error_not_a_budget_stop(tmp_path
     assert len(lines) == 1 and "cannot connect" in lines[0], result.output
     assert "budget" not in result.output and "TypeError" not in result.output
     assert result.exit_code == 1
+
+
+def test_model_given_names_lose_terminal_escapes_in_candidates_taxonomy_and_output(tmp_path):
+    corpus = write_corpus(tmp_path / "traces", n=12, filler=1)
+    scripted = Scripted(random_stale=False, confuse_approval=False)
+    evil = "\x1b]0;PWNED\x07\x1b[2J"
+
+    def responder(body):
+        answer = scripted(body)
+        if schema_of(body) == "mast_candidate_mode":
+            answer = {**answer, "name": evil + answer["name"], "definition": answer["definition"] + evil}
+        return answer
+
+    with FakeLLMServer(responder=responder) as server:
+        done = CliRunner().invoke(main, ["discover", str(corpus), "-o", str(tmp_path / "out"), "--no-stability",
+                                         "--model", "openai/fake-judge", "--api-base", server.base_url,
+                                         "--api-key", "x", "--annotators", ",".join(TWO_MODELS)])
+    assert done.exit_code == 0, done.output
+    assert "Wrong Namespace Targeted" in done.output and "\x1b" not in done.output and "PWNED" not in done.output
+    written = (tmp_path / "out" / "taxonomy.yaml").read_text()
+    assert "\x1b" not in written and "\\e" not in written and "PWNED" not in written
+    assert mast.load_taxonomy(tmp_path / "out" / "taxonomy.yaml").modes[-1].name == "Wrong Namespace Targeted"

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 from dataclasses import dataclass, field
 from string import Template
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from mast.errors import UsageError
 from mast.judge.budget import price
@@ -35,8 +36,46 @@ ANSWER_TOKENS_GUESS = 600
 """Output tokens assumed per discovery call when estimating its cost before sending it."""
 
 
+# Terminal escape sequences (CSI such as ESC[2J, OSC such as ESC]0;title BEL, and their one-byte C1
+# forms), removed whole so no "]0;title" is left behind; then every other control character.
+# Written here rather than taken from a package: two regular expressions, and the model's text must
+# lose them (a name is a label people read), not show them escaped as terminal_safe does.
+_ESCAPE_SEQUENCE = re.compile(
+    "\x1b\\][^\x07\x1b\x9c]*(?:\x07|\x1b\\\\|\x9c)?"   # OSC ... BEL or ST
+    "|\x1b\\[[0-?]*[ -/]*[@-~]"                            # CSI
+    "|\x1b[@-Z\\\\-_]"                                    # other two-byte escapes
+    "|\x9b[0-?]*[ -/]*[@-~]|\x9d[^\x07\x9c]*[\x07\x9c]?"   # C1 CSI, C1 OSC
+)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+_CONTROL_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def clean_label(text: str) -> str:
+    """A model-given name as one line of printable text: escape sequences and control characters removed."""
+    return " ".join(_CONTROL.sub(" ", _ESCAPE_SEQUENCE.sub("", text)).split())
+
+
+def clean_prose(text: str) -> str:
+    """Model-given prose (a definition) without escape sequences or control characters; lines and tabs kept."""
+    return _CONTROL_BUT_LINES.sub("", _ESCAPE_SEQUENCE.sub("", text)).strip()
+
+
 class _Answer(BaseModel):
+    """A model's answer, cleaned as it is read: what it names may end up in a terminal, a file or a prompt.
+
+    Names lose escape sequences and control characters (they are labels), prose keeps its lines.
+    """
+
     model_config = ConfigDict(extra="ignore")
+    _labels: ClassVar[frozenset[str]] = frozenset({"name", "label", "covered_by", "nearest_mast", "relation_target"})
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _clean(cls, value: Any, info: ValidationInfo) -> Any:
+        name = info.field_name or ""
+        if isinstance(value, str) and name != "quote":  # a quote is checked against the step it cites
+            value = clean_label(value) if name in cls._labels else clean_prose(value)
+        return value
 
 
 class OpenCodeAnswer(_Answer):

@@ -416,3 +416,24 @@ def test_model_given_names_lose_terminal_escapes_in_candidates_taxonomy_and_outp
     written = (tmp_path / "out" / "taxonomy.yaml").read_text()
     assert "\x1b" not in written and "\\e" not in written and "PWNED" not in written
     assert mast.load_taxonomy(tmp_path / "out" / "taxonomy.yaml").modes[-1].name == "Wrong Namespace Targeted"
+
+
+def test_an_answer_longer_than_its_schema_allows_is_cut_before_it_is_cached(tmp_path):
+    corpus = write_corpus(tmp_path / "traces", n=6, filler=1)
+    scripted = Scripted()
+
+    def responder(body):
+        answer = scripted(body)
+        if schema_of(body) == "mast_open_codes":
+            answer = {**answer, "summary": "x" * 1_000_000,
+                      "codes": [{**c, "description": "y" * 5000} for c in answer["codes"]]}
+        return answer
+
+    with FakeLLMServer(responder=responder) as server:
+        result = discover([corpus], tmp_path / "out", model="openai/fake-judge", api_base=server.base_url,
+                          api_key="x", cache_dir=tmp_path / "cache",
+                          options=DiscoverOptions(annotators=TWO_MODELS, stability=False))
+    assert result.manifest["open_coding"]["open_coding"]["codes"] > 0
+    stored = sum(p.stat().st_size for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    assert stored < 1_000_000                               # the megabyte summary is not kept
+    assert all(len(c.definition) <= 500 for c in result.candidates)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import re
 from dataclasses import dataclass, field
 from string import Template
@@ -48,6 +49,7 @@ _ESCAPE_SEQUENCE = re.compile(
 )
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 _CONTROL_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+_log = logging.getLogger("mast")
 
 
 def clean_label(text: str) -> str:
@@ -63,7 +65,9 @@ def clean_prose(text: str) -> str:
 class _Answer(BaseModel):
     """A model's answer, cleaned as it is read: what it names may end up in a terminal, a file or a prompt.
 
-    Names lose escape sequences and control characters (they are labels), prose keeps its lines.
+    Names lose escape sequences and control characters (they are labels), prose keeps its lines;
+    a text longer than its schema's ``maxLength`` (or a list longer than ``maxItems``) is cut to it,
+    with a warning, so the cache and DIR/work/ never keep more than the schema allows.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -73,8 +77,16 @@ class _Answer(BaseModel):
     @classmethod
     def _clean(cls, value: Any, info: ValidationInfo) -> Any:
         name = info.field_name or ""
+        extra = cls.model_fields[name].json_schema_extra if name in cls.model_fields else None
+        limits = extra if isinstance(extra, dict) else {}
         if isinstance(value, str) and name != "quote":  # a quote is checked against the step it cites
             value = clean_label(value) if name in cls._labels else clean_prose(value)
+        most = limits.get("maxLength" if isinstance(value, str) else "maxItems")
+        if isinstance(most, int) and isinstance(value, str | list) and len(value) > most:
+            _log.warning("mast: the model's %s in its %s has %d %s, more than the %d its schema allows: cut to "
+                         "%d", name, cls.__name__, len(value), "characters" if isinstance(value, str) else "items",
+                         most, most)
+            value = value[:most]
         return value
 
 

@@ -208,8 +208,15 @@ def test_dry_run_budget_stop_and_resume(tmp_path):
         assert 0 < spent
         done = runner.invoke(main, args)
         assert done.exit_code == 0, done.output
-        manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-        assert manifest["status"] == "done"
+        resumed = json.loads((tmp_path / "out" / "manifest.json").read_text())
+        assert resumed["status"] == "done"
+        # The spend of both runs is recorded, each and in all.
+        assert [r["status"] for r in resumed["runs"]] == ["stopped", "done"]
+        assert resumed["runs"][0]["totals"] == manifest["totals"] and resumed["runs"][1]["totals"] == resumed["totals"]
+        assert resumed["cumulative"]["calls"] == manifest["totals"]["calls"] + resumed["totals"]["calls"]
+        assert resumed["cumulative"]["cost_usd"] == pytest.approx(manifest["totals"]["cost_usd"]
+                                                                  + resumed["totals"]["cost_usd"])
+        manifest = resumed
         assert "weaker test" in manifest["annotator_kind"]
         assert {a["seed"] for a in manifest["annotators"]} == {1, 2}
         assert {a["temperature"] for a in manifest["annotators"]} == {0.7}
@@ -222,6 +229,9 @@ def test_dry_run_budget_stop_and_resume(tmp_path):
         total = len(server.chat_requests)
         rerun = runner.invoke(main, args)
         assert rerun.exit_code == 0 and len(server.chat_requests) == total
+        last = json.loads((tmp_path / "out" / "manifest.json").read_text())
+        assert len(last["runs"]) == 3 and last["runs"][2]["totals"]["calls"] == 0
+        assert last["cumulative"]["calls"] == resumed["cumulative"]["calls"]
 
 
 def test_sheet_then_gate_against_people(tmp_path):

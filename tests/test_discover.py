@@ -447,3 +447,17 @@ def test_an_answer_longer_than_its_schema_allows_is_cut_before_it_is_cached(tmp_
     stored = sum(p.stat().st_size for p in (tmp_path / "cache").rglob("*") if p.is_file())
     assert stored < 1_000_000                               # the megabyte summary is not kept
     assert all(len(c.definition) <= 500 for c in result.candidates)
+
+
+def test_a_resume_without_the_cache_asks_no_discovery_call_again(tmp_path):
+    corpus = write_corpus(tmp_path / "traces", n=8, filler=1)
+    with FakeLLMServer(responder=Scripted()) as server:
+        judge = {"model": "openai/fake-judge", "api_base": server.base_url, "api_key": "x"}
+        options = DiscoverOptions(annotators=TWO_MODELS, stability=False)
+        first = discover([corpus], tmp_path / "out", cache_dir=tmp_path / "cache", options=options, **judge)
+        asked = len(server.chat_requests)
+        again = discover([corpus], tmp_path / "out", cache=False, options=options, **judge)
+    assert (tmp_path / "out" / "work" / "answers.jsonl").stat().st_size > 0
+    assert len(server.chat_requests) == asked       # open codes, names and the rest came from DIR/work/
+    assert again.manifest["totals"]["calls"] == 0
+    assert [c.name for c in again.candidates] == [c.name for c in first.candidates]

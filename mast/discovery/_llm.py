@@ -13,9 +13,11 @@ import hashlib
 import logging
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from string import Template
 from typing import Any, ClassVar, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from mast.errors import UsageError
@@ -240,13 +242,18 @@ class Caller:
     """Sends the discovery's calls: cached, counted, within budget, at most ``concurrency`` at once."""
 
     def __init__(
-        self, config: JudgeConfig, backend: Backend, taxonomy: Taxonomy, spend: Spend, *, concurrency: int = 8
+        self, config: JudgeConfig, backend: Backend, taxonomy: Taxonomy, spend: Spend, *, concurrency: int = 8,
+        answers: Path | None = None,
     ) -> None:
         self.config = config
         self.backend = backend
         self.taxonomy = taxonomy
         self.spend = spend
         self.cache = JudgeCache(config.cache_dir) if config.cache else None
+        self.answers_file = answers
+        """``DIR/work/answers.jsonl``: every answer of this folder's runs, so a resume with another
+        --cache-dir or --no-cache asks nothing again (the cache is shared and may be cleared)."""
+        self.answers = _read_answers(answers) if answers is not None else {}
         self._gate = asyncio.Semaphore(concurrency)
         self._lock = asyncio.Lock()
         self._in_flight = 0.0
@@ -272,11 +279,21 @@ class Caller:
         """
         spent = self.spend.stage(stage)
         key = self.key(messages, spec)
+        if key in self.answers:
+            try:
+                value = spec.model.model_validate(self.answers[key])
+            except ValueError:
+                pass   # an answer this version no longer reads: asked again
+            else:
+                spent.cached += 1
+                return value
         if self.cache is not None:
             hit = await asyncio.to_thread(self.cache.get, key)
             if hit is not None and "answer" in hit:
                 spent.cached += 1
-                return spec.model.model_validate(hit["answer"])
+                value = spec.model.model_validate(hit["answer"])
+                await self._keep(key, value)
+                return value
         _, _, estimate = self.estimate(messages)
         async with self._gate:
             async with self._lock:
@@ -299,4 +316,35 @@ class Caller:
                               None if meter.price_unknown else (meter.cost_usd or 0.0))
         if self.cache is not None:
             await asyncio.to_thread(self.cache.put, key, {"answer": answer.value.model_dump(mode="json")})
+        await self._keep(key, answer.value)
         return answer.value
+
+    async def _keep(self, key: str, value: BaseModel) -> None:
+        """Append an answer to ``DIR/work/answers.jsonl`` (one line per answer, flushed as it comes)."""
+        if self.answers_file is None or key in self.answers:
+            return
+        dumped = value.model_dump(mode="json")
+        self.answers[key] = dumped
+        line = orjson.dumps({"key": key, "answer": dumped}) + b"\n"
+        async with self._lock:
+            with self.answers_file.open("ab") as handle:
+                handle.write(line)
+
+
+def _read_answers(path: Path) -> dict[str, Any]:
+    """The answers kept in ``path`` by key; a torn or foreign line (an interrupted write) is skipped."""
+    kept: dict[str, Any] = {}
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        return kept
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be read: {exc}") from exc
+    for line in lines:
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("key"), str) and isinstance(record.get("answer"), dict):
+            kept[record["key"]] = record["answer"]
+    return kept

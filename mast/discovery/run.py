@@ -255,7 +255,8 @@ async def adiscover(paths: Sequence[str | os.PathLike[str] | Trace], output: str
     if options.budget_usd is not None and price(judge.backend, 1000, 1000) is None:
         raise UsageError(f"--budget-usd needs the price of {config.model}: give --price-input and --price-output "
                          "(dollars per million tokens)")
-    caller = Caller(config, judge.backend, run.base, run.spend, concurrency=options.concurrency)
+    caller = Caller(config, judge.backend, run.base, run.spend, concurrency=options.concurrency,
+                    answers=run.work / "answers.jsonl")
     try:
         # 1. MAST-14 (reused from --results where it holds the trace).
         mast14 = await _mast14(run, traces, results)

@@ -137,3 +137,20 @@ def test_the_readme_python_runs(sandbox: Path, monkeypatch: pytest.MonkeyPatch) 
     exec(compile(offline, "README api", "exec"), namespace)
     assert "Agreement per mode" in str(namespace["report"])
     assert len(namespace["frame"]) == 9  # type: ignore[arg-type]
+
+
+def test_the_readme_discover_example_runs_offline_and_prints_what_it_shows(
+        sandbox: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The offline snippet of "Discover your own failure modes", from a copy of the repository's root."""
+    section = README.read_text().split("## Discover your own failure modes")[1].split("\n## ")[0]
+    block = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
+    shown = re.findall(r"```text\n(.*?)```", section, flags=re.S)[0].strip()
+    (sandbox / "tests").mkdir()
+    shutil.copy(REPO / "tests" / "_discover_fake.py", sandbox / "tests" / "_discover_fake.py")
+    for name in ("MAST_MODEL", "MAST_API_BASE", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))   # the snippet's sys.path entry goes with it
+    monkeypatch.delitem(__import__("sys").modules, "_discover_fake", raising=False)
+    exec(compile(block, "README discover", "exec"), {})
+    assert shown in capsys.readouterr().out
+    assert (sandbox / "discovered" / "taxonomy.yaml").is_file()

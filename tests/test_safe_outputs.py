@@ -214,6 +214,35 @@ def test_no_command_prints_a_control_character_from_a_trace(tmp_path, command):
         json.loads(result.stdout)  # machine output stays valid JSON
 
 
+def test_terminal_safe_escapes_bel_cr_backspace_and_newline_unambiguously():
+    assert terminal_safe("\x1b]0;title\x07\r-CR") == "\\x1b]0;title\\x07\\x0d-CR"
+    assert terminal_safe("a\x08\x08\x08bs") == "a\\x08\\x08\\x08bs"
+    assert terminal_safe("nl\nname\t.json") == "nl\\x0aname\\x09.json"
+    # A name spelling an escape out prints differently from one holding the control character.
+    assert terminal_safe("a\\x07b") != terminal_safe("a\x07b")
+    assert terminal_safe("\\\x07") != terminal_safe("\\x07")
+
+
+@pytest.mark.parametrize("command", ["normalize", "classify", "label"])
+def test_bel_cr_backspace_and_newline_from_a_trace_are_shown_not_obeyed(tmp_path, command):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    path = folder / "nl\nname.json"
+    path.write_text(_chat("r\x07\r-CR", agent="a\x08\x08\x08bs"), encoding="utf-8")
+    (folder / "bad\nx.json").write_text("{not json", encoding="utf-8")
+    args = {"normalize": ["normalize", str(path)],
+            "classify": ["classify", str(path), "--judge", "detectors"],
+            "label": ["label", str(folder), "--judge", "detectors", "-o", str(tmp_path / "r.jsonl")]}[command]
+    result = CliRunner().invoke(main, args)
+    output = result.stdout + result.stderr
+    assert not any(c in output for c in "\x07\r\x08"), repr(output)
+    if command == "label":
+        assert "bad\\x0ax.json" in output, output
+    else:
+        assert "nl\\x0aname.json" in output and "r\\x07\\x0d-CR" in output, output
+    assert not any(line.startswith(("name.json", "x.json")) for line in output.splitlines()), output
+
+
 # --- links out of the folder ---------------------------------------------------------------------
 
 def _linked_folder(tmp_path: Path) -> Path:

@@ -280,6 +280,22 @@ def test_a_folder_walk_skips_links_that_leave_the_folder_and_says_so(tmp_path):
     assert "SECRET-OUTSIDE" in followed.stdout
 
 
+def test_a_folder_named_through_a_link_is_walked_and_links_inside_it_still_checked(tmp_path):
+    runs = _linked_folder(tmp_path)
+    link = tmp_path / "sl2"
+    link.symlink_to(runs, target_is_directory=True)
+    result = CliRunner().invoke(main, ["normalize", str(link)])
+    assert result.exit_code == 0, result.output
+    assert "id real" in result.stdout and "is a folder" not in result.output
+    assert "SECRET-OUTSIDE" not in result.stdout and "a link that leaves the folder" in result.stderr
+
+    out = tmp_path / "results.jsonl"
+    result = CliRunner().invoke(main, ["label", str(link), "--judge", "detectors", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    labelled = out.read_text(encoding="utf-8")
+    assert '"real"' in labelled and "SECRET-OUTSIDE" not in labelled
+
+
 # --- the report shows what the judge read ---------------------------------------------------------
 
 SECRETS = ["sk-proj-" + "Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7d", "ops.lead@example.com",

@@ -192,7 +192,7 @@ def _walk(paths: list[Path], selection: FileSelection, recursive: bool, include:
         return False
 
     for path in paths:
-        if path.is_file() or path.is_symlink() or (path.exists() and not path.is_dir()):
+        if not path.is_dir() and (path.is_file() or path.is_symlink() or path.exists()):
             if selected(path, given=True):  # a pipe or a broken link is read, and reported with its reason
                 yield path
         elif path.is_dir():

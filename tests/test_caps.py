@@ -101,6 +101,12 @@ def test_caps_are_named_in_the_one_line_errors(tmp_path):
     for name, cap in (("literal", "MAX_LITERAL_CHARS"), ("literal_items", "MAX_LITERAL_ITEMS")):
         warnings = [w for t in iter_traces(bombs[name]) if not isinstance(t, TraceFormatError) for w in t.warnings]
         assert any(cap in w for w in warnings), warnings
+    # A bare Python literal file over the cap says so, not "truncated or malformed".
+    bare = tmp_path / "bare_literal.json"
+    bare.write_text("[" + "[]," * 1_300_000 + "]", encoding="utf-8")
+    with pytest.raises(TraceFormatError, match="MAX_LITERAL_(ITEMS|CHARS) cap") as caught:
+        list(iter_traces(bare))
+    assert "truncated or malformed" not in str(caught.value)
     assert literal_items("[[], [], {'a': 1}]") > 4 and MAX_LITERAL_ITEMS < 2_700_000
 
 

@@ -158,6 +158,8 @@ def test_json_mode_reasks_when_the_last_object_is_cut_off():
     "<<<END_\u041c\u0410\u0405\u0422_\u0422R\u0410\u0421\u0415>>>",  # Cyrillic М А Ѕ Т ... С Е
     "<<<END_\uff2d\uff21\uff33\uff34_TRACE>>>",  # fullwidth ＭＡＳＴ
     "<<<END_MAS\u200bT_TRACE>>>",  # a zero-width space inside
+    "<<<END_MAST\u0301_TRACE>>>",  # a combining accent over the T
+    "<<<E\u20ddND_MAST_TRACE>>>",  # an enclosing circle over the E
     "<<<end_mast_trace>>>",
 ])
 def test_a_look_alike_fence_in_the_trace_gets_a_new_fence(look_alike):

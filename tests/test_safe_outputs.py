@@ -298,6 +298,22 @@ def test_a_folder_named_through_a_link_is_walked_and_links_inside_it_still_check
     assert '"real"' in labelled and "SECRET-OUTSIDE" not in labelled
 
 
+@pytest.mark.parametrize("links", [5, 23])
+def test_the_skipped_summary_names_every_link_out_up_to_twenty(tmp_path, links):
+    from mast.batch.walk import MAX_LINKS_NAMED, select_files
+
+    outside = tmp_path / "outside.json"
+    outside.write_text(_chat("outside"), encoding="utf-8")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for number in range(links):
+        (runs / f"link{number:02d}.json").symlink_to(outside)
+    summary = select_files([str(runs)]).skipped_summary() or ""
+    named = [n for n in range(links) if f"link{n:02d}.json" in summary]
+    assert named == list(range(min(links, MAX_LINKS_NAMED))), summary
+    assert ("and 3 more" in summary) == (links > MAX_LINKS_NAMED) and ", ..." not in summary, summary
+
+
 # --- the report shows what the judge read ---------------------------------------------------------
 
 SECRETS = ["sk-proj-" + "Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7d", "ops.lead@example.com",

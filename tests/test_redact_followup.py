@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mast.redact import redact_text
+from mast.redact import redact_text, redact_trace
+from mast.trace import Step, ToolCall, ToolResult, Trace
 
 # (text, what must go, kind): each was sent to the judge before.
 LEAKED = [
@@ -93,3 +94,32 @@ def test_every_card_of_a_list_is_counted() -> None:
     result = redact_text("4111111111111111 5500000000000004 378282246310005 6011111111111117")
     assert result.counts == {"card_number": 4}
     assert redact_text("IBAN DE89370400440532013000 GB82WEST12345698765432").counts == {"iban": 2}
+
+
+def test_a_secret_found_once_is_redacted_where_the_text_repeats_it() -> None:
+    text = "curl -u admin:Sup3rSecretZ https://api.example\nError: 401 Unauthorized for admin:Sup3rSecretZ"
+    result = redact_text(text)
+    assert "Sup3rSecretZ" not in result.text
+    assert result.text.endswith("Unauthorized for [REDACTED:password]")
+    # earlier copies too, and only values long enough to be no common word
+    assert redact_text("user hunter2pw42 logged in; password=hunter2pw42").text == (
+        "user [REDACTED:password] logged in; password=[REDACTED:password]"
+    )
+    assert redact_text("password=pw1 then pw1 again").text == "password=[REDACTED:password] then pw1 again"
+
+
+def test_a_secret_found_in_one_step_is_redacted_in_every_step() -> None:
+    trace = Trace(
+        trace_id="t",
+        task="check the API; admin:Sup3rSecretZ is the account",
+        steps=[
+            Step(index=0, kind="tool_call", tool_calls=[ToolCall(name="sh", arguments={"cmd": "curl -u admin:Sup3rSecretZ https://x"})]),
+            Step(index=1, kind="tool_result", tool_results=[ToolResult(name="sh", output="401 Unauthorized for admin:Sup3rSecretZ")]),
+            Step(index=2, content="retrying with Sup3rSecretZ", error="still 401: Sup3rSecretZ"),
+        ],
+    )
+    redacted, counts = redact_trace(trace)
+    material = redacted.model_dump_json()
+    assert "Sup3rSecretZ" not in material, material
+    assert counts["password"] == 5
+    assert redacted.steps[2].content == "retrying with [REDACTED:password]"

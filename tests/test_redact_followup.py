@@ -44,6 +44,9 @@ LEAKED = [
     ("mobile: +49 170 1234567.", "1234567", "phone"),
     ("Büro +49 (0)30 901820", "901820", "phone"),
     ("+33 6 12 34 56 78", "12 34 56 78", "phone"),
+    # 5. a token as the whole URL user part (a GitHub token, a Sentry DSN's key)
+    ("git clone https://a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0@github.com/o/r.git", "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6", "token"),
+    ("SENTRY_DSN=https://0123456789abcdef0123456789abcdef@o123.ingest.sentry.io/456", "0123456789abcdef0123456789abcdef", "token"),
 ]
 
 KEPT = [
@@ -123,3 +126,19 @@ def test_a_secret_found_in_one_step_is_redacted_in_every_step() -> None:
     assert "Sup3rSecretZ" not in material, material
     assert counts["password"] == 5
     assert redacted.steps[2].content == "retrying with [REDACTED:password]"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("https://user:PASS@example.com", "https://user:[REDACTED:password]@example.com"),
+        (
+            "git clone https://x-access-token:TOKEN@github.com/o/r.git",
+            "git clone https://x-access-token:[REDACTED:password]@github.com/o/r.git",
+        ),
+        ("mailto:bob@example.com", "mailto:[REDACTED:email]"),
+        ("https://x.example/?to=bob@example.com", "https://x.example/?to=[REDACTED:email]"),
+    ],
+)
+def test_a_url_keeps_its_host_and_only_the_password_goes(text: str, expected: str) -> None:
+    assert redact_text(text).text == expected

@@ -47,6 +47,16 @@ LEAKED = [
     # 5. a token as the whole URL user part (a GitHub token, a Sentry DSN's key)
     ("git clone https://a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0@github.com/o/r.git", "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6", "token"),
     ("SENTRY_DSN=https://0123456789abcdef0123456789abcdef@o123.ingest.sentry.io/456", "0123456789abcdef0123456789abcdef", "token"),
+    # 5. secrets set without "="
+    ("env:\n- name: DB_PASSWORD\n  value: qxNX82wIamVdPHDt\n", "qxNX82wIamVdPHDt", "password"),
+    ("ENV DB_PASSWORD qxNX82wIamVdPHDt", "qxNX82wIamVdPHDt", "password"),
+    ("set -gx OPENAI_API_KEY qxNX82wIamVdPHDtAbc123", "qxNX82wIamVdPHDtAbc123", "api_key"),
+    ("aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI", "secret"),
+    (
+        "https://outlook.office.com/webhook/a1b2@c3d4/IncomingWebhook/0123456789abcdef0123456789abcdef/a1b2c3d4-e5f6-7890-abcd-ef1234567890",
+        "0123456789abcdef0123456789abcdef",
+        "token",
+    ),
 ]
 
 KEPT = [
@@ -56,6 +66,8 @@ KEPT = [
     "at 2024-05-01T12:34:56.789Z span 00f067aa0ba902b7 trace 4bf92f3577b34da6a3ce929d0e0e4736",
     "DE89370400440532013001 GB82WEST12345698765433",
     "@@ -120,7 +120,9 @@ +2024-05-01 tz +05:30 delta +12345678 bytes +49 151 23456789012 x+49 151 23456789",
+    "ENV PATH /usr/bin\nset -x DEBUG 1\nENV TOKEN_LIMIT 4096\n- name: DB_PASSWORD_FILE\n  value: /run/secrets/pw\n",
+    "- name: API_TOKEN\n  valueFrom:\n    secretKeyRef: {name: api, key: token}",
     "Authorization: Bearer token required",
     "Authorization: Bearer <token>",
     "the machine password is stored in the vault; docker login -u bot --password-stdin",

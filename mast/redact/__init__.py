@@ -12,13 +12,15 @@ Kinds found by default:
                           ``api_key=`` / ``AccountKey=`` / ``x-api-key:`` assignments, ``--api-key``
 ``token``                 bearer tokens, any other ``Authorization:`` scheme (``Token``, ``Digest``,
                           ``Negotiate``...), OAuth access tokens, signed-URL signatures, webhooks,
-                          ``/bot<token>/`` and other tokens in URL paths, ``token=``, ``--token``
+                          ``/bot<token>/`` and other tokens in URL paths, a token as a URL's
+                          user part, Teams webhooks, ``token=``, ``--token``
 ``jwt``                   JSON Web Tokens
 ``private_key``           PEM private key blocks (also JSON-escaped, as in GCP service accounts),
                           DER keys in base64, a kubeconfig's ``client-key-data``
 ``password``              ``scheme://user:PASSWORD@host``, ``password=`` and ``PGPASSWORD=``-style
                           assignments, HTTP Basic, ``curl -u user:PASS``, ``mysql -pPASS``,
-                          ``--password=``, a Docker config's ``auth``
+                          ``--password=``, ``docker login -p``, ``.netrc``, a Docker config's
+                          ``auth``, ``ENV DB_PASSWORD x`` and other settings without ``=``
 ``secret``                ``secret=`` / ``client_secret:`` / AWS secret keys in assignments,
                           Google and Azure client secrets
 ``cookie``                the values of ``Cookie:`` and ``Set-Cookie:`` headers
@@ -38,6 +40,9 @@ On top of these, the ~220 provider rules of gitleaks (:mod:`mast.redact.gitleaks
 ``mast/data/gitleaks_rules.json`` and run with RE2) and mast's own credential shapes
 (``mast/data/credential_rules.yaml``) name their findings ``api_key``, ``token``, ``secret``,
 ``password`` or ``private_key``.
+
+A value found once (8 characters or more) is replaced wherever else the text repeats it, and
+:func:`redact_trace` replaces it in every step.
 
 Assignments redact the value only (``password=[REDACTED:password]``), so the judge still sees what
 the step did. Identifiers that merely look random (git SHAs, UUIDs, span ids, digests, pod names,

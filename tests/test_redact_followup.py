@@ -115,7 +115,7 @@ def test_a_secret_found_once_is_redacted_where_the_text_repeats_it() -> None:
     text = "curl -u admin:Sup3rSecretZ https://api.example\nError: 401 Unauthorized for admin:Sup3rSecretZ"
     result = redact_text(text)
     assert "Sup3rSecretZ" not in result.text
-    assert result.text.endswith("Unauthorized for [REDACTED:password]")
+    assert result.text.endswith("Unauthorized for admin:[REDACTED:password]")
     # earlier copies too, and only values long enough to be no common word
     assert redact_text("user hunter2pw42 logged in; password=hunter2pw42").text == (
         "user [REDACTED:password] logged in; password=[REDACTED:password]"

@@ -212,7 +212,9 @@ class Redactor:
         merged = _merge(text, spans)
         # A secret found in one place is redacted wherever else the text repeats it ("curl -u
         # admin:PASS" and later "401 for admin:PASS").
-        values = _Repeats.values(text, [*merged, *([start, -end, kind] for start, end, _, kind in spans)])
+        # Only mast's own rules' findings: gitleaks' generic rule also takes ids beside a key word
+        # ("max_tokens": api-7d9f8b6c4-x2kqz), which must not then go everywhere the id occurs.
+        values = _Repeats.values(text, [[start, -end, kind] for start, end, order, kind in spans if order < last])
         if values:
             spans += [(start, -end, -1, kind) for kind, start, end in _Repeats(values).findings(text)]
             merged = _merge(text, spans)

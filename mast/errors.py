@@ -105,7 +105,7 @@ class JudgeSetupError(JudgeAPIError):
     ) -> None:
         super().__init__(message, status_code=status_code, n_attempts=n_attempts)
         self.reason = reason
-        """``auth``, ``permission``, ``unknown_model`` or ``connection_refused``."""
+        """``auth``, ``permission``, ``unknown_model``, ``connection_refused`` or ``not_json``."""
 
 
 class JudgeOutputError(JudgeError):

@@ -118,11 +118,14 @@ def _unpaired(k_base: int, n_base: int, k_new: int, n_new: int, level: float) ->
     if n_base == 0 or n_new == 0:
         return math.nan, math.nan, math.nan, math.nan
     difference = k_new / n_new - k_base / n_base
-    low, high = confint_proportions_2indep(k_new, n_new, k_base, n_base, method="newcomb", compare="diff",
-                                           alpha=1 - level)
-    if k_base == k_new == 0 or (k_base == n_base and k_new == n_new):
-        return difference, float(low), float(high), 1.0
-    p = float(test_proportions_2indep(k_new, n_new, k_base, n_base, method="score", compare="diff").pvalue)
+    # statsmodels also works out an odds ratio we do not use, dividing by zero when a proportion is
+    # 0 or 1: the warning it prints says nothing about the difference, so it is silenced here.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        low, high = confint_proportions_2indep(k_new, n_new, k_base, n_base, method="newcomb", compare="diff",
+                                               alpha=1 - level)
+        if k_base == k_new == 0 or (k_base == n_base and k_new == n_new):
+            return difference, float(low), float(high), 1.0
+        p = float(test_proportions_2indep(k_new, n_new, k_base, n_base, method="score", compare="diff").pvalue)
     return difference, float(low), float(high), p
 
 
@@ -153,7 +156,8 @@ def diff(
         One row per mode: ``code, name, paired, n_base, base_present, base_prevalence, base_low,
         base_high, n_new, new_present, new_prevalence, new_low, new_high, difference, diff_low,
         diff_high, p_value, p_holm, rose, fell``. ``attrs`` holds ``pairing`` (a sentence), ``key``,
-        ``note`` (the multiple-comparison note) and ``changed`` (see :func:`changed_traces`).
+        ``note`` (the multiple-comparison note), ``changed`` (see :func:`changed_traces`), ``judges``
+        (each run's judges) and ``judge_note`` (a sentence when they differ, else ``None``).
 
     Raises:
         EvaluationError: unreadable runs, unknown codes, or ``pairing="paired"`` with no shared key.
@@ -190,7 +194,13 @@ def diff(
             frame.loc[has_p, "p_holm"] = holm(frame.loc[has_p, "p_value"].to_numpy(float))
     alpha = 1 - level
     tested = int(frame["p_value"].notna().sum()) if not frame.empty else 0
+    judges = (_judges(old), _judges(fresh))
     frame.attrs = {
+        "judges": list(judges),
+        "judge_note": (
+            f"the runs were labelled by different judges ({' / '.join(judges[0]) or '?'} -> "
+            f"{' / '.join(judges[1]) or '?'}): a change here compares the judges, not the agent"
+            if judges[0] != judges[1] else None),
         "pairing": why,
         "key": pair_on,
         "level": level,
@@ -201,6 +211,14 @@ def diff(
         "changed": changed,
     }
     return frame
+
+
+def _judges(frame: pd.DataFrame) -> list[str]:
+    """The judges (model, else kind) that labelled a run's rows, sorted."""
+    for column in ("judge_model", "judge_kind"):
+        if column in frame.columns and frame[column].notna().any():
+            return sorted(str(v) for v in frame[column].dropna().unique())
+    return []
 
 
 def _mode_row(

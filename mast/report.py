@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import io
 import os
+import urllib.parse
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import TextIO
 
 import pandas as pd
 
+from mast._words import plural
 from mast.__about__ import __version__
 from mast._outputs import csp_meta
 from mast.diagnosis import Diagnosis
@@ -81,6 +83,7 @@ def write_report(
     the diagnoses; the per-trace rows go to a spool file (see :class:`~mast.evaluation.viewer.TraceView`).
     """
     target = Path(output)
+    target.parent.mkdir(parents=True, exist_ok=True)  # as ``label`` and ``export`` do
     partial = target.with_name(target.name + ".partial")
     try:
         with partial.open("w", encoding="utf-8") as handle:
@@ -113,9 +116,14 @@ def _write_page(
         raise ResultsFileError(f"{path}: no such results file")
     gold_table = read_labels(gold, role="gold", taxonomy=tax) if gold is not None else None
     digest, view = ResultsDigest(tax, keys=base is not None), TraceView(gold_table, redact_patterns=tuple(redact_patterns))
+    # The disagreements name each trace's file beside its id (often a sha256: content hash).
+    names: dict[str, str] = {}
     try:
         for diagnosis in iter_results(path) if path is not None else items or []:
             digest.add(diagnosis)
+            if gold is not None and diagnosis.source.path:
+                record = diagnosis.source.record
+                names[diagnosis.trace_id] = Path(diagnosis.source.path).name + (f"#{record}" if record else "")
             if not digest.judges.several:  # a mixed file is refused below: stop drawing its traces
                 view.add(diagnosis)
         digest.judges.check(source)
@@ -128,7 +136,7 @@ def _write_page(
         if gold is not None:
             report = evaluate(path if path is not None else items or [], gold, n_boot=n_boot, seed=seed, taxonomy=tax)
             parts.append(_agreement(report))
-            parts.append(_disagreements(report))
+            parts.append(_disagreements(report, names))
         heading = html.escape(title or f"mast report: {Path(source).name}")
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         out.write(
@@ -206,7 +214,9 @@ def _pct(value: float | None) -> str:
     return "–" if value is None or pd.isna(value) else f"{value:.0%}"
 
 
-def _table(frame: pd.DataFrame, *, text_columns: frozenset[str] | set[str] = frozenset()) -> str:
+def _table(frame: pd.DataFrame, *, text_columns: frozenset[str] | set[str] = frozenset(),
+           html_columns: frozenset[str] | set[str] = frozenset()) -> str:
+    """An HTML table; ``html_columns`` hold markup already escaped (links), the rest is escaped here."""
     head = "".join(f"<th class='{'text' if c in text_columns else ''}'>{html.escape(str(c))}</th>" for c in frame.columns)
     rows = []
     for record in frame.itertuples(index=False):
@@ -214,7 +224,7 @@ def _table(frame: pd.DataFrame, *, text_columns: frozenset[str] | set[str] = fro
         for column, value in zip(frame.columns, record, strict=True):
             text = "–" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
             cls = " class='text'" if column in text_columns else ""
-            cells.append(f"<td{cls}>{html.escape(text)}</td>")
+            cells.append(f"<td{cls}>{text if column in html_columns else html.escape(text)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
@@ -256,7 +266,8 @@ def _cost(frame: pd.DataFrame) -> str:
     ]
     body = "".join(f"<div class='kpi'><b>{html.escape(v)}</b>{html.escape(k)}</div>" for k, v in kpis)
     if (~priced).any() and priced.any():
-        body += f"<p class='note'>{int((~priced).sum())} traces have no known price and are left out of the cost.</p>"
+        unpriced = int((~priced).sum())
+        body += f"<p class='note'>Left out of the cost: {plural(unpriced, 'trace')} with no known price.</p>"
     if len(frame) and priced.any():
         body += f"<p class='note'>Mean cost per priced trace: ${cost / int(priced.sum()):.4f}.</p>"
     return _section("cost", "Cost and tokens", body)
@@ -267,7 +278,7 @@ def _agreement(report: EvaluationReport) -> str:
 
     p = report.pooled
     body = (
-        f"<p>{report.n_traces} traces, {report.n_cells} cells compared with {html.escape(report.gold_source)}. "
+        f"<p>{plural(report.n_traces, 'trace')}, {plural(report.n_cells, 'cell')} compared with {html.escape(report.gold_source)}. "
         f"Pooled: accuracy {fmt(p.accuracy)}, precision {fmt(p.precision)}, recall {fmt(p.recall)}, "
         f"F1 {fmt(p.f1)}, Cohen's kappa {fmt(p.kappa)} {fmt_ci(p.ci.get('kappa'))}.</p>"
     )
@@ -291,11 +302,18 @@ def _agreement(report: EvaluationReport) -> str:
     return _section("agreement", "Agreement with gold", body)
 
 
-def _disagreements(report: EvaluationReport) -> str:
+def _trace_link(trace_id: str, name: str | None) -> str:
+    """The trace's id linking to its row in the trace view (``#trace=ID``), with its file name."""
+    link = f"<a href='#trace={urllib.parse.quote(trace_id, safe='')}'>{html.escape(trace_id)}</a>"
+    return link + (f" <span class='src'>{html.escape(name)}</span>" if name else "")
+
+
+def _disagreements(report: EvaluationReport, names: dict[str, str] | None = None) -> str:
     if not report.disagreements:
         return _section("disagreements", "Disagreements", "<p>None: every compared cell agrees.</p>")
+    names = names or {}
     frame = pd.DataFrame({
-        "trace": [d.trace_id for d in report.disagreements],
+        "trace": [_trace_link(d.trace_id, names.get(d.trace_id)) for d in report.disagreements],
         "mode": [f"{d.code} {d.name}" for d in report.disagreements],
         "kind": [d.kind for d in report.disagreements],
         "gold votes": [d.gold_votes or "" for d in report.disagreements],
@@ -305,4 +323,5 @@ def _disagreements(report: EvaluationReport) -> str:
     note = ("<p class='note'>FP: the judge found the mode, the gold does not have it. FN: the gold has it, "
             "the judge did not find it.</p>")
     return _section("disagreements", f"Disagreements ({len(frame)})",
-                    note + _table(frame, text_columns={"trace", "mode", "kind", "judge's evidence"}))
+                    note + _table(frame, text_columns={"trace", "mode", "kind", "judge's evidence"},
+                                  html_columns={"trace"}))

@@ -51,6 +51,10 @@ NOT_RUN = {
         "an MLflow server (tests/test_mlflow.py)",
     "mast watch mlflow://localhost:5000/agents -o results.jsonl --every 60s --write-back":
         "an MLflow server and a loop that runs until stopped (tests/test_mlflow.py)",
+    "mast label logs/ -o results.jsonl": "an Inspect log folder: tests/test_inspect.py labels logs a real `inspect eval` wrote",
+    "mast hooks install codex": "writes the user's ~/.codex/config.toml: tests/test_hooks.py round-trips one under CODEX_HOME",
+    "mast watch ~/.claude/projects -o sessions.jsonl --quiet 10m --every 60s":
+        "a loop that runs until stopped, on the user's sessions (tests/test_watch_folder.py watches a folder)",
 }
 EXIT = {"--fail-on": {3}}
 """Expected exit statuses other than 0, by an option the command carries."""

@@ -180,3 +180,35 @@ def test_two_thousand_traces_page_and_filter(browser, labelled, tmp_path):
     page.wait_for_selector("#trace-detail:not([hidden])")
     assert many[-1].trace_id in page.inner_text("#trace-detail h3")
     assert errors == []
+
+
+def test_first_failure_without_agent_file_names_and_disagreement_links_in_chromium(browser, labelled, tmp_path):
+    """Issue 27.13: no "agent ," when no agent is named; file names beside ids; disagreements link to the view."""
+    from mast.diagnosis import FirstFailure
+
+    results = tmp_path / "results.jsonl"
+    diagnoses = read_diagnoses(labelled)
+    first = diagnoses[0].model_copy(update={"first_failure": FirstFailure(step=2, agent=None, code="1.3",
+                                                                          explanation="said twice")})
+    results.write_text("".join(d.model_dump_json() + "\n" for d in [first, *diagnoses[1:]]))
+    # A gold that disagrees with the judge on 3.1 for every trace: each becomes a disagreement row.
+    gold = tmp_path / "gold.csv"
+    verdicts = {d.trace_id: next(v.present for v in d.failure_modes if v.code == "3.1") for d in diagnoses}
+    gold.write_text("trace_id,3.1\n" + "".join(f"{t},{0 if p else 1}\n" for t, p in verdicts.items() if p is not None))
+    report = tmp_path / "report.html"
+    made = CliRunner().invoke(main, ["report", str(results), "--gold", str(gold), "-o", str(report), "--n-boot", "0"])
+    assert made.exit_code == 0, made.output
+    page, errors = _open(browser, report)
+    row = page.locator(f"#trace-table tbody tr[data-id='{first.trace_id}']")
+    assert Path(first.source.path).name in row.inner_text()  # the file name beside the id
+    assert "?" not in row.inner_text()
+    row.click()
+    page.wait_for_selector("#trace-detail:not([hidden])")
+    line = page.inner_text("#trace-first-failure")
+    assert "agent" not in line and line.startswith("First failure: step 2, 1.3: said twice")
+    link = page.locator("#disagreements a[href^='#trace=']").first
+    wanted = link.inner_text()
+    link.click()
+    page.wait_for_function(f"document.querySelector('#trace-detail') && !document.querySelector('#trace-detail').hidden")
+    assert wanted in page.inner_text("#trace-detail")
+    assert errors == []

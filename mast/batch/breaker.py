@@ -17,11 +17,16 @@ from __future__ import annotations
 from mast.diagnosis import Diagnosis
 from mast.errors import JudgeSetupError
 
-__all__ = ["DEFAULT_THRESHOLD", "CircuitBreaker"]
+__all__ = ["DEFAULT_MAX_CONSECUTIVE_ERRORS", "DEFAULT_THRESHOLD", "CircuitBreaker"]
 
 DEFAULT_THRESHOLD = 3
 """Consecutive identical setup errors that stop a batch: enough to rule out a one-off, few enough
 that a wrong key costs a handful of requests, not one per trace."""
+
+DEFAULT_MAX_CONSECUTIVE_ERRORS = 10
+"""Consecutive ``error`` results of any kind that stop a batch (a model that never answers valid
+JSON, a provider failing every call): enough that a bad patch of a few traces does not stop a run,
+few enough that a hopeless one costs a handful of traces, not the corpus (``--max-consecutive-errors``)."""
 
 FATAL_TYPES = frozenset({JudgeSetupError.__name__})
 """``error.type`` values (as written into results) that trip the breaker."""
@@ -30,12 +35,19 @@ FATAL_TYPES = frozenset({JudgeSetupError.__name__})
 class CircuitBreaker:
     """Counts consecutive identical setup errors; says when the batch should stop.
 
+    It also trips after ``max_consecutive_errors`` ``error`` results in a row of any kind (answers
+    the judge could not use, temporary failures that outlasted their retries); 0 turns that off.
+
     Args:
         threshold: consecutive identical setup errors that trip it (at least 1).
+        max_consecutive_errors: consecutive errors of any kind that trip it (0: never).
     """
 
-    def __init__(self, threshold: int = DEFAULT_THRESHOLD) -> None:
+    def __init__(self, threshold: int = DEFAULT_THRESHOLD,
+                 max_consecutive_errors: int = DEFAULT_MAX_CONSECUTIVE_ERRORS) -> None:
         self.threshold = max(1, threshold)
+        self.max_consecutive_errors = max(0, max_consecutive_errors)
+        self._errors = 0
         self._last: tuple[str, str] | None = None
         self._count = 0
         self.tripped: str | None = None
@@ -49,6 +61,16 @@ class CircuitBreaker:
         trace that produced nothing) breaks the run of identical errors.
         """
         error = diagnosis.error if diagnosis is not None and diagnosis.status == "error" else None
+        if diagnosis is not None:  # None: a trace that produced nothing, which says nothing either way
+            self._errors = self._errors + 1 if error is not None else 0
+        if error is not None and self.max_consecutive_errors and self._errors >= self.max_consecutive_errors \
+                and self.tripped is None and error.type not in FATAL_TYPES:
+            self.tripped = (
+                f"stopped after {self._errors} traces in a row ended in error; the last: {error.message}. "
+                "Traces not started have no result; fix the cause and run the same command again "
+                "(--max-consecutive-errors sets how many, 0 never stops)"
+            )
+            return self.tripped
         if error is None or error.type not in FATAL_TYPES:
             self._last, self._count = None, 0
             return None

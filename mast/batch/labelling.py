@@ -36,8 +36,9 @@ from mast.batch.pick import pick
 from mast.batch.report import BatchReport
 from mast.batch.resume import ResumeIndex
 from mast.batch.router import router_judge
+from mast.batch.estimates import last_estimate_check, learn_from_output, record_estimate
 from mast.batch.runner import BatchRunner, Breaker, ProgressCallback, ResultCallback
-from mast.batch.table import TABLE_SUFFIXES, write_table
+from mast.batch.table import TABLE_SUFFIXES, check_table_writer, write_table
 from mast.batch.walk import FileSelection, no_traces_error, select_files, walk_files
 from mast.errors import UsageError
 from mast.judge.config import JudgeConfig
@@ -69,6 +70,10 @@ class DryRunPlan(BaseModel):
     """``None`` when the price is unknown."""
     model: str | None = None
     judge: str = "llm"
+    answer_tokens: int | None = None
+    """Output tokens per answer assumed, learnt from this judge's earlier results (``None``: the typical size)."""
+    last_estimate: str | None = None
+    """How far the previous dry run's estimate was from what was then used (:mod:`mast.batch.estimates`)."""
 
 
 def results_path(output: str | os.PathLike[str]) -> Path:
@@ -92,6 +97,7 @@ def check_output(output: str | os.PathLike[str]) -> Path:
     path = Path(output)
     if path.suffix.lower() not in (".jsonl", ".ndjson", *TABLE_SUFFIXES):
         raise UsageError(f"-o {path}: use a name ending in .jsonl (or .csv / .parquet for a table as well)")
+    check_table_writer(path)  # before any call: the table is written only when the run ends
     return path
 
 
@@ -193,9 +199,11 @@ def label(
     breaker = breaker if breaker is not None else CircuitBreaker()
     judge = batch_judge or (router_judge(config, router) if router is not None else configured_judge(config))
     _notice_judge(config, on_notice)
+    if not overwrite:
+        learn_from_output(judge, jsonl)  # estimates (--budget-usd, --tpm) start from its earlier answers
     runner = BatchRunner(judge, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd,
                          keep_results=False, on_progress=on_progress, on_result=on_result, breaker=breaker,
-                         one_judge=not overwrite)
+                         one_judge=not overwrite, on_notice=on_notice)
     # The lock comes first: a second run on the same output stops before reading any input.
     with ResultsFile(jsonl, overwrite=overwrite) as results:
         if results.repaired and on_notice is not None:
@@ -344,6 +352,10 @@ def plan(
     files = _files(paths, output, jsonl, recursive, select, shard, on_notice)
     index = ResumeIndex.build(jsonl, judge.info) if not overwrite and jsonl.exists() else ResumeIndex()
     result = DryRunPlan(model=judge.info.model, judge=judge.info.kind)
+    if not overwrite:
+        result.last_estimate = last_estimate_check(jsonl)
+        if learn_from_output(judge, jsonl):
+            result.answer_tokens = getattr(judge, "answer_tokens", None)
     started = False
     seen: set[tuple[str, str | None]] = set()
     cost: float | None = 0.0
@@ -382,6 +394,9 @@ def plan(
         raise no_traces_error([str(p) for p in paths], _walk(paths, output, jsonl, recursive, select))
     result.estimated_input_tokens, result.estimated_output_tokens = input_tokens, output_tokens
     result.estimated_cost_usd = cost
+    if result.judge != "detectors":
+        record_estimate(jsonl, to_judge=result.to_judge, input_tokens=input_tokens, output_tokens=output_tokens,
+                        cost_usd=cost, model=result.model)
     return result
 
 

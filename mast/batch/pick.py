@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -56,10 +57,23 @@ def _where(item: WorkItem) -> set[str]:
     path = item.source.path
     if path is None:
         return {item.trace_id}
-    names = {item.trace_id, path}
+    absolute = _absolute(path)
+    names = {item.trace_id, path, absolute}
     if item.source.record is not None:
-        names.add(f"{path}#{item.source.record}")
+        names |= {f"{path}#{item.source.record}", f"{absolute}#{item.source.record}"}
     return names
+
+
+def _absolute(path: str) -> str:
+    return os.path.normpath(os.path.abspath(path))
+
+
+def _canonical(wanted: str) -> str:
+    """``./data/x.txt``, ``data/x.txt`` and ``/abs/data/x.txt`` name one file: its absolute path (+ ``#record``)."""
+    path, hash_, record = wanted.rpartition("#") if "#" in wanted else (wanted, "", "")
+    if not (os.sep in path or "/" in path or os.path.exists(path)):
+        return wanted  # a trace id
+    return _absolute(path) + (f"#{record}" if hash_ else "")
 
 
 def pick_items(
@@ -81,10 +95,10 @@ def pick_items(
     files = [i for i in items if i.whole_file]
     chosen = [i for i in items if not i.whole_file]
     if trace_ids:
-        wanted = set(trace_ids)
+        wanted = set(trace_ids) | {_canonical(t) for t in trace_ids}
         chosen = [i for i in chosen if _where(i) & wanted]
         found = set().union(*(_where(i) for i in chosen)) if chosen else set()
-        missing = [t for t in trace_ids if t not in found]
+        missing = [t for t in trace_ids if t not in found and _canonical(t) not in found]
         if missing:
             raise UsageError(f"--trace-id {missing[0]!r}: no such trace (`mast normalize PATH` lists ids)")
     if sample is not None and sample < len(chosen):

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mast._outputs import terminal_safe
 from mast.diagnosis import Diagnosis
 from mast.errors import one_line
 
@@ -33,6 +34,8 @@ class BatchReport(BaseModel):
     """Input records that could not be read (written as ``error`` results)."""
     not_started: int = 0
     """Traces left for a later run (budget reached or interrupted)."""
+    not_started_partial: bool = False
+    """``not_started`` is a lower bound: after Ctrl-C the rest of a large input was not all counted."""
     file_errors: list[str] = Field(default_factory=list)
     """``path: reason`` for each input file that could not be read (skipped)."""
     mode_counts: dict[str, int] = Field(default_factory=dict)
@@ -138,4 +141,6 @@ def file_error_line(item: WorkItem) -> str:
     error = item.error
     text = one_line(error) if error is not None else "unreadable"
     path = item.source.path or "input"
-    return text if text.startswith(path) else f"{path}: {text}"
+    line = text if text.startswith(path) else f"{path}: {text}"
+    # The path is shown as it is (one_line would turn a newline in a file's name into a space).
+    return terminal_safe(path) + line[len(path):] if line.startswith(path) else line

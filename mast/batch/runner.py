@@ -71,6 +71,9 @@ __all__ = [
     "reusable_results",
 ]
 
+INTERRUPTED_COUNT_S = 3.0
+"""After Ctrl-C, the longest spent counting the traces not started."""
+
 ResultCallback = Callable[[WorkItem, Diagnosis, Outcome], None]
 """Called with every result whole (a resumed one is read back from the output for it)."""
 
@@ -98,6 +101,7 @@ class BatchRunner:
             errors: no key, unknown model, refused endpoint).
         one_judge: refuse (:class:`~mast.errors.UsageError`, before any input is read) an output
             holding results of another judge (:mod:`mast.batch.mixing`).
+        on_notice: receives lines for the user the moment they matter (a Ctrl-C taken).
     """
 
     def __init__(
@@ -115,6 +119,7 @@ class BatchRunner:
         keep_results: bool = True,
         breaker: Breaker | None = None,
         one_judge: bool = False,
+        on_notice: Callable[[str], None] | None = None,
     ) -> None:
         if concurrency < 1:
             raise UsageError(f"concurrency must be at least 1 (got {concurrency})")
@@ -131,6 +136,7 @@ class BatchRunner:
         self.keep_results = keep_results
         self.breaker: Breaker = breaker if breaker is not None else CircuitBreaker()
         self.one_judge = one_judge
+        self.on_notice = on_notice
         self.report = BatchReport()
         self._kept: dict[int, Diagnosis] = {}
         self._unstarted: list[WorkItem] = []
@@ -183,6 +189,9 @@ class BatchRunner:
 
     def _fail(self, message: str) -> None:
         self.stop("failed", message)
+        self._close_gate()
+
+    def _close_gate(self) -> None:
         if self._gate is not None:
             self._gate.closed = True  # traces prepared ahead must not call the model now
 
@@ -196,9 +205,18 @@ class BatchRunner:
         """First Ctrl-C: finish what is in flight, start nothing new; second: cancel it too."""
         self._interrupts += 1
         if self._interrupts == 1:
+            # The traces prepared ahead wait at the gate: closed, none of them calls the model.
             self.stop("interrupted", "interrupted: finishing the traces in flight (Ctrl-C again to abandon them)")
+            self._close_gate()
+            self._say("interrupted: finishing the traces in flight, starting no more (Ctrl-C again to stop now; "
+                      "those in flight are then judged on the next run)")
         else:
+            self._say("interrupted again: stopping now; the traces in flight get no result and are judged on the next run")
             self.abort()
+
+    def _say(self, line: str) -> None:
+        if self.on_notice is not None:
+            self.on_notice(line)
 
     # -- the run -----------------------------------------------------------------------------------
 
@@ -247,11 +265,16 @@ class BatchRunner:
             for item in waiting:  # twins of a trace that never finished (cancelled)
                 self._not_started(item)
         self._in_flight.clear()
-        if self.report.stopped in (None, "interrupted"):
-            return  # finished, or Ctrl-C: the user wants out, so only what was read is counted
-        # After a budget stop or a failure the rest of the input is still counted (the summary says
-        # how many are left), and is not written.
+        if self.report.stopped is None:
+            return
+        # After a stop the rest of the input is still counted (the summary says how many are left),
+        # and is not written. After Ctrl-C the user wants out: counting stops after a few seconds
+        # (reading a large corpus takes long), and the count is then a lower bound.
+        deadline = time.monotonic() + INTERRUPTED_COUNT_S if self.report.stopped == "interrupted" else None
         for item in stream:
+            if deadline is not None and time.monotonic() > deadline:
+                self.report.not_started_partial = True
+                break
             if item.whole_file:
                 self._account(item, None, "unreadable")
             else:
@@ -311,7 +334,7 @@ class BatchRunner:
             await self.judge.start()
         estimate = self._estimate(trace)
         if estimate is not None and not self.budget.try_start(estimate.cost_usd or 0.0):
-            self.stop("budget", self._budget_message())
+            self.stop("budget", self._budget_message(estimate.cost_usd or 0.0))
             return False
         if self.limiter.active:
             tokens = estimate.input_tokens + estimate.output_tokens if estimate else 0
@@ -336,8 +359,15 @@ class BatchRunner:
             )
         return estimate
 
-    def _budget_message(self) -> str:
+    def _budget_message(self, estimate_usd: float) -> str:
         spent = self.budget.spent_usd + self.budget.in_flight_usd
+        if self.budget.spent_usd == 0 and self.budget.in_flight_usd == 0:
+            # Nothing was reached: one trace alone is estimated above the whole budget.
+            return (
+                f"the next trace alone is estimated at ${estimate_usd:.4f}, above the whole budget of "
+                f"${self.budget.limit_usd:.2f}: no trace was started. Give a larger --budget-usd "
+                "(mast label --dry-run estimates the whole run)"
+            )
         return (
             f"budget of ${self.budget.limit_usd:.2f} reached (about ${spent:.4f} spent or in flight); "
             "no new traces started. Run the same command again with a higher --budget-usd to continue"
@@ -349,6 +379,7 @@ class BatchRunner:
         try:
             diagnosis = await self.judge.classify(trace, raise_on_error=self.raise_on_error, gate=self._gate)
         except asyncio.CancelledError:
+            self._not_started(item)  # abandoned (second Ctrl-C, or a fast failure): judged on the next run
             raise
         except RunStopped:
             self._not_started(item)

@@ -21,7 +21,20 @@ from mast.results import iter_results, read_results, to_dataframe
 TABLE_SUFFIXES = (".csv", ".parquet")
 """File endings :func:`write_table` can write."""
 
-__all__ = ["TABLE_SUFFIXES", "read_results", "write_table"]
+__all__ = ["TABLE_SUFFIXES", "check_table_writer", "read_results", "write_table"]
+
+PARQUET_HINT = "pip install pyarrow (the extra mast-judge[parquet])"
+
+
+def check_table_writer(path: str | os.PathLike[str]) -> None:
+    """Refuse, before any work, a table that could not be written at the end (Parquet without pyarrow).
+
+    Raises:
+        UsageError: ``path`` ends in ``.parquet`` and pyarrow is not installed.
+    """
+    if Path(path).suffix.lower() == ".parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise UsageError(f"{path}: writing Parquet needs pyarrow: {PARQUET_HINT}; or write .jsonl or .csv now "
+                         "and `mast export` to Parquet later. Nothing was judged")
 
 
 def write_table(
@@ -48,7 +61,7 @@ def write_table(
         diagnoses = iter_results(diagnoses)  # streamed: only the table's columns are held
     frame = to_dataframe(diagnoses, form=form)
     if suffix == ".parquet" and importlib.util.find_spec("pyarrow") is None:
-        raise UsageError("writing Parquet needs pyarrow: pip install 'mast-judge[parquet]'")
+        raise UsageError(f"{target}: writing Parquet needs pyarrow: {PARQUET_HINT}")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:

@@ -197,7 +197,10 @@ class Watcher:
         traces = self.source.read(trace_ids)
         for missing in set(trace_ids) - set(traces):
             del self.state.pending[missing]  # deleted from the store meanwhile
-        ordered = [traces[t] for t in trace_ids if t in traces]
+        # A store's trace ids are the traces' own; a folder's are file paths (mast.sources.folder):
+        # results are matched to pending entries by position, not by the trace's id.
+        ordered_ids = [t for t in trace_ids if t in traces]
+        ordered = [traces[t] for t in ordered_ids]
         report.finished = len(ordered)
         report.roots = {t: p.root_span_id for t, p in self.state.pending.items() if p.root_span_id and t in traces}
         report.traces = traces
@@ -209,15 +212,21 @@ class Watcher:
         )
         await runner.run(items)
         results = runner.results
-        for item, result in zip(items, results, strict=True):
+        # A trace labelled again after it grew (a resumed session, more spans) replaces its older
+        # result, as hooks do: one row per trace in the results file, so reports count it once.
+        fresh = {(d.trace_id, d.trace_hash) for d in report.labelled if d.status != "error"}
+        if fresh:
+            ids = {trace_id for trace_id, _ in fresh}
+            self.results.rewrite_without(lambda d: d.trace_id in ids and (d.trace_id, d.trace_hash) not in fresh)
+        for trace_id, result in zip(ordered_ids, results, strict=True):
             if _not_started(result):
                 continue  # not started (budget): stays pending
-            entry = self.state.pending[item.trace_id]
+            entry = self.state.pending[trace_id]
             if result.status == "error":
                 entry.attempts += 1
                 if entry.attempts < MAX_ATTEMPTS:
                     continue
-            del self.state.pending[item.trace_id]
+            del self.state.pending[trace_id]
         report.results = [d for d in results if not _not_started(d)]
         report.cost_usd = runner.report.cost_usd
         self.state.spent_usd += runner.report.cost_usd

@@ -35,8 +35,10 @@ class _Group(click.Group):
                 raise
             code = exc.exit_code if isinstance(exc, MastError) else 1
             prefix = "error" if isinstance(exc, MastError) else f"unexpected {type(exc).__name__}"
-            click.echo(terminal_safe(f"mast: {prefix}: {one_line(exc)} (--debug for details)"
-                                     if not isinstance(exc, MastError) else f"mast: {one_line(exc)}"), err=True)
+            # --debug belongs to ``mast`` itself, before the sub-command (or MAST_DEBUG=1).
+            click.echo(terminal_safe(
+                f"mast: {prefix}: {one_line(exc)} (for details: mast --debug {ctx.invoked_subcommand or ''} ..., "
+                "or MAST_DEBUG=1)" if not isinstance(exc, MastError) else f"mast: {one_line(exc)}"), err=True)
             sys.exit(code)
 
 
@@ -48,9 +50,10 @@ def main(ctx: click.Context, debug: bool) -> None:
     """Tell why AI agent runs fail: label traces with the MAST failure taxonomy.
 
     \b
-    mast normalize run.json          read any supported trace file
-    mast label runs/ -o results.jsonl label a folder of traces
-    mast evaluate --pred results.jsonl --gold gold.csv
+    mast normalize run.json                              read any supported trace file
+    mast label runs/ -o results.jsonl                    label a folder of traces
+    mast report results.jsonl -o report.html             an HTML report of them
+    mast evaluate --pred results.jsonl --gold gold.csv   agreement with human labels
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug

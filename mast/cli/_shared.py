@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
+import click
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
+from rich.text import Text
 
 from mast._outputs import terminal_safe
+from mast._words import plural
+
+__all__ = ["SafeConsole", "boot_seed_option", "bootstrap_seed", "plural", "stderr", "stdout", "write_line"]
+
+OFF_TERMINAL_WIDTH = 200
+"""Columns a table may take when the output is not a terminal (a CI log, a file): rich's default
+of 80 cut headers to ``precisi…``; tables are not expanded, so each takes only what its content needs."""
+
+
+def _width(stream: object) -> int | None:
+    """``None`` (rich's own choice: the terminal's size, or ``COLUMNS``) on a terminal, else a wide line."""
+    isatty = getattr(stream, "isatty", None)
+    if os.environ.get("COLUMNS") or (callable(isatty) and isatty()):
+        return None
+    return OFF_TERMINAL_WIDTH
 
 
 class SafeConsole(Console):
@@ -20,23 +39,46 @@ class SafeConsole(Console):
     the console's own control segments (cursor moves of a progress bar) are left as they are.
     """
 
+    def render_str(self, text: str, **options: Any) -> Text:
+        # rich drops BEL, backspace, CR and form feeds from a string as it makes it a Text: escaped
+        # first, so they show (``\\x07``) instead of vanishing and joining what was around them.
+        return super().render_str(terminal_safe(text, keep_lines=True, keep_backslashes=True), **options)
+
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
             if segment.control is None and segment.text and not segment.text.isprintable():
-                yield Segment(terminal_safe(segment.text, keep_lines=True), segment.style)
+                yield Segment(terminal_safe(segment.text, keep_lines=True, keep_backslashes=True), segment.style)
             else:
                 yield segment
 
 
-stdout = SafeConsole(soft_wrap=True)
-stderr = SafeConsole(stderr=True, soft_wrap=True)
+stdout = SafeConsole(soft_wrap=True, width=_width(sys.stdout))
+stderr = SafeConsole(stderr=True, soft_wrap=True, width=_width(sys.stderr))
+
+
+def safe_text(text: str, **options: Any) -> Text:
+    """A rich ``Text`` of ``text`` with its control characters shown (``Text`` itself drops some)."""
+    return Text(terminal_safe(text, keep_lines=True, keep_backslashes=True), **options)
 
 
 def write_line(text: str) -> None:
     """Write one line to stdout without rich markup processing, control characters escaped."""
-    sys.stdout.write(terminal_safe(text, keep_lines=True) + "\n")
+    sys.stdout.write(terminal_safe(text, keep_lines=True, keep_backslashes=True) + "\n")
 
 
-def plural(count: int, noun: str, plural_form: str | None = None) -> str:
-    """``1 call``, ``2 calls``: a count with its noun agreeing."""
-    return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"
+def boot_seed_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--boot-seed``: the bootstrap's seed, named as in ``mast validate``.
+
+    ``--seed`` is the judge's sampling seed in ``label``, ``classify`` and ``validate``; here it is
+    still accepted for the bootstrap (hidden, for scripts written before the rename) and passed as
+    ``old_seed``: see :func:`bootstrap_seed`.
+    """
+    command = click.option("--seed", "old_seed", type=int, default=None, hidden=True)(command)
+    return click.option("--boot-seed", "seed", type=int, default=0, show_default=True,
+                        help="Seed of the bootstrap (as in mast validate; elsewhere --seed is the judge's "
+                             "sampling seed).")(command)
+
+
+def bootstrap_seed(seed: int, old_seed: int | None) -> int:
+    """The bootstrap seed: ``--boot-seed``, or the older ``--seed`` when that was given."""
+    return old_seed if old_seed is not None else seed

@@ -25,7 +25,7 @@ def _span(low: float, high: float, *, signed: bool = False) -> str:
     if low is None or math.isnan(low):
         return ""
     if signed:
-        return f"[{100 * low:+.1f}, {100 * high:+.1f}]"
+        return f"[{100 * low:+z.1f}, {100 * high:+z.1f}]"
     return f"[{100 * low:.0f}, {100 * high:.0f}]"
 
 
@@ -77,7 +77,8 @@ def command(
     if as_json:
         payload: dict[str, Any] = {
             "base": base, "new": new, "pairing": result.attrs["pairing"], "key": result.attrs["key"],
-            "level": level, "note": result.attrs["note"],
+            "level": level, "note": result.attrs["note"], "judges": result.attrs["judges"],
+            "judge_note": result.attrs["judge_note"],
             "modes": [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
                       for row in result.to_dict("records")],
             "changed": changed.to_dict("records"), "fail_if_worse": watched, "worse": worse,
@@ -102,14 +103,17 @@ def _print(result: Any, changed: Any, base: str, new: str, level: float, max_cha
             row["code"] + mark, row["name"],
             f"{_pct(row['base_prevalence'])} {_span(row['base_low'], row['base_high'])} n={row['n_base']}",
             f"{_pct(row['new_prevalence'])} {_span(row['new_low'], row['new_high'])} n={row['n_new']}",
-            f"{100 * row['difference']:+.1f} {_span(row['diff_low'], row['diff_high'], signed=True)}"
+            f"{100 * row['difference']:+z.1f} {_span(row['diff_low'], row['diff_high'], signed=True)}"
             if not math.isnan(row["difference"]) else "-",
             _p(row["p_value"]), _p(row["p_holm"]),
         )
     stdout.print(table)
     stdout.print(result.attrs["note"], markup=False, highlight=False)
+    if result.attrs.get("judge_note"):
+        stdout.print(f"note: {result.attrs['judge_note']}", markup=False, highlight=False)
     if not changed.empty:
-        stdout.print(f"{len(changed)} verdicts changed between the runs:", markup=False)
+        what = "verdicts of the two judges differ on" if result.attrs.get("judge_note") else "verdicts changed between the runs"
+        stdout.print(f"{len(changed)} {what}:", markup=False)
         for entry in changed.head(max_changed).to_dict("records"):
             arrow = "gained" if entry["new"] else "lost"
             stdout.print(f"  {entry['key']}  {entry['code']} {arrow}", markup=False, highlight=False)

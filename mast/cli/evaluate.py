@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mast.cli._shared import stdout, write_line
+from mast.cli._shared import boot_seed_option, bootstrap_seed, stdout, write_line
 from mast.errors import UsageError
 
 _FORMATS = click.Choice(["auto", "diagnoses", "long", "wide", "mad", "mastlint", "present-list"])
@@ -17,7 +17,7 @@ _FORMATS = click.Choice(["auto", "diagnoses", "long", "wide", "mad", "mastlint",
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
 @click.option("--attribution", is_flag=True, help="Evaluate first_failure (agent, step) against Who&When-style gold.")
 @click.option("--n-boot", default=1000, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples of traces (0: no CIs).")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
+@boot_seed_option
 @click.option("--ties", type=click.Choice(["exclude", "present", "absent"]), default="exclude", show_default=True,
               help="What a tied majority vote of several annotators becomes.")
 @click.option("-k", "--k", "k", default=1, show_default=True, type=click.IntRange(min=0), help="Step tolerance for --attribution.")
@@ -32,7 +32,7 @@ _FORMATS = click.Choice(["auto", "diagnoses", "long", "wide", "mad", "mastlint",
 def command(
     preds: tuple[str, ...], gold: str | None, as_json: bool, attribution: bool, n_boot: int, seed: int, ties: str,
     k: int, pred_format: str, gold_format: str, max_disagreements: int, jurors: bool = False,
-    taxonomy: str | None = None,
+    taxonomy: str | None = None, old_seed: int | None = None,
 ) -> None:
     """Measure how far predictions agree with gold labels (or with a second judge).
 
@@ -44,6 +44,7 @@ def command(
     """  # noqa: D301 (click's \b keeps the example lines as they are)
     from mast.evaluation import compare_judges, evaluate, evaluate_attribution
 
+    seed = bootstrap_seed(seed, old_seed)
     if attribution:
         if len(preds) != 1 or gold is None:
             raise UsageError("--attribution needs one --pred (results) and --gold (Who&When records or a table)")

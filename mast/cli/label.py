@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from mast._outputs import terminal_safe
 from mast.batch import (
     BatchReport,
     DryRunPlan,
@@ -31,6 +33,7 @@ from mast.batch import (
     result_error_line,
     results_path,
 )
+from mast.batch.breaker import DEFAULT_MAX_CONSECUTIVE_ERRORS, CircuitBreaker
 from mast.cli._judge_options import judge_options
 from mast.cli._run_control import fail_on_option, file_options, gate_exit, parse_fail_on, selection_options
 from mast.cli._shared import plural, stderr, write_line
@@ -42,6 +45,8 @@ from mast.judge.config import JudgeConfig
 from mast.taxonomy import load_taxonomy
 
 EXIT_INTERRUPTED = 130
+PLAIN_EVERY_S = 30.0
+"""Off a terminal, the longest between two progress lines (besides one every tenth of the run)."""
 MAX_ERROR_LINES = 20
 """Errors printed one per line as they happen; the rest are counted in the summary."""
 NOT_ASSESSED = "—"
@@ -63,6 +68,9 @@ NOT_ASSESSED = "—"
               help="Tokens-per-minute limit (from estimated tokens, corrected by actual use).")
 @click.option("--budget-usd", type=click.FloatRange(min=0), envvar="MAST_BUDGET_USD",
               help="Start no new trace once spend plus in-flight estimates would pass this many dollars.")
+@click.option("--max-consecutive-errors", type=click.IntRange(min=0), default=DEFAULT_MAX_CONSECUTIVE_ERRORS,
+              show_default=True, envvar="MAST_MAX_CONSECUTIVE_ERRORS",
+              help="Stop starting traces after this many in a row end in error (0: never).")
 @click.option("--dry-run", is_flag=True, help="Count traces and estimate tokens and cost; call no LLM.")
 @click.option("--overwrite", is_flag=True, help="Start over: empty the results file instead of resuming.")
 @click.option("--format", "format_", default="auto", show_default=True, envvar="MAST_FORMAT",
@@ -79,7 +87,8 @@ NOT_ASSESSED = "—"
 @click.option("--router", type=click.Path(exists=True, dir_okay=False, path_type=Path), envvar="MAST_ROUTER",
               help="litellm Router YAML (model_list of deployments with rpm/tpm, routing_strategy, fallbacks).")
 @click.option("--progress/--no-progress", "show_progress", default=None,
-              help="Progress bar on stderr [default: when stderr is a terminal].")
+              help="Progress on stderr: a live bar on a terminal; elsewhere (CI logs) a plain line every tenth "
+                   "of the run or 30 s. --no-progress: neither.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final report as JSON on stdout.")
 @file_options
 @selection_options
@@ -98,6 +107,7 @@ def command(
     rpm: float | None,
     tpm: float | None,
     budget_usd: float | None,
+    max_consecutive_errors: int,
     dry_run: bool,
     overwrite: bool,
     format_: str,
@@ -150,6 +160,9 @@ def command(
         if not Path(given).exists():
             raise UsageError(f"{given}: no such file or folder")
     progress_on = stderr.is_terminal if show_progress is None else show_progress
+    # Off a terminal (CI logs) a live bar cannot redraw: plain lines instead, unless --no-progress.
+    plain = not stderr.is_terminal and show_progress is not False
+    progress_on = progress_on and stderr.is_terminal
     gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
     select = Selection(include=include, exclude=exclude, limit=limit, sample=sample, sample_seed=sample_seed,
                        trace_ids=trace_ids, follow_symlinks=follow_symlinks)
@@ -174,19 +187,23 @@ def command(
             dry = plan(paths, output, **common)
         _print_plan(dry, as_json)
         sys.exit(2 if dry.files_skipped else 0)
-    expected = count_files(paths, recursive=recursive) if progress_on else 0
+    expected = count_files(paths, recursive=recursive) if progress_on or plain else 0
+    for cap in (limit, sample):  # the ETA counts what this run will judge, not the whole corpus
+        if cap is not None and not trace_ids:
+            expected = min(expected, cap)
     engine_options = {"address": address, "actors": actors} if engine == "ray" else None
     if router is not None:
         common["router"] = router
     jsonl = results_path(output)
     common["select"] = select
-    with _ProgressBar(total=expected, enabled=progress_on) as bar:
+    with _ProgressBar(total=expected, enabled=progress_on, plain=plain) as bar:
         # Store URLs are read a page at a time as the run goes; --write-back / --emit-otel are sinks,
         # fed as each result is written (mast.engines.label).
         report = label([*paths, *sources.urls], output, query=sources.query, sinks=sources.sinks,
                        sink_options=sources.sink_options, concurrency=concurrency, rpm=rpm, tpm=tpm,
                        budget_usd=budget_usd, engine=engine, engine_options=engine_options,
-                       on_progress=bar.on_progress, catch_sigint=True, **common)
+                       on_progress=bar.on_progress, catch_sigint=True,
+                       breaker=CircuitBreaker(max_consecutive_errors=max_consecutive_errors), **common)
     _print_summary(report, judge_config, jsonl, output)
     if as_json:
         write_line(report.model_dump_json())
@@ -220,9 +237,13 @@ class _ProgressBar:
     The total starts from a cheap count of the input files and grows when files hold several traces.
     """
 
-    def __init__(self, *, total: int, enabled: bool) -> None:
+    def __init__(self, *, total: int, enabled: bool, plain: bool = False) -> None:
         self.enabled = enabled
+        self.plain = plain and not enabled
         self.expected = total
+        self.started = time.monotonic()
+        self.last_line = self.started
+        self.next_mark = 0
         self.progress = Progress(
             TextColumn("[bold]labelling"),
             BarColumn(),
@@ -252,6 +273,8 @@ class _ProgressBar:
         if item.whole_file:
             self.progress.console.print(f"mast: skipped {file_error_line(item)}", markup=False, highlight=False)
             return
+        if self.plain:
+            self._plain_line(report)
         if self.enabled:
             self.progress.update(
                 self.task,
@@ -261,6 +284,12 @@ class _ProgressBar:
                 tokens=_tokens(report.input_tokens + report.output_tokens),
                 cost=report.cost_usd,
             )
+        if diagnosis is not None and outcome != "resumed":
+            # A trace read only in part because a cap stopped its reader is said here, not only in the results.
+            for warning in diagnosis.warnings:
+                if "_cap" in warning.casefold() or " cap" in warning:
+                    where = terminal_safe(diagnosis.source.path or diagnosis.trace_id)
+                    self.progress.console.print(f"mast: {where}: {warning}", markup=False, highlight=False)
         if diagnosis is not None and diagnosis.status == "error" and outcome != "resumed":
             reason = diagnosis.error.message if diagnosis.error is not None else ""
             if reason in self.reasons_shown and diagnosis.error is not None and diagnosis.error.type == "JudgeSetupError":
@@ -272,6 +301,37 @@ class _ProgressBar:
                 self.progress.console.print(f"mast: {line}", markup=False, highlight=False)
             elif self.errors_shown == MAX_ERROR_LINES + 1:
                 self.progress.console.print("mast: more errors: see the results file", markup=False, highlight=False)
+
+
+    def _plain_line(self, report: BatchReport) -> None:
+        """One line every tenth of the run (20 traces or more) or every :data:`PLAIN_EVERY_S` seconds."""
+        now = time.monotonic()
+        total = max(self.expected, report.total)
+        step = total // 10 if total >= 20 else 0
+        due = (step and report.done >= self.next_mark) or now - self.last_line >= PLAIN_EVERY_S
+        if not due or report.done == 0:
+            return
+        if step:
+            self.next_mark = (report.done // step + 1) * step
+        self.last_line = now
+        elapsed = now - self.started
+        fresh = report.done - report.resumed
+        eta = ""
+        if fresh and total > report.done:
+            eta = f", about {_clock(elapsed / fresh * (total - report.done))} left"
+        of = f"/{total}" if total else ""
+        stderr.print(
+            f"mast: progress: {report.done}{of} traces, {plural(report.failed, 'error')}, "
+            f"{_tokens(report.input_tokens + report.output_tokens)} tokens, ${report.cost_usd:.4f}, "
+            f"{_clock(elapsed)} elapsed{eta}",
+            markup=False, highlight=False,
+        )
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def _tokens(count: int) -> str:
@@ -302,9 +362,14 @@ def _print_plan(dry: DryRunPlan, as_json: bool) -> None:
     if dry.estimated_input_tokens is not None:
         cost = dry.estimated_cost_usd
         table.add_row("est. input tokens", f"{dry.estimated_input_tokens:,}")
-        table.add_row("est. output tokens", f"{dry.estimated_output_tokens or 0:,}")
-        table.add_row("est. cost", "unknown (no price for this model)" if cost is None else f"${cost:.4f}")
+        per_answer = (f" ({dry.answer_tokens:,} per answer, as this judge's earlier answers)"
+                      if dry.answer_tokens else "")
+        table.add_row("est. output tokens", f"{dry.estimated_output_tokens or 0:,}{per_answer}")
+        table.add_row("est. cost", "unknown: no price for this model (give --price-input and --price-output, "
+                      "dollars per million tokens)" if cost is None else f"${cost:.4f}")
     stderr.print(table)
+    if dry.last_estimate:
+        stderr.print(f"mast: {dry.last_estimate}", markup=False, highlight=False)
 
 
 # -- summary -------------------------------------------------------------------------------------
@@ -319,7 +384,7 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
     if report.resumed:
         table.add_row("  of which resumed", str(report.resumed))
     if report.not_started:
-        table.add_row("not started", str(report.not_started))
+        table.add_row("not started", ("at least " if report.not_started_partial else "") + str(report.not_started))
     if report.file_errors:
         table.add_row("files skipped", str(len(report.file_errors)))
     table.add_row("LLM calls", f"{report.llm_calls:,}" + (f" (+{report.cached} cached)" if report.cached else ""))
@@ -352,12 +417,14 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
             modes.add_row(mode.code, mode.name, str(count), str(assessed), f"{count / assessed:.0%}")
         stderr.print(modes)
 
-    if report.message:
+    if report.message and report.stopped != "interrupted":  # Ctrl-C was said when it was pressed
         stderr.print(f"mast: {report.message}", markup=False, highlight=False)
     if report.stopped == "interrupted":
+        left = f"at least {report.not_started}" if report.not_started_partial else str(report.not_started)
         stderr.print(
-            f"mast: {report.done - report.resumed} results written this run, {report.not_started} traces not "
-            "started; run the same command again to continue",
+            f"mast: interrupted: {plural(report.done - report.resumed, 'result')} written this run, {left} "
+            f"{'trace' if report.not_started == 1 and not report.not_started_partial else 'traces'} not started; "
+            "run the same command again to continue",
             markup=False, highlight=False,
         )
     failed = report.failed

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from rich.table import Table
 
+from mast._words import plural
 from mast.batch import ResultsFile, WorkItem, results_path
 from mast.batch.batch_state import BatchStore
 from mast.batch.inputs import Reloader
@@ -93,7 +94,7 @@ def run_batch_command(command: BatchCommand) -> int:
         write_table(jsonl, output)
     label._print_summary(run.report, judge_config, jsonl, output)  # noqa: SLF001
     stderr.print(
-        f"mast: batch API: {run.batches_submitted} batches submitted, {run.online_calls} calls asked online; "
+        f"mast: batch API: {plural(run.batches_submitted, 'batch', 'batches')} submitted, {plural(run.online_calls, 'call')} asked online; "
         f"cost ${run.cost_usd:.4f}, list price ${run.list_cost_usd:.4f}, saved ${run.saving_usd:.4f}"
         + (f" ({run.saving_usd / run.list_cost_usd:.0%})" if run.list_cost_usd else ""),
         markup=False, highlight=False,
@@ -118,7 +119,7 @@ def _notice(line: str) -> None:
 def _progress_line(progress: BatchProgress) -> None:
     eta = f", eta {progress.eta_s:.0f}s" if progress.eta_s is not None else ""
     stderr.print(
-        f"mast: {progress.batches} batches: {progress.submitted} submitted / {progress.in_progress} in progress / "
+        f"mast: {plural(progress.batches, 'batch', 'batches')}: {progress.submitted} submitted / {progress.in_progress} in progress / "
         f"{progress.completed} completed / {progress.failed} failed, {progress.elapsed_s:.0f}s elapsed{eta}",
         markup=False, highlight=False,
     )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from mast._words import plural
 from mast.batch.table import read_results
 from mast.cli._shared import stderr, write_line
 from mast.diagnosis import Diagnosis
@@ -45,7 +46,7 @@ def command(results: Path, url: str, all_sources: bool, as_json: bool) -> None:
     for line in report.skipped:
         stderr.print(f"mast: {line}", markup=False, highlight=False)
     stderr.print(f"mast: wrote {report.trace_annotations} trace and {report.span_annotations} span annotations "
-                 f"for {report.traces} traces to {url}", markup=False, highlight=False)
+                 f"for {plural(report.traces, 'trace')} to {url}", markup=False, highlight=False)
     if as_json:
         import orjson
 

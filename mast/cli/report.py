@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mast.cli._judge_options import _read_patterns
-from mast.cli._shared import stdout
+from mast.cli._shared import boot_seed_option, bootstrap_seed, stdout
 from mast.errors import UsageError
 
 
@@ -15,13 +15,13 @@ from mast.errors import UsageError
 @click.option("-o", "--output", default="report.html", show_default=True, type=click.Path(dir_okay=False), help="HTML file to write.")
 @click.option("--title", help="Page title.")
 @click.option("--n-boot", default=1000, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples for the agreement CIs.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
+@boot_seed_option
 @click.option("--base", type=click.Path(exists=True, dir_okay=False), help="An earlier run: adds a section on what changed (mast diff).")
 @click.option("--redact-patterns", "redact_patterns", metavar="FILE", callback=_read_patterns,
               help="The custom redaction patterns the run used (its --redact-patterns file): transcripts are shown "
                    "redacted with them; a run with patterns the report lacks shows no transcript.")
 def command(results: str, gold: str | None, output: str, title: str | None, n_boot: int, seed: int, base: str | None,
-            redact_patterns: tuple[tuple[str, str], ...] | None) -> None:
+            redact_patterns: tuple[tuple[str, str], ...] | None = None, old_seed: int | None = None) -> None:
     """Write an HTML report: prevalence, co-occurrence, first failures, cost; agreement with --gold.
 
     \b
@@ -31,6 +31,7 @@ def command(results: str, gold: str | None, output: str, title: str | None, n_bo
     """  # noqa: D301 (click's \b keeps the example lines as they are)
     from mast.report import write_report
 
+    seed = bootstrap_seed(seed, old_seed)
     if not output.lower().endswith((".html", ".htm")):
         raise UsageError(f"-o {output}: mast report writes one HTML file; use a name ending in .html")
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.table import Table
 
+from mast._words import plural
 from mast.cli._judge_options import judge_options
 from mast.cli._shared import stderr, stdout, write_line
 from mast.judge import JudgeConfig
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def _f(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
+    return "–" if value is None else f"{value:z.2f}"
 
 
 @click.command("validate")
@@ -31,9 +32,11 @@ def _f(value: float | None) -> str:
               help="Folder holding the sets (default: MAST_VALIDATION_DIR, then the checkout's data/validation).")
 @click.option("--dry-run", is_flag=True, help="Count traces and estimate tokens and cost; call nothing.")
 @click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Stop starting traces past this spend.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Traces judged at once.")
+@click.option("-j", "--concurrency", type=click.IntRange(min=1), default=8, show_default=True, envvar="MAST_CONCURRENCY",
+              help="Traces judged at once (as in mast label).")
 @click.option("--n-boot", type=click.IntRange(min=0), default=1000, show_default=True, help="Bootstrap resamples.")
-@click.option("--boot-seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--boot-seed", type=int, default=0, show_default=True,
+              help="Seed of the bootstrap (--seed is the judge's sampling seed, as in mast label).")
 @click.option("-k", "k", type=click.IntRange(min=0), default=1, show_default=True, help="Step tolerance of the localisation accuracy.")
 @click.option("--compare", nargs=2, type=click.Path(exists=True, file_okay=False), default=None, metavar="RUN_A RUN_B",
               help="Compare two validation output folders (paired bootstrap); labels nothing.")
@@ -76,7 +79,7 @@ def command(
     if isinstance(result, ValidationPlan):
         for plan in result.sets:
             cost = "unknown price" if plan.cost_usd is None else f"${plan.cost_usd:.4f}"
-            write_line(f"{plan.name}: {plan.n_traces} traces, ~{plan.input_tokens:,} input / ~{plan.output_tokens:,} output tokens, {cost}")
+            write_line(f"{plan.name}: {plural(plan.n_traces, 'trace')}, ~{plan.input_tokens:,} input / ~{plan.output_tokens:,} output tokens, {cost}")
         total = result.cost_usd
         write_line(f"total: {'unknown price' if total is None else f'${total:.4f}'} (dry run: nothing was called)")
         return
@@ -99,6 +102,6 @@ def _comparison_table(frame: pd.DataFrame, runs: tuple[str, str]) -> None:
     for row in frame.to_dict(orient="records"):
         table.add_row(str(row["scope"]), str(row["n_traces"]), str(row["n_cells"]), str(row["positives"]),
                       _f(row["kappa_a"]), _f(row["kappa_b"]), f"{_f(row['diff'])} [{_f(row['low'])}, {_f(row['high'])}]",
-                      str(row["reading"]))
+                      str(row["reading"]) + (f"; {row['caveat']}" if row.get("caveat") else ""))
     stdout.print(table)
     stdout.print(frame.attrs["note"], markup=False, highlight=False)

@@ -59,15 +59,25 @@ def command(
     once: bool,
     judge_config: JudgeConfig,
 ) -> None:
-    """Label every new trace of URL (phoenix://HOST:PORT/PROJECT, mlflow://HOST:PORT/EXPERIMENT) once it has finished.
+    """Label every new trace of URL (phoenix://HOST:PORT/PROJECT, mlflow://HOST:PORT/EXPERIMENT, or a FOLDER) once it has finished.
 
     A trace counts as finished when its root span has arrived (spans are sent when they end) and
-    no new span of it arrived for --quiet. The position in the store, the traces waiting and the
+    no new span of it arrived for --quiet. In a folder (~/.claude/projects, ~/.codex/sessions), each
+    trace file counts as finished once it has not changed for --quiet. The position in the store, the traces waiting and the
     day's spend are kept in the state file, so a stopped or killed watcher started again labels
     every trace exactly once. SIGINT/SIGTERM stop after the poll in progress.
     """
+    source = None
     if not is_source_url(url):
-        raise UsageError(f"{url}: not a trace store URL (phoenix://HOST:PORT/PROJECT, mlflow://HOST:PORT/EXPERIMENT)")
+        if not Path(url).expanduser().is_dir():
+            raise UsageError(f"{url}: not a trace store URL (phoenix://HOST:PORT/PROJECT, mlflow://HOST:PORT/EXPERIMENT) "
+                             "or a folder")
+        from mast.sources.folder import FolderSource
+
+        if write_back:
+            raise UsageError("--write-back writes to a trace store; a folder has none")
+        source = FolderSource(url)  # session files (~/.claude/projects, ~/.codex/sessions), each once it is quiet
+        url = source.url
     interval = parse_duration(every).total_seconds()
     query = TraceQuery(since=parse_time(since) if since else None, root_names=root_names, filter=store_filter or None)
     judge = configured_judge(judge_config)
@@ -78,11 +88,14 @@ def command(
     _stop_on_signals(stop)
     with ResultsFile(output) as results:
         watcher = Watcher(url, results, judge, state_path=state_path or output.with_name(output.name + ".watch.json"),
-                          quiet=parse_duration(quiet), budget_usd=budget_usd, query=query, concurrency=concurrency)
+                          quiet=parse_duration(quiet), budget_usd=budget_usd, query=query, concurrency=concurrency,
+                          source=source)
         try:
             while not stop.is_set():
                 report = asyncio.run(watcher.poll())
                 _to_sinks(report, url, write_back=write_back, emit_otel=emit_otel)
+                for name, reason in (source.skipped.items() if source is not None else ()):
+                    stderr.print(f"mast: watch: skipped {name}: {reason}", markup=False, highlight=False)
                 left = "" if report.budget_left_usd is None else f", ${report.budget_left_usd:.4f} left today"
                 stderr.print(f"mast: watch: {report.new} new, {len(report.labelled)} labelled, "
                              f"{report.pending} waiting{left}", markup=False, highlight=False)

@@ -40,6 +40,7 @@ from mast.evaluation.report import (
     Disagreement,
     EvaluationReport,
     Exclusions,
+    LISTED_IDS,
     Interval,
     ModeAgreement,
 )
@@ -109,7 +110,8 @@ def evaluate(
     both = merged[merged["_merge"] == "both"].reset_index(drop=True)
     if both.empty:
         raise EvaluationError(
-            f"no (trace, mode) cell is assessed in both {pred_source} and {gold_source}; do the trace ids match?"
+            f"no (trace, mode) cell is assessed in both {pred_source} and {gold_source}; do the trace ids match? "
+            f"(predicted: {_some(pred_cells['trace_id'])}; gold: {_some(gold_cells['trace_id'])})"
         )
     pred_traces, gold_traces = set(pred_cells["trace_id"]), set(gold_cells["trace_id"])
     exclusions = Exclusions(
@@ -117,6 +119,8 @@ def evaluate(
         gold_only_cells=int((merged["_merge"] == "right_only").sum()),
         pred_only_traces=len(pred_traces - gold_traces),
         gold_only_traces=len(gold_traces - pred_traces),
+        pred_only_ids=sorted(map(str, pred_traces - gold_traces))[:LISTED_IDS],
+        gold_only_ids=sorted(map(str, gold_traces - pred_traces))[:LISTED_IDS],
         pred_ties=int(pred_cells.attrs.get("ties_excluded", 0)),
         gold_ties=int(gold_cells.attrs.get("ties_excluded", 0)),
     )
@@ -258,3 +262,10 @@ def _votes(value: object) -> str | None:
     if not isinstance(value, str) or value.endswith("/1"):
         return None
     return value
+
+
+def _some(ids: pd.Series, shown: int = 3) -> str:
+    """A few of the ids of one side, to compare with the other's."""
+    unique = sorted(map(str, ids.unique()))
+    more = f", ... ({len(unique)} in all)" if len(unique) > shown else ""
+    return ", ".join(unique[:shown]) + more if unique else "none"

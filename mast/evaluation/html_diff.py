@@ -21,7 +21,7 @@ def _pct(value: float) -> str:
 
 
 def _interval(low: float, high: float) -> str:
-    return "" if low is None or math.isnan(low) else f" [{100 * low:.1f}, {100 * high:.1f}]"
+    return "" if low is None or math.isnan(low) else f" [{100 * low:z.1f}, {100 * high:z.1f}]"
 
 
 def _p(value: float) -> str:
@@ -40,7 +40,7 @@ def diff_section(result: pd.DataFrame, base: str, new: str) -> str:
             f"<td class='text'>{html.escape(row['name'])}</td>",
             f"<td>{_pct(row['base_prevalence'])}{_interval(row['base_low'], row['base_high'])}</td>",
             f"<td>{_pct(row['new_prevalence'])}{_interval(row['new_low'], row['new_high'])}</td>",
-            f"<td>{100 * row['difference']:+.1f}{_interval(row['diff_low'], row['diff_high'])}</td>"
+            f"<td>{100 * row['difference']:+z.1f}{_interval(row['diff_low'], row['diff_high'])}</td>"
             if not math.isnan(row["difference"]) else "<td>–</td>",
             f"<td>{_p(row['p_value'])}</td><td>{_p(row['p_holm'])}</td><td class='text'>{mark}</td>",
         ]

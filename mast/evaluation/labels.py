@@ -130,7 +130,8 @@ def label_table(
     codes: dict[Any, str] = {}
     values: dict[Any, bool | None] = {}
     for n, row in enumerate(rows):
-        where = f"{source or 'labels'} row {n + 1}"
+        line = row.get(LINE_COLUMN)
+        where = f"{source or 'labels'} line {line}" if line is not None else f"{source or 'labels'} row {n + 1}"
         if "trace_id" not in row or _is_missing(row["trace_id"]):
             raise EvaluationError(f"{where}: no trace_id")
         if "code" not in row:
@@ -228,7 +229,7 @@ def _confidence(value: Any, where: str) -> float:
 def _from_wide(frame: pd.DataFrame, taxonomy: Taxonomy, source: str) -> pd.DataFrame:
     code_columns: dict[str, str] = {}
     for column in frame.columns:
-        if column in ("trace_id", "annotator"):
+        if column in ("trace_id", "annotator", LINE_COLUMN):
             continue
         try:
             code = normalize_code(column)
@@ -249,6 +250,7 @@ def _from_wide(frame: pd.DataFrame, taxonomy: Taxonomy, source: str) -> pd.DataF
                     "code": code,
                     "present": record[column],
                     "annotator": record["annotator"] if has_annotator else None,
+                    LINE_COLUMN: record.get(LINE_COLUMN),
                 }
             )
     return label_table(rows, taxonomy=taxonomy, source=source)
@@ -374,12 +376,18 @@ def read_labels(
     if kind in ("long", "wide"):
         from mast.evaluation.sourcekeys import add_source_keys
 
-        frame = add_source_keys(_read_tabular(path))
+        raw = _read_tabular(path)
+        given = [str(c) for c in raw.columns if c != LINE_COLUMN]  # as the file names them, for errors
+        frame = add_source_keys(_long_aliases(raw))
         frame.attrs["source"] = name
+        if kind == "wide" and {"trace_id", "code", "present"} <= set(frame.columns):
+            kind = "long"  # trace_id,mode,label: the long form under other names
         if kind == "long" and not {"trace_id", "code", "present"} <= set(frame.columns):
-            raise EvaluationError(f"{path}: long labels need columns trace_id, code, present")
+            found = ", ".join(given[:8]) or "none"
+            raise EvaluationError(f"{path}: long labels need columns trace_id, code (or mode), present (or label); "
+                                  f"found columns: {found}")
         if kind == "wide" and "trace_id" not in frame.columns:
-            found = ", ".join(map(str, frame.columns[:8])) or "none"
+            found = ", ".join(given[:8]) or "none"
             raise EvaluationError(
                 f"{path}: labels need a trace_id column, then either code and present (long: one row per mode) "
                 f"or one column per mode code (wide); found columns: {found}"
@@ -401,6 +409,29 @@ def read_labels(
     raise EvaluationError(f"unknown label format {format!r}")
 
 
+LINE_COLUMN = "_line"
+"""The file line a tabular label row came from, for error messages (dropped from the table)."""
+CODE_ALIASES = ("mode", "failure_mode", "mode_code")
+"""Other names of the long form's ``code`` column."""
+PRESENT_ALIASES = ("label", "value", "is_present")
+"""Other names of the long form's ``present`` column."""
+
+
+def _long_aliases(frame: pd.DataFrame) -> pd.DataFrame:
+    """``trace_id,mode,label`` (and similar) renamed to the long form's ``trace_id,code,present``."""
+    columns = {str(c).lower(): c for c in frame.columns}
+    renames: dict[Any, str] = {}
+    for target, aliases in (("code", CODE_ALIASES), ("present", PRESENT_ALIASES)):
+        if target in columns:
+            continue
+        found = next((columns[a] for a in aliases if a in columns), None)
+        if found is not None:
+            renames[found] = target
+    if len(renames) + sum(t in columns for t in ("code", "present")) < 2:
+        return frame  # not a long form under other names: a wide file may have a "label" column
+    return frame.rename(columns=renames)
+
+
 def _read_tabular(path: Path) -> pd.DataFrame:
     try:
         if path.suffix.lower() in (".jsonl", ".ndjson"):
@@ -411,7 +442,10 @@ def _read_tabular(path: Path) -> pd.DataFrame:
                 raise EvaluationError(f"{path}: expected a JSON list of label rows")
             return pd.DataFrame.from_records(data)
         sep = "\t" if path.suffix.lower() == ".tsv" else ","
-        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
+        frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
+        # Errors name the file line (the header is line 1); a quoted cell spanning lines would shift it.
+        frame[LINE_COLUMN] = range(2, len(frame) + 2)
+        return frame
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         if isinstance(exc, EvaluationError):
             raise
@@ -467,7 +501,10 @@ def sniff_format(path: Path) -> LabelFormat:
     if suffix in (".csv", ".tsv"):
         with path.open(encoding="utf-8", errors="replace") as handle:
             header = handle.readline().lower()
-        return "long" if all(c in header for c in ("code", "present")) else "wide"
+        columns = {c.strip().strip('"') for c in header.strip().split("\t" if suffix == ".tsv" else ",")}
+        has_code = "code" in columns or bool(columns & set(CODE_ALIASES))
+        has_present = "present" in columns or bool(columns & set(PRESENT_ALIASES))
+        return "long" if has_code and has_present else "wide"
     if suffix not in (".json", ".jsonl", ".ndjson"):
         raise EvaluationError(f"{path}: cannot tell the label format from the name; use .csv, .json or .jsonl")
     try:

@@ -1,4 +1,4 @@
-"""Figures for reports and notebooks (matplotlib, extra ``mast-judge[report]``).
+"""Figures for reports and notebooks (matplotlib, a core dependency: ``mast report`` works after a plain install).
 
 Each function returns a :class:`matplotlib.figure.Figure` built without pyplot, so nothing touches
 global state or needs a display; :func:`png_base64` embeds one in HTML.
@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 
     from mast.evaluation.report import EvaluationReport
 
-MATPLOTLIB_HINT = "plots need matplotlib: pip install 'mast-judge[report]'"
+MATPLOTLIB_HINT = "plots need matplotlib, a dependency of mast that is missing here: pip install 'matplotlib>=3.7'"
+HISTOGRAM_AXIS = {"step": "step of the first failure", "agent": "agent responsible for the first failure",
+                  "bin_start": "position of the first failure in the trace (0: start, 1: end)"}
+"""The x label of :func:`histogram_figure`, by the first column of its counts."""
 _CATEGORY_COLOURS = {"FC1": "#4C72B0", "FC2": "#DD8452", "FC3": "#55A868"}
 
 
@@ -93,11 +96,13 @@ def agreement_figure(report: EvaluationReport, *, metric: str = "kappa") -> Figu
             ax.text(0, k, "undefined", fontsize=7, va="center", color="#888888")
     pooled = report.pooled.value(metric)
     if pooled is not None:
-        ax.axvline(pooled, linestyle="--", color="black", linewidth=0.8, label=f"pooled {pooled:.2f}")
-        ax.legend(loc="lower right", fontsize=8)
+        ax.axvline(pooled, linestyle="--", color="black", linewidth=0.8, label=f"pooled {pooled:z.2f}")
+        # Above the plot, not on it: inside, it hid the dots of the lowest modes.
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     ax.set_yticks(range(len(entries)), [f"{e.code} {e.name} (n={e.n})" for e in entries[::-1]], fontsize=8)
     low = -1.0 if metric == "kappa" else 0.0
-    ax.set_xlim(low - 0.05, 1.05)
+    ax.set_xlim(low - 0.08, 1.08)  # a dot at -1 or 1 stays whole inside the frame
+    ax.set_ylim(-0.7, len(entries) - 0.3)
     ax.axvline(0, color="#cccccc", linewidth=0.6)
     level = f"{report.bootstrap.level:.0%} CI" if report.bootstrap.n_boot else "no CI"
     ax.set_xlabel(f"{metric} ({level}, traces resampled)")
@@ -130,9 +135,14 @@ def histogram_figure(counts: pd.DataFrame, *, title: str = "Where the first fail
         [f"{a:.1f}-{b:.1f}" for a, b in zip(counts["bin_start"], counts["bin_end"], strict=True)]
         if label_column == "bin_start" else [str(v) for v in counts[label_column]]
     )
+    from matplotlib.ticker import MaxNLocator
+
     ax.bar(range(len(counts)), counts["count"].to_numpy(), color="#4C72B0")
-    ax.set_xticks(range(len(counts)), labels, rotation=45 if len(counts) > 8 else 0, fontsize=8, ha="right")
+    ax.set_xticks(range(len(counts)), labels, rotation=45 if len(counts) > 8 else 0, fontsize=8,
+                  ha="right" if len(counts) > 8 else "center")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of traces: no 0.5 ticks
     ax.set_ylabel("traces")
+    ax.set_xlabel(HISTOGRAM_AXIS.get(str(label_column), str(label_column)))
     ax.set_title(title, fontsize=10)
     return fig
 

@@ -17,6 +17,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from mast._words import plural
+
 EVALUATION_SCHEMA_VERSION: Literal["mast-evaluation/1"] = "mast-evaluation/1"
 ATTRIBUTION_SCHEMA_VERSION: Literal["mast-attribution/1"] = "mast-attribution/1"
 
@@ -66,6 +68,12 @@ class ModeAgreement(_Model):
         return None if result is None else float(result)
 
 
+SHOWN_IDS = 5
+"""Trace ids named in the text for each side of a mismatch (``--json`` holds up to :data:`LISTED_IDS`)."""
+LISTED_IDS = 50
+"""Trace ids kept in :class:`Exclusions` for each side of a mismatch."""
+
+
 class Exclusions(_Model):
     """Cells and traces left out of the comparison, counted so nothing disappears silently."""
 
@@ -77,6 +85,10 @@ class Exclusions(_Model):
     """Traces with predictions and no reference labels at all."""
     gold_only_traces: int = 0
     """Traces with reference labels and no predictions at all."""
+    pred_only_ids: list[str] = Field(default_factory=list)
+    """The first (sorted) of those predicted traces without reference labels, to find the mismatch by."""
+    gold_only_ids: list[str] = Field(default_factory=list)
+    """The first (sorted) of those reference traces without predictions."""
     pred_ties: int = 0
     """Cells dropped because the predictions' annotators tied (tie rule ``exclude``)."""
     gold_ties: int = 0
@@ -202,7 +214,7 @@ class EvaluationReport(_Model):
         head = Text()
         head.append(f"{self.pred_source or 'predictions'} vs {ref} {self.gold_source}\n", style="bold")
         head.append(
-            f"{self.n_traces} traces, {self.n_cells} cells compared; taxonomy {self.taxonomy_version}; "
+            f"{plural(self.n_traces, 'trace')}, {plural(self.n_cells, 'cell')} compared; taxonomy {self.taxonomy_version}; "
             + (f"{self.bootstrap.level:.0%} CIs from {self.bootstrap.n_boot} trace resamples (seed {self.bootstrap.seed})\n"
                if self.bootstrap.n_boot else "no confidence intervals (--n-boot 0)\n")
         )
@@ -212,6 +224,12 @@ class EvaluationReport(_Model):
             f"{ex.gold_only_cells} only by the {ref} ({ex.gold_only_traces} {ref} traces without predictions, "
             f"{ex.pred_only_traces} predicted traces without {ref}); ties: {ex.gold_ties + ex.pred_ties} ({self.tie_rule})\n"
         )
+        for count, ids, what in ((ex.gold_only_traces, ex.gold_only_ids, f"{ref} traces without predictions"),
+                                 (ex.pred_only_traces, ex.pred_only_ids, f"predicted traces without {ref}")):
+            if ids:
+                shown = ", ".join(ids[:SHOWN_IDS])
+                more = f" and {count - SHOWN_IDS} more (--json lists {len(ids)})" if count > SHOWN_IDS else ""
+                head.append(f"  {what}: {shown}{more}\n")
         table = Table(title="Agreement per mode", show_lines=False)
         rates = ("B%", "A%") if self.kind == "judge-vs-judge" else ("gold%", "pred%")
         for column in ("mode", "n", "TP", "FP", "FN", "TN", "acc", "prec", "rec", "F1", "kappa [CI]", *rates):

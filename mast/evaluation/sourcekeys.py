@@ -60,6 +60,12 @@ def source_map(diagnoses: Iterable[Diagnosis]) -> dict[str, str]:
     return sources.as_dict()
 
 
+def _tails(path: str) -> list[str]:
+    """``a/b/c.json`` -> ``b/c.json``, ``a/b/c.json``: the relative forms a gold file may name it by."""
+    parts = Path(path).parts
+    return ["/".join(parts[i:]) for i in range(1, len(parts) - 1)]
+
+
 class SourceMap(Mapping[str, str]):
     """:func:`source_map` filled one diagnosis at a time, its keys built only when first looked up.
 
@@ -84,10 +90,18 @@ class SourceMap(Mapping[str, str]):
         if self._keys is None:
             exact: dict[str, str] = {}
             by_name: dict[str, set[str]] = {}
+            per_file: dict[str, int] = {}
+            for path, _, _ in self._rows:
+                per_file[path] = per_file.get(path, 0) + 1
             for path, record, trace_id in self._rows:
-                for key in _variants(path, record):
-                    exact.setdefault(key, trace_id)
-                by_name.setdefault(source_key(os.path.basename(path), record), set()).add(trace_id)
+                # A file holding one trace is named by its path alone, whatever record number it got.
+                records = [record, None] if record is not None and per_file[path] == 1 else [record]
+                for rec in records:
+                    for key in _variants(path, rec):
+                        exact.setdefault(key, trace_id)
+                    by_name.setdefault(source_key(os.path.basename(path), rec), set()).add(trace_id)
+                    for tail in _tails(path):  # data/x.json names /home/me/proj/data/x.json
+                        by_name.setdefault(source_key(tail, rec), set()).add(trace_id)
             for key, ids in by_name.items():
                 if len(ids) == 1:
                     exact.setdefault(key, next(iter(ids)))
@@ -119,7 +133,8 @@ def resolve_source_keys(gold: pd.DataFrame, keys: Mapping[str, str]) -> pd.DataF
         if value in keys:
             return keys[value]
         path, _, record = value[len(PATH_PREFIX):].partition("#")
-        for key in _variants(path, int(record) if record else None):
+        path = path.replace("\\", "/").removeprefix("./")
+        for key in [*_variants(path, int(record) if record else None), source_key(path, int(record) if record else None)]:
             if key in keys:
                 return keys[key]
         return value

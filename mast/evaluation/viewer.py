@@ -153,6 +153,7 @@ STYLE = """
 .step{border-left:3px solid #ddd;margin:.4rem 0;padding:.2rem .6rem;white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:.78rem}
 .step.cited{border-left-color:#d9534f}mark{background:#ffe08a}
 .verdict.present{color:#b02a2a}.unverified{color:#b02a2a}.gold-miss{background:#fde2e2}
+.src{color:#667;font-size:.8em}
 """
 
 
@@ -419,9 +420,11 @@ function draw(){
   page = Math.min(page, pages - 1);
   const shown = list.slice(page * __PAGE_ROWS__, (page + 1) * __PAGE_ROWS__);
   $('trace-table').tBodies[0].innerHTML = shown.map((r) => {
-    const ff = r.first_failure ? `step ${r.first_failure.step ?? '?'}, ${r.first_failure.agent ?? '?'}, ${r.first_failure.code ?? ''}` : '';
+    const f = r.first_failure;
+    const ff = f ? [f.step != null ? `step ${f.step}` : '', f.agent || '', f.code || ''].filter(Boolean).join(', ') : '';
     const cost = r.usage.cost_usd == null ? '–' : r.usage.cost_usd.toFixed(4);
-    return `<tr data-id="${esc(r.id)}"><td class="text">${esc(r.id)}</td><td class="text">${esc(r.status)}</td>` +
+    const file = r.source ? ` <span class="src">${esc(r.source.split('/').pop())}</span>` : '';
+    return `<tr data-id="${esc(r.id)}"><td class="text">${esc(r.id)}${file}</td><td class="text">${esc(r.status)}</td>` +
       `<td class="text">${esc(found(r).join(', '))}</td><td>${found(r).length}</td><td class="text">${esc(ff)}</td>` +
       `<td>${cost}</td><td class="text">${esc(r.agents.join(', '))}</td></tr>`;
   }).join('');
@@ -457,7 +460,7 @@ function open(id){
     `${r.error ? ' · ' + esc(r.error) : ''}</p>` +
     (r.task ? `<p><b>Task:</b> ${esc(r.task.slice(0, 2000))}</p>` : '') +
     (r.summary ? `<p><b>Summary:</b> ${esc(r.summary)}</p>` : '') +
-    (ff ? `<p id="trace-first-failure"><b>First failure:</b> step ${esc(ff.step)}, agent ${esc(ff.agent)}, ${esc(ff.code)}: ${esc(ff.explanation)}</p>` : '') +
+    (ff ? `<p id="trace-first-failure"><b>First failure:</b> ${[ff.step != null ? 'step ' + esc(ff.step) : '', ff.agent ? 'agent ' + esc(ff.agent) : '', esc(ff.code || '')].filter(Boolean).join(', ')}${ff.explanation ? ': ' + esc(ff.explanation) : ''}</p>` : '') +
     `<p class="note">tokens ${u.input_tokens} in / ${u.output_tokens} out · cost ${u.cost_usd == null ? 'unknown' : '$' + u.cost_usd.toFixed(4)}` +
     ` · ${u.llm_calls} LLM call${u.llm_calls === 1 ? '' : 's'} · ${u.latency_s} s${u.cached ? ' · from cache' : ''}</p>` +
     `<table class="verdicts"><thead><tr><th class="text">mode</th><th class="text">verdict</th><th>confidence</th>` +

@@ -94,10 +94,17 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-SetupReason = Literal["auth", "permission", "unknown_model", "connection_refused"]
+SetupReason = Literal["auth", "permission", "unknown_model", "connection_refused", "not_json"]
 
-# How the OpenAI client and litellm word a missing key (they raise it as a 500 or a plain error).
-_MISSING_KEY_TEXT = ("missing credentials", "api_key client option must be set", "no api key", "missing api key")
+# How the OpenAI client and litellm word a missing key (they raise it as a 500, or, for Anthropic,
+# as a 401 although no request was sent).
+_MISSING_KEY_TEXT = ("missing credentials", "api_key client option must be set", "no api key", "missing api key",
+                     "no key is set")
+# A 200 whose body is not JSON (a proxy's or login portal's HTML page): the OpenAI client fails to
+# parse it and litellm reports that as HTTP 500. Every call would get the same page.
+_NOT_JSON_TEXT = ("expecting value: line 1 column 1",)
+_ENDPOINT_PATHS = ("/chat/completions", "/completions", "/messages", "/responses")
+"""Paths the client adds to ``--api-base`` itself: a base ending in one names the endpoint twice."""
 _REFUSED_TEXT = ("connection refused", "connect call failed")
 
 
@@ -115,8 +122,8 @@ def setup_failure(exc: BaseException) -> SetupReason | None:
     """Why every call to this model would fail, or ``None`` for an error worth retrying or per-trace.
 
     ``auth`` (no key, or a key refused: 401), ``permission`` (403), ``unknown_model`` (404, or a
-    model string litellm has no provider for) and ``connection_refused`` (nothing listens at the
-    endpoint).
+    model string litellm has no provider for), ``connection_refused`` (nothing listens at the
+    endpoint) and ``not_json`` (the endpoint answers with a page that is not JSON, such as a proxy's HTML).
     """
     if hasattr(exc, _REASON_ATTR):
         known: SetupReason | None = getattr(exc, _REASON_ATTR)
@@ -148,6 +155,8 @@ def _setup_reason(exc: BaseException) -> SetupReason | None:
         return "unknown_model"
     if any(isinstance(e, ConnectionRefusedError) for e in chain) or any(t in text for t in _REFUSED_TEXT):
         return "connection_refused"
+    if any(t in text for t in _NOT_JSON_TEXT):
+        return "not_json"
     return None
 
 
@@ -182,7 +191,10 @@ def setup_error(
     detail = one_line(exc)
     if len(detail) > 200:
         detail = detail[:200] + "..."
-    if reason == "auth" and not api_key_given and status != 401:
+    # litellm gives a missing Anthropic key status 401 though no request was sent: the words tell.
+    key_missing = any(t in " ".join(str(e) for e in _chain(exc)).lower() for t in _MISSING_KEY_TEXT)
+    endpoint = next((p for p in _ENDPOINT_PATHS if api_base and api_base.rstrip("/").endswith(p)), None)
+    if reason == "auth" and not api_key_given and (status != 401 or key_missing):
         names = _missing_key_names(model)
         where = f"set {' or '.join(names)} or --api-key" if names else "pass --api-key (or MAST_API_KEY)"
         message = f"no API key for {provider}: {where}"
@@ -191,13 +203,22 @@ def setup_error(
         message = f"API key rejected by {provider} (HTTP {status or 401}) for {model}: check {names[0]} or --api-key"
     elif reason == "permission":
         message = f"permission denied by {provider} (HTTP 403) for {model}: the key may not have access to this model"
+    elif reason == "unknown_model" and endpoint is not None:
+        assert api_base is not None
+        base = api_base.rstrip("/")[: -len(endpoint)]
+        message = (f"--api-base {api_base} ends in {endpoint}, which the client adds itself (HTTP {status or 404}): "
+                   f"give the base URL, --api-base {base}")
     elif reason == "unknown_model":
         message = f"unknown model {model!r} at {api_base or provider}: check the model name (litellm's provider/model form)"
+    elif reason == "not_json":
+        message = (f"{api_base or provider} answered {model} with a body that is not JSON (an HTML page from a proxy "
+                   "or login portal?): check --api-base and the network path to the provider")
     else:
         message = f"cannot connect to {api_base or provider} for {model}: connection refused (is the server running?)"
     # The provider's own words help with a 401/403/404 (which key, which model); litellm's wrapper
     # text around a missing key or a refused connection adds nothing to the line above.
-    worded = reason in ("permission", "unknown_model") or (reason == "auth" and status == 401)
+    worded = reason == "permission" or (reason == "unknown_model" and endpoint is None) or (
+        reason == "auth" and status == 401 and not key_missing)
     return JudgeSetupError(f"{message} [{detail}]" if worded else message,
                            reason=reason, status_code=status, n_attempts=attempts)
 
@@ -218,9 +239,10 @@ def translate_error(
         "transient": "temporary failure",
         "fatal": "request failed",
     }[kind]
-    if isinstance(exc, Timeout):
-        label = "timed out"
     where = f"HTTP {status}" if status else type(exc).__name__
+    if isinstance(exc, Timeout):
+        # litellm gives a client-side timeout status 408, but no 408 was sent: nothing came back.
+        label, where = "timed out", "no answer within the --timeout"
     message = one_line(exc)
     if len(message) > 300:
         message = message[:300] + "..."

@@ -15,7 +15,9 @@ priced at the batch rates.
 from __future__ import annotations
 
 import inspect
+import re
 import typing
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -28,6 +30,15 @@ from mast.judge.backend import LiteLLMBackend, _wait, classify_error, translate_
 from mast.judge.pricing import call_cost, list_cost, usage_parts
 from mast.judge.protocol import Completion, Mode
 from mast.judge.schema import OutputSpec
+
+# litellm's afile_content now and then leaves an inner coroutine of its OpenAI files client
+# unawaited (seen when it is garbage-collected, after the content was returned), and the HTTP
+# client under it a connection attempt still pending when its loop closes. Python prints both as
+# "coroutine ... was never awaited" to a user of --batch-api, who can do nothing about them; the
+# download itself succeeded. Only these two messages are silenced.
+for _leftover in ("OpenAIFilesAPI.afile_content", "connect_tcp.<locals>.try_connect"):
+    warnings.filterwarnings("ignore", message=f"coroutine '{re.escape(_leftover)}' was never awaited",
+                            category=RuntimeWarning)
 
 ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"

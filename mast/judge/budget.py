@@ -137,17 +137,19 @@ def price(backend: Backend, input_tokens: int, output_tokens: int) -> float | No
 
 
 def estimate(
-    material: Material, *, backend: Backend, config: JudgeConfig, prompts: PromptSet, counter: TokenCounter
+    material: Material, *, backend: Backend, config: JudgeConfig, prompts: PromptSet, counter: TokenCounter,
+    answer_tokens: int | None = None,
 ) -> CostEstimate:
     """Tokens and dollars judging ``material`` is expected to take, without calling the model.
 
     Mirrors the single / chunked decision of :mod:`mast.judge.strategy` and counts the prompt as
-    it would be sent. Answers are assumed to be of a typical size. 0 tokens for a trace too long
-    for the model (nothing would be sent).
+    it would be sent. Answers are assumed to be ``answer_tokens`` long (what this judge's answers
+    were, when known), else of a typical size. 0 tokens for a trace too long for the model
+    (nothing would be sent).
     """
     fence = fence_for(material)
     out_cap = config.max_output_tokens
-    answer = min(ANSWER_TOKENS, out_cap)
+    answer = min(answer_tokens or ANSWER_TOKENS, out_cap)
     single = counter.messages(backend, build_single(prompts, material, fence))
     limit = usable(context_of(backend))
     if single + out_cap <= limit:

@@ -33,7 +33,10 @@ import asyncio
 import hashlib
 import os
 import time
+from collections.abc import Iterable
 from typing import Any
+
+from pydantic import ValidationError
 
 from mast.diagnosis import Diagnosis, DiagnosisStatus, ErrorInfo, JudgeInfo
 from mast.errors import JudgeError, UsageError, error_info
@@ -54,8 +57,8 @@ from mast.judge.budget import (
     estimate,
 )
 from mast.judge.cache import JudgeCache
-from mast.judge.config import JudgeConfig
-from mast.judge.local import DEFAULT_CONTEXT, gguf_for, is_local, shared_server
+from mast.judge.config import JudgeConfig, check_option_names, invalid_options
+from mast.judge.local import DEFAULT_CONTEXT, check_installed, gguf_for, is_local, shared_server
 from mast.judge.material import prepare
 from mast.judge.messages import prepare_trace
 from mast.judge.prompt import PromptSet, load_prompts
@@ -113,13 +116,11 @@ def _merged_config(config: JudgeConfig | None, options: dict[str, Any]) -> Judge
         return JudgeConfig.from_options(**options)
     if not options:
         return config
-    unknown = set(options) - set(JudgeConfig.model_fields)
-    if unknown:
-        raise UsageError(f"unknown judge option(s): {', '.join(sorted(unknown))}")
+    check_option_names(options)
     try:
         return JudgeConfig.model_validate({**dict(config), **{k: v for k, v in options.items() if v is not None}})
-    except Exception as exc:  # pydantic.ValidationError, in one line
-        raise UsageError(f"invalid judge option: {' '.join(str(exc).split())}") from exc
+    except ValidationError as exc:
+        raise invalid_options(exc) from exc
 
 
 class Judge:
@@ -146,6 +147,10 @@ class Judge:
         self._cache = JudgeCache(self.config.cache_dir) if self.config.cache else None
         # Computed once per judge rather than per trace: it depends only on the configuration.
         self._taxonomy_hash = hashlib.sha256(self.taxonomy.fingerprint().encode()).hexdigest()
+        self.answer_tokens: int | None = None
+        """Output tokens of a typical answer of this judge, learnt from its answers (``None`` until
+        one came: estimates then assume :data:`~mast.judge.budget.ANSWER_TOKENS`)."""
+        self._answers = (0, 0)  # (output tokens, answers) of single-call judgements seen
         if self.config.jury or self.config.samples > 1:
             # One Judge makes one judgement per trace; several are a Jury's job (it builds on Judges).
             raise UsageError("jury= and samples > 1 need mast.judge.jury.Jury (mast.classify and the CLI pick it)")
@@ -170,6 +175,7 @@ class Judge:
 
         model = self.config.model or ""
         if is_local(model):
+            check_installed(model)  # both parts named at once
             gguf = gguf_for(model)
             server = await asyncio.to_thread(shared_server, gguf, n_ctx=self.config.context_window or DEFAULT_CONTEXT)
             self._backend = LiteLLMBackend.from_config(
@@ -230,7 +236,9 @@ class Judge:
         meter = UsageMeter()
         trace_hash = trace.content_hash()
         try:
-            return await self._judge_llm(trace, trace_hash, meter, started, gate)
+            diagnosis = await self._judge_llm(trace, trace_hash, meter, started, gate)
+            self.learn_answer_tokens([diagnosis])
+            return diagnosis
         except Unjudgeable as exc:
             error = ErrorInfo(type="Unjudgeable", message=str(exc))
             return self._failed(trace, trace_hash, "unjudgeable", error, meter, started)
@@ -251,6 +259,22 @@ class Judge:
             return detectors.detectors_judge_info(self.taxonomy)
         return judge_info(self.config, self.prompts, self.taxonomy)
 
+    def learn_answer_tokens(self, diagnoses: Iterable[Diagnosis]) -> None:
+        """Let later :meth:`estimate` calls assume answers as long as these (earlier results of this judge).
+
+        Only answers of one call count (no re-ask, no windows, not from the cache): their output
+        tokens are the size of one answer. A model answers in a few hundred tokens where the
+        default assumption is 1,500, which made budgets stop runs at a third of their money.
+        """
+        total, count = self._answers
+        for diagnosis in diagnoses:
+            usage = diagnosis.usage
+            if diagnosis.status == "judged" and usage.llm_calls == 1 and not usage.cached and usage.output_tokens > 0:
+                total, count = total + usage.output_tokens, count + 1
+        self._answers = (total, count)
+        if count:
+            self.answer_tokens = max(1, round(total / count))
+
     def estimate(self, trace: Trace) -> CostEstimate:
         """Tokens and dollars judging ``trace`` is expected to take, without calling the model.
 
@@ -265,7 +289,8 @@ class Judge:
         material = prepare(
             trace, redact=config.redact, redact_ips=config.redact_ips, redact_patterns=tuple(config.redact_patterns)
         )
-        return estimate(material, backend=self.backend, config=config, prompts=self.prompts, counter=self.strategy.counter)
+        return estimate(material, backend=self.backend, config=config, prompts=self.prompts, counter=self.strategy.counter,
+                        answer_tokens=self.answer_tokens)
 
     def _failed(
         self, trace: Trace, trace_hash: str, status: DiagnosisStatus, error: ErrorInfo, meter: UsageMeter, started: float

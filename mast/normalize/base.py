@@ -24,6 +24,7 @@ import orjson
 from mast.caps import MAX_JSON_DEPTH
 from mast.errors import TraceFormatError
 from mast.normalize._console import plain_console, strip_ansi
+from mast.normalize._payload import literal_failure
 from mast.trace import SourceInfo, Trace
 
 HEAD_BYTES = 64 * 1024
@@ -230,6 +231,10 @@ class RawInput:
                     return records, "jsonl"
                 if containers == 0 and not _JSON_OPENING.match(stripped):
                     return self._plain(text), "text"
+            why = literal_failure(stripped)
+            if " cap, " in why:  # too big to be tried as anything else: the cap is what stopped it
+                tail = why.removeprefix("not JSON, and ").replace("to try as a Python literal", "to read any further")
+                raise self.fail(f"looks like JSON but does not parse; {tail}")
             raise self.fail("looks like JSON but does not parse (truncated or malformed)")
         if self.path is not None and self.path.suffix in (".yaml", ".yml"):
             import yaml

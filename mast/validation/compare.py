@@ -18,6 +18,7 @@ from mast.datasets import validation_sets
 from mast.errors import EvaluationError
 from mast.evaluation import majority_vote
 from mast.evaluation.labels import read_diagnoses
+from mast.validation.verdict import FEW_POSITIVES
 from mast.validation.write import read_summary
 
 
@@ -63,7 +64,9 @@ def compare_validations(
 ) -> pd.DataFrame:
     """Kappa of run A and run B per mode and pooled, and B - A with a paired bootstrap CI.
 
-    ``reading`` says ``B better`` / ``A better`` when the CI excludes 0, else ``no clear difference``.
+    ``reading`` says ``B better`` / ``A better`` when the CI excludes 0, else ``no clear difference``;
+    ``caveat`` flags a scope with fewer than :data:`~mast.validation.verdict.FEW_POSITIVES` positive
+    gold cells, where no reading holds.
     """
     cells = shared_cells(Path(run_a), Path(run_b))
     cells["gold"] = cells["gold"].astype(bool)
@@ -99,10 +102,14 @@ def compare_validations(
         delta = point[1] - point[0]
         reading = ("B better" if low > 0 else "A better" if high < 0 else "no clear difference") if not np.isnan(low) else "undefined"
         in_scope = cells if scope == "pooled" else cells[cells["code"] == scope]
+        positives = int(in_scope["gold"].sum())
         rows.append({
             "scope": scope, "n_traces": int(in_scope["unit"].nunique()), "n_cells": len(in_scope),
-            "positives": int(in_scope["gold"].sum()), "kappa_a": _num(point[0]), "kappa_b": _num(point[1]),
+            "positives": positives, "kappa_a": _num(point[0]), "kappa_b": _num(point[1]),
             "diff": _num(delta), "low": _num(low), "high": _num(high), "reading": reading,
+            # The same flag as the per-mode table: a difference on a handful of positive cells is noise.
+            "caveat": (f"few positives ({positives} < {FEW_POSITIVES}): do not read the difference"
+                       if positives < FEW_POSITIVES else None),
         })
     frame = pd.DataFrame(rows)
     frame.attrs.update({"run_a": str(run_a), "run_b": str(run_b), "n_boot": n_boot, "level": level,

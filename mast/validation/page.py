@@ -19,35 +19,41 @@ th{background:#f4f4f4}.note{color:#666;font-size:.85rem}.trusted{color:#1a7f37}.
 
 
 def _f(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
+    return "–" if value is None else f"{value:z.2f}"
 
 
 def _figure(modes: list[ModeFinding], references: list[Reference]) -> str:
-    """Kappa per mode as a dot with its CI bar, on a -0.2..1 axis, with the paper's o1 kappa as a line."""
-    width, row, left = 640, 22, 210
+    """Kappa per mode as a dot with its CI bar, on the whole -1..1 axis, with the paper's o1 kappa as a line.
+
+    The label column is as wide as the longest mode name (about 6.5 px a character at 11 px), so no
+    name is cut; a kappa below 0 is drawn where it is, left of the 0 line.
+    """
+    labels = [f"{mode.code} {mode.name}" for mode in modes]
+    row = 22
+    left = 12 + round(6.5 * max((len(label) for label in labels), default=10))
+    width = left + 440
     height = row * (len(modes) + 1) + 20
 
     def x(value: float) -> float:
-        return left + (max(-0.2, min(1.0, value)) + 0.2) / 1.2 * (width - left - 20)
+        return left + (max(-1.0, min(1.0, value)) + 1.0) / 2.0 * (width - left - 20)
 
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' aria-label='kappa per mode'>"]
-    for tick in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0):
+    for tick in (-1.0, -0.5, 0.0, 0.2, 0.4, 0.6, 0.8, 1.0):
         parts.append(f"<line x1='{x(tick):.1f}' x2='{x(tick):.1f}' y1='10' y2='{height - 10}' stroke='#eee'/>"
-                     f"<text x='{x(tick):.1f}' y='{height - 2}' font-size='10' text-anchor='middle'>{tick:.1f}</text>")
+                     f"<text class='tick' x='{x(tick):.1f}' y='{height - 2}' font-size='10' text-anchor='middle'>{tick:.1f}</text>")
     paper = next((r.kappa for r in references if r.name == "o1 judge (paper)" and r.kappa is not None), None)
     if paper is not None:
         parts.append(f"<line x1='{x(paper):.1f}' x2='{x(paper):.1f}' y1='10' y2='{height - 12}' stroke='#999' "
                      f"stroke-dasharray='4 3'><title>paper o1 kappa {paper}</title></line>")
-    for i, mode in enumerate(modes):
+    for i, (mode, text) in enumerate(zip(modes, labels, strict=True)):
         y = 20 + i * row
-        label = html.escape(f"{mode.code} {mode.name}"[:34])
-        parts.append(f"<text x='4' y='{y + 4}' font-size='11'>{label}</text>")
+        parts.append(f"<text class='mode' x='4' y='{y + 4}' font-size='11'>{html.escape(text)}</text>")
         if mode.kappa_low is not None and mode.kappa_high is not None:
             parts.append(f"<line x1='{x(mode.kappa_low):.1f}' x2='{x(mode.kappa_high):.1f}' y1='{y}' y2='{y}' "
                          "stroke='#4a6fa5' stroke-width='2'/>")
         if mode.kappa is not None:
             parts.append(f"<circle class='kappa' data-code='{html.escape(mode.code)}' cx='{x(mode.kappa):.1f}' cy='{y}' "
-                         f"r='4' fill='#1f3b63'><title>{html.escape(mode.code)}: {mode.kappa:.2f}</title></circle>")
+                         f"r='4' fill='#1f3b63'><title>{html.escape(mode.code)}: {mode.kappa:z.2f}</title></circle>")
         else:
             parts.append(f"<text x='{left}' y='{y + 4}' font-size='10' fill='#999'>{html.escape(mode.status)}</text>")
     parts.append("</svg>")

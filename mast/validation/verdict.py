@@ -53,7 +53,7 @@ def mode_findings(pooled: EvaluationReport, human: dict[str, float | None]) -> l
 
 
 def _k(value: float | None) -> str:
-    return "undefined" if value is None else f"{value:.2f}"
+    return "undefined" if value is None else f"{value:z.2f}"
 
 
 def verdict_text(report: ValidationReport) -> str:
@@ -65,7 +65,7 @@ def verdict_text(report: ValidationReport) -> str:
     ci = p.ci.get("kappa")
     parts = [
         f"{judge}: pooled kappa {_k(p.kappa)}"
-        + (f" [{ci.low:.2f}, {ci.high:.2f}]" if ci else "")
+        + (f" [{ci.low:z.2f}, {ci.high:z.2f}]" if ci else "")
         + f" over {report.pooled.n_traces} human-labelled traces ({report.pooled.n_cells} cells)"
         + (f", precision {_k(p.precision)}, recall {_k(p.recall)}." if p.kappa is not None else ".")
     ]

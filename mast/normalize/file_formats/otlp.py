@@ -36,8 +36,8 @@ from mast.normalize._otel_attrs import (
 )
 from mast.normalize._spans import Span, build_trace
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
-from mast.normalize.mlflow_trace import MLFLOW_SPAN_TYPE
-from mast.normalize.mlflow_trace import read_span as read_mlflow_span
+from mast.normalize.file_formats.mlflow_trace import MLFLOW_SPAN_TYPE
+from mast.normalize.file_formats.mlflow_trace import read_span as read_mlflow_span
 from mast.trace import Trace
 
 _HEAD = re.compile(r'^\s*\[?\s*\{\s*"(resourceSpans|resource_spans)"')

@@ -1,0 +1,361 @@
+"""``mast hooks``: installed into Claude Code / Codex settings without clobbering them, and run as the tools run it.
+
+``mast hooks run`` is run here as the tools run it: a new process, the event JSON on stdin (Claude
+Code) or as the last argument (Codex notify), on real transcripts from ``tests/data``. It starts a
+detached process that does the labelling; the tests wait for that process's results line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import mast
+from mast.cli import main
+from mast.integrations import hooks
+from mast.testing import FakeLLMServer, Reply, judge_answer
+
+ROOT = Path(__file__).resolve().parent.parent
+CLAUDE = ROOT / "tests" / "data" / "real" / "claude_code" / "claude_code_log_representative_messages.jsonl"
+CODEX = ROOT / "tests" / "data" / "traces" / "codex_rollout" / "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"
+CODEX_THREAD = "019b7f94-51b4-7593-922e-ba12b5b73b52"
+
+SETTINGS = {
+    "model": "opus",
+    "hooks": {
+        "Stop": [{"matcher": "", "hooks": [{"type": "command", "command": "notify-send 'Claude is done'"}]}],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./scripts/check-bash.sh", "timeout": 5}]}],
+        "Notification": [{"hooks": [{"type": "command", "command": "echo 'unbalanced"}, {"type": "command", "command": "mast-lint --x"}]}],
+    },
+    "permissions": {"allow": ["Bash(ls:*)"]},
+}
+CONFIG_TOML = 'model = "o3"\napproval_policy = "on-request"\n\n[mcp_servers.docs]\ncommand = "docs-server"\nargs = ["--port", "9000"]\n'
+
+
+def cli(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+# -- install / uninstall -------------------------------------------------------------------------------
+
+
+def test_claude_code_install_uninstall_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(SETTINGS, indent=4))
+    out = tmp_path / "results.jsonl"
+    cli("hooks", "install", "claude-code", "--settings", str(path), "-o", str(out), "--model", "openai/gpt-4.1-mini")
+    cli("hooks", "install", "claude-code", "--settings", str(path), "-o", str(out), "--model", "openai/gpt-4.1-mini")
+    installed = json.loads(path.read_text())
+    for event in hooks.CLAUDE_EVENTS:
+        ours = [h for g in installed["hooks"][event] for h in g["hooks"] if hooks.is_ours(h["command"])]
+        assert len(ours) == 1, event  # installing twice replaces, never doubles
+        assert f"-o {out}" in ours[0]["command"] and "--model openai/gpt-4.1-mini" in ours[0]["command"]
+    assert installed["hooks"]["Stop"][0] == SETTINGS["hooks"]["Stop"][0]
+    assert installed["hooks"]["PreToolUse"] == SETTINGS["hooks"]["PreToolUse"]
+    assert installed["model"] == "opus" and installed["permissions"] == SETTINGS["permissions"]
+    assert "removed 3" in cli("hooks", "uninstall", "claude-code", "--settings", str(path))
+    assert path.read_text() == json.dumps(SETTINGS, indent=4)  # byte for byte: its indent, no final newline
+    assert "no mast hook" in cli("hooks", "uninstall", "claude-code", "--settings", str(path))
+
+
+def test_claude_code_settings_keep_their_layout(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    original = json.dumps({"z": 1, "a": {"b": [1, 2]}, "env": {"NAME": "Zoë"}}, indent="\t", ensure_ascii=False) + "\n"
+    path.write_text(original)
+    cli("hooks", "install", "claude-code", "--settings", str(path))
+    assert path.read_text().startswith('{\n\t"z": 1,\n\t"a": {') and path.read_text().endswith("}\n")
+    cli("hooks", "uninstall", "claude-code", "--settings", str(path))
+    assert path.read_text() == original
+
+
+def test_a_linked_settings_file_stays_a_link(tmp_path: Path) -> None:
+    target = tmp_path / "dotfiles" / "claude-settings.json"
+    target.parent.mkdir()
+    target.write_text(json.dumps(SETTINGS))
+    link = tmp_path / "settings.json"
+    link.symlink_to(target)
+    cli("hooks", "install", "claude-code", "--settings", str(link))
+    assert link.is_symlink() and "SessionEnd" in json.loads(target.read_text())["hooks"]
+    cli("hooks", "uninstall", "claude-code", "--settings", str(link))
+    assert link.is_symlink() and json.loads(target.read_text()) == SETTINGS
+
+
+def test_claude_code_project_scope_and_a_broken_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    cli("hooks", "install", "claude-code", "--project")
+    written = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    assert set(written["hooks"]) == set(hooks.CLAUDE_EVENTS)
+    cli("hooks", "uninstall", "claude-code", "--project")
+    assert json.loads((tmp_path / ".claude" / "settings.json").read_text()) == {}
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"hooks": ')
+    result = CliRunner().invoke(main, ["hooks", "install", "claude-code", "--settings", str(broken)])
+    assert result.exit_code == 2 and "not valid JSON" in result.output and broken.read_text() == '{"hooks": '
+
+
+def test_codex_install_uninstall_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    path = tmp_path / "codex" / "config.toml"
+    path.parent.mkdir()
+    path.write_text(CONFIG_TOML)
+    cli("hooks", "install", "codex", "--quiet", "2m")
+    import tomllib
+
+    config = tomllib.loads(path.read_text())
+    assert hooks.is_ours(config["notify"]) and config["notify"][-2:] == ["--quiet", "120s"]
+    assert config["model"] == "o3" and config["mcp_servers"]["docs"]["args"] == ["--port", "9000"]
+    cli("hooks", "install", "codex")  # again: replaced, still one notify
+    assert path.read_text().count("notify =") == 1
+    cli("hooks", "uninstall", "codex")
+    assert path.read_text() == CONFIG_TOML  # byte for byte
+
+
+def test_codex_uninstall_removes_the_config_install_created(tmp_path: Path) -> None:
+    path = tmp_path / "codex" / "config.toml"
+    cli("hooks", "install", "codex", "--settings", str(path))
+    cli("hooks", "install", "codex", "--settings", str(path))  # again: still the file mast created
+    assert "had created" in cli("hooks", "uninstall", "codex", "--settings", str(path))
+    assert not path.exists()
+    cli("hooks", "install", "codex", "--settings", str(path))
+    with path.open("a") as fh:
+        fh.write('model = "o3"\n')  # the user's own setting since: the file stays
+    cli("hooks", "uninstall", "codex", "--settings", str(path))
+    assert path.read_text() == 'model = "o3"\n'
+    path.write_text("")  # an empty file of the user's stays too
+    cli("hooks", "install", "codex", "--settings", str(path))
+    cli("hooks", "uninstall", "codex", "--settings", str(path))
+    assert path.exists() and path.read_text() == ""
+
+
+def test_codex_install_leaves_another_notify_alone(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('notify = ["say", "done"]\n')
+    result = CliRunner().invoke(main, ["hooks", "install", "codex", "--settings", str(path)])
+    assert result.exit_code == 2 and "already has notify" in result.output
+    assert path.read_text() == 'notify = ["say", "done"]\n'
+    assert "no mast notify" in cli("hooks", "uninstall", "codex", "--settings", str(path))
+
+
+def test_install_checks_the_judge_options(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    result = CliRunner().invoke(main, ["hooks", "install", "claude-code", "--settings", str(path), "--judge", "sometimes"])
+    assert result.exit_code == 2 and "invalid judge option" in result.output and not path.exists()
+
+
+def test_install_refuses_a_key() -> None:
+    with pytest.raises(mast.UsageError, match="keys stay in the environment"):
+        hooks.hook_argv("claude-code", judge={"api_key": "sk-x"})
+
+
+# -- run ---------------------------------------------------------------------------------------------
+
+
+def hook_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAST_") and not k.endswith("_API_KEY")}
+    env.update(PYTHONPATH=str(ROOT), MAST_CACHE_DIR=str(tmp_path / "cache"), MAST_HOOKS_DIR=str(tmp_path / "hooks"))
+    env.update(extra)
+    return env
+
+
+def run_hook(args: list[str], env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, "-m", "mast", "hooks", "run", *args], input=stdin or "", env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def wait_for(check: Any, what: str, limit: float = 180.0) -> Any:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def log_lines(results: Path) -> list[str]:
+    log = hooks.log_path(results)
+    return [line for line in log.read_text().splitlines() if " session " in line] if log.exists() else []
+
+
+@pytest.mark.slow
+def test_claude_code_session_end_labels_in_the_background_once(tmp_path: Path) -> None:
+    transcript = tmp_path / "projects" / "-home-me-app" / "test_session.jsonl"
+    transcript.parent.mkdir(parents=True)
+    shutil.copy(CLAUDE, transcript)
+    session = mast.load_trace(transcript).trace_id
+    event = json.dumps({"session_id": session, "transcript_path": str(transcript), "cwd": "/home/me/app",
+                        "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
+    results = tmp_path / "results.jsonl"
+    release = threading.Event()
+
+    async def held(body: dict[str, Any]) -> Reply:
+        while not release.is_set():  # the judge answers only when the test says so
+            await asyncio.sleep(0.05)
+        return Reply(content=judge_answer(["3.1"], summary="Ended before the user's last question was answered."))
+
+    with FakeLLMServer(held) as server:
+        env = hook_env(tmp_path, MAST_MODEL="openai/fake-judge", MAST_API_BASE=server.base_url,
+                       OPENAI_API_KEY="fake-key", MAST_MAX_RETRIES="0")
+        try:
+            done = run_hook(["--tool", "claude-code", "-o", str(results)], env, stdin=event)
+            # the hook has returned while its labelling process waits on the judge: detached, in the background
+            wait_for(lambda: server.requests, "the labelling process to call the judge")
+            assert lines(results) == []
+        finally:
+            release.set()
+        assert done.stdout.count("\n") == 1 and session in done.stdout and str(results) in done.stdout
+        wait_for(lambda: lines(results), "the result")
+        (result,) = lines(results)
+        assert result["trace_id"] == session and result["status"] == "judged"
+        assert [m["code"] for m in result["failure_modes"] if m["present"]] == ["3.1"]
+        assert result["judge"]["model"] == "openai/fake-judge"
+        calls = len(server.chat_requests)
+
+        again = run_hook(["--tool", "claude-code", "-o", str(results)], env, stdin=event)  # the same event again
+        assert "last verdict: modes 3.1" in again.stdout
+        wait_for(lambda: len(log_lines(results)) >= 2, "the second labelling process")
+        assert "nothing new" in log_lines(results)[1]
+        assert len(lines(results)) == 1 and len(server.chat_requests) == calls
+
+
+@pytest.mark.slow
+def test_codex_notify_labels_the_rollout_with_the_detectors(tmp_path: Path) -> None:
+    home = tmp_path / "codex"
+    rollout = home / "sessions" / "2026" / "01" / "02" / CODEX.name
+    rollout.parent.mkdir(parents=True)
+    shutil.copy(CODEX, rollout)
+    payload = json.dumps({"type": "agent-turn-complete", "thread-id": CODEX_THREAD, "turn-id": "12345",
+                          "cwd": "/home/me/app", "input-messages": ["fix the test"], "last-assistant-message": "done"})
+    env = hook_env(tmp_path, CODEX_HOME=str(home))
+    done = run_hook(["--tool", "codex", "--quiet", "0", payload], env)
+    results = hooks.default_results("/home/me/app").relative_to(hooks.hooks_dir())
+    results = tmp_path / "hooks" / results  # the per-project default, under MAST_HOOKS_DIR
+    assert str(results) in done.stdout
+    (result,) = wait_for(lambda: lines(results), "the result")
+    assert result["trace_id"] == CODEX_THREAD and result["status"] == "judged"
+    assert result["judge"]["kind"] == "detectors"  # no model configured: the offline detectors
+    run_hook(["--tool", "codex", "--quiet", "0", payload], env)
+    wait_for(lambda: len(log_lines(results)) >= 2, "the second labelling process")
+    assert len(lines(results)) == 1
+
+
+@pytest.mark.slow
+def test_a_bad_event_never_fails_the_hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    done = run_hook([], hook_env(tmp_path), stdin="this is not json")  # a real process: exit 0, one line
+    assert "hook skipped" in done.stderr and "not JSON" in done.stderr and done.stdout == ""
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path))
+    missing = json.dumps({"session_id": "s1", "transcript_path": str(tmp_path / "gone.jsonl"), "hook_event_name": "Stop"})
+    for args, stdin, reason in [([], missing, "does not exist"), ([], '["a list"]', "not a JSON object"),
+                                (["--tool", "codex", '{"thread-id": "0000000000000000"}'], "", "no rollout")]:
+        result = CliRunner().invoke(main, ["hooks", "run", *args], input=stdin)
+        assert result.exit_code == 0 and reason in result.output, result.output
+
+
+def test_stop_waits_for_a_quiet_transcript(tmp_path: Path) -> None:
+    """After Stop the session is labelled once its transcript stopped changing for the quiet period; one waiter per session."""
+    transcript = tmp_path / "session.jsonl"
+    shutil.copy(CLAUDE, transcript)
+    results = tmp_path / "results.jsonl"
+    waits: list[str] = []
+
+    def grow() -> None:
+        with transcript.open("a") as fh:
+            fh.write(transcript.read_text().splitlines()[0] + "\n")
+
+    def sleep(seconds: float) -> None:
+        waits.append(f"{len(lines(results))} results")
+        if len(waits) == 1:
+            grow()  # the session went on during the first quiet period: wait again
+            # meanwhile, the next Stop event's process finds this one waiting and leaves at once
+            assert "another process is waiting" in hooks.label_session(transcript, "test_session", results, quiet=300,
+                                                                        judge_options={}, sleep=lambda s: None)
+
+    line = hooks.label_session(transcript, "test_session", results, quiet=300, judge_options={}, sleep=sleep)
+    assert waits == ["0 results", "0 results"] and "labelled" in line and len(lines(results)) == 1
+    first_hash = lines(results)[0]["trace_hash"]
+    grow()  # the session was resumed later and grew: its new whole-session result replaces the old one
+    hooks.label_session(transcript, "test_session", results, quiet=0, judge_options={})
+    (result,) = lines(results)
+    assert result["trace_id"] == "test_session" and result["trace_hash"] != first_hash
+    # the waiter's lock went with it: a later Stop waits (and labels) again
+    assert "nothing new" in hooks.label_session(transcript, "test_session", results, quiet=1, judge_options={}, sleep=lambda s: None)
+
+
+def test_a_transcript_that_is_not_the_tools_own_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a regular file in the tool's own format is labelled: never /etc/passwd, a link out, or a fifo."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "home" / ".codex"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    link = tmp_path / "home" / ".claude" / "projects" / "-app" / "s.jsonl"
+    link.parent.mkdir(parents=True)
+    link.symlink_to("/etc/passwd")
+    outside = tmp_path / "elsewhere.jsonl"
+    shutil.copy(CLAUDE, outside)
+    link_out = link.with_name("linked-out.jsonl")
+    link_out.symlink_to(outside)  # a real transcript, but the link leads out of ~/.claude/projects
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"todo": "buy milk"}\n')
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    results = tmp_path / "out" / "r.jsonl"
+    cases = [("claude-code", "/etc/passwd", "not a claude_code transcript"),
+             ("claude-code", str(link), "is a link to /etc/passwd"),
+             ("claude-code", str(link_out), "is a link to"),
+             ("claude-code", str(notes), "not a claude_code transcript"),
+             ("claude-code", str(fifo), "not a regular file"),
+             ("codex", str(CLAUDE), "not a codex_rollout transcript")]
+    for tool, path, reason in cases:
+        event = json.dumps({"session_id": "s1", "thread-id": "0000000000000000", "transcript_path": path,
+                            "hook_event_name": "SessionEnd"})
+        result = CliRunner().invoke(main, ["hooks", "run", "--tool", tool, "-o", str(results)], input=event)
+        assert result.exit_code == 0 and result.output.count("\n") == 1, result.output
+        assert "hook skipped" in result.output and reason in result.output, result.output
+    assert not (tmp_path / "out").exists()  # nothing written: no results, no log
+    # a link that stays inside the tool's folder is the tool's own (a dotfiles layout)
+    inside = link.with_name("real.jsonl")
+    shutil.copy(CLAUDE, inside)
+    event = hooks.HookEvent("claude-code", "s1", link.with_name("alias.jsonl"), None, "Stop", final=False)
+    event.transcript.symlink_to(inside)
+    hooks.check_transcript(event)
+
+
+@pytest.mark.slow
+def test_the_hook_does_not_wait_for_stdin_to_close(tmp_path: Path) -> None:
+    """The event is read as soon as it is whole; with nothing on stdin the hook gives up after a short wait."""
+    env = hook_env(tmp_path)
+    event = json.dumps({"session_id": "s1", "transcript_path": str(tmp_path / "gone.jsonl"), "hook_event_name": "Stop"})
+    for sent, reason in [(event + "\n", "does not exist"), ("", "no event on stdin")]:
+        process = subprocess.Popen([sys.executable, "-m", "mast", "hooks", "run", "--tool", "claude-code"], env=env,
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert process.stdin is not None
+        process.stdin.write(sent)
+        process.stdin.flush()  # and stdin stays open, as a tool may keep it
+        try:
+            process.wait(timeout=60)  # waiting for stdin to close would hang here
+            assert process.stderr is not None
+            err = process.stderr.read()
+            assert process.returncode == 0 and "hook skipped" in err and reason in err, err
+        finally:
+            process.kill()
+            process.wait()
+            for pipe in (process.stdin, process.stdout, process.stderr):
+                pipe.close()  # type: ignore[union-attr]

@@ -19,6 +19,7 @@ import yaml
 from _data import REPO
 from _real import REAL
 
+from mast.errors import TraceFormatError
 from mast.normalize import _vcr, detect_format, load_trace, load_traces
 from mast.trace import Trace
 
@@ -149,6 +150,37 @@ def test_a_stray_byte_is_replaced_with_a_warning_not_a_skipped_file(tmp_path: Pa
     assert len(trace.steps) == len(clean.steps) and trace.task is not None and "仔细开发一个赛车小游戏" in trace.task
     assert any("not valid UTF-8" in w for w in trace.warnings)
     assert any("\ufffd" in s.content for s in trace.steps)
+
+
+def test_a_stray_byte_in_a_yaml_cassette_not_named_yaml_is_replaced_and_the_cassette_kept(tmp_path: Path) -> None:
+    # The YAML path decodes like the JSON one; a cassette renamed ("x.yaml.bak", "x.badutf8") is
+    # still known by its look (a first line "interactions:"), not lost as plain text.
+    blob = (REAL / "crewai" / "crewai_test_delegate_work_2024.yaml").read_bytes()
+    middle = len(blob) // 2
+    for name in ("stray.yaml", "stray.yaml.badutf8", "stray"):
+        trace = load_trace(_write(tmp_path, name, blob[:middle] + b"\xff\xfe" + blob[middle:]))
+        assert trace.source.format == "crewai", name
+        assert trace.task is not None and "share your take on AI Agents" in trace.task
+        assert any("not valid UTF-8" in w for w in trace.warnings)
+
+
+def test_a_text_file_opening_with_a_bare_key_stays_text(tmp_path: Path) -> None:
+    trace = load_trace(_write(tmp_path, "notes", "Task:\nwrite a poem\nAssistant: roses are red\n"))
+    assert trace.source.format == "plain_text"
+
+
+def test_a_cassette_request_body_of_an_unexpected_type_is_converted_with_a_warning(tmp_path: Path) -> None:
+    doc = yaml.safe_load((REAL / "crewai" / "crewai_test_delegate_work_2024.yaml").read_text())
+    request = doc["interactions"][0]["request"]
+    request["body"] = [request["body"]]  # a one-element list where the recorder writes a string
+    trace = load_trace(_write(tmp_path, "retyped.yaml", yaml.safe_dump(doc)))
+    assert trace.source.format == "crewai" and len(trace.steps) >= 2
+    assert trace.task is not None and "share your take on AI Agents" in trace.task
+    assert any("request.body" in w for w in trace.warnings)
+    request["body"] = [1, {"x": 1}]  # not a body at all: dropped and said, the file still read
+    with pytest.raises(TraceFormatError) as refused:
+        load_traces(_write(tmp_path, "mixed.yaml", yaml.safe_dump(doc)))
+    assert "\n" not in str(refused.value)
 
 
 # --- task and final output ----------------------------------------------------------------------

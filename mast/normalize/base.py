@@ -30,6 +30,9 @@ MAX_WHOLE_FILE_BYTES = 512 * 1024 * 1024
 """Files larger than this are only read by formats that stream them."""
 _LOG_LINE = re.compile(r"\[[^\[\]{}\n]*\][ \t]*[^\s,\]}]")
 """A first line like ``[timestamp LEVEL] message``: a bracketed prefix followed by text is never JSON."""
+# A YAML document by its look rather than its name (a cassette renamed "run.yaml.bak", or one
+# piped in): the first line is a bare top-level key ("interactions:") or the "---" document marker.
+_YAML_OPENING = re.compile(r"^(?:---[ \t]*$|[A-Za-z_][\w.-]*:[ \t]*$)", re.M)
 _JSON_OPENING = re.compile(r'^(?:\{\s*(?:"|\}|$)|\[\s*(?:[\[{"\d\-]|true|false|null|\]|$))')
 """How a JSON object or array opens: ``{"``, ``{}``, ``[{``, ``[1``, ``["``... (a text line like ``[INFO] x`` does not)."""
 
@@ -228,13 +231,20 @@ class RawInput:
                 if containers == 0 and not _JSON_OPENING.match(stripped):
                     return self._plain(text), "text"
             raise self.fail("looks like JSON but does not parse (truncated or malformed)")
-        if self.path is not None and self.path.suffix in (".yaml", ".yml"):
+        named = self.path is not None and any(s in (".yaml", ".yml") for s in self.path.suffixes)
+        if named or _YAML_OPENING.match(stripped):
             import yaml
 
             try:
-                return yaml.safe_load(io.StringIO(text)), "yaml"
+                doc = yaml.safe_load(io.StringIO(text))
             except yaml.YAMLError as exc:
-                raise self.fail(f"YAML does not parse: {' '.join(str(exc).split())}") from exc
+                if named:
+                    raise self.fail(f"YAML does not parse: {' '.join(str(exc).split())}") from exc
+                doc = None
+            # Known by its look only: kept as YAML when it is a structured document (a mapping
+            # holding a list or mapping), so a text log whose first line is "Task:" stays text.
+            if named or (isinstance(doc, dict) and any(isinstance(v, dict | list) for v in doc.values())):
+                return doc, "yaml"
         return self._plain(text), "text"
 
     def _plain(self, text: str) -> str:

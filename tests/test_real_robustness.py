@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +182,28 @@ def test_a_cassette_request_body_of_an_unexpected_type_is_converted_with_a_warni
     with pytest.raises(TraceFormatError) as refused:
         load_traces(_write(tmp_path, "mixed.yaml", yaml.safe_dump(doc)))
     assert "\n" not in str(refused.value)
+
+
+def test_an_early_chatdev_log_keeps_every_user_side_turn_and_its_task() -> None:
+    # July 2023 ("AgentTech"): the user side's turns have no "[n]" ("AI User (Programmer):"), each
+    # side's role prompt is an "AI User (X) sys message:" entry, and the task is "Task prompt:".
+    path = REAL / "framework_log" / "chatdev_website_20230725.log"
+    trace = load_trace(path)
+    text = path.read_text(encoding="utf-8")
+    said = [s for s in trace.steps if s.kind == "message"]
+    heads = re.findall(r"^\[[^\]]+\] (?:\x1b\[\d+m)?(?:\[\d+\] )?AI (?:Assistant|User) \([^)]+\):$", text, re.MULTILINE)
+    assert len(heads) == 26 and len(said) == len(heads)  # every turn of either side, none dropped
+    assert sum(1 for s in said if s.attributes.get("side") == "user") == 13
+    assert "Chief Technology Officer" in {s.agent for s in said}
+    assert trace.task is not None and trace.task.startswith("Generate a website using html")
+    assert sum(1 for s in trace.steps if s.attributes.get("event") == "sys message") == 26
+
+
+def test_a_chatdev_log_with_only_start_and_end_lines_is_chatdev_with_no_content() -> None:
+    trace = load_trace(REAL / "framework_log" / "chatdev_calculator_20230628_empty.log")
+    assert trace.source.variant == "chatdev" and trace.framework == "chatdev"
+    assert any("no content" in w for w in trace.warnings)
+    assert not any("markers recognised" in w for w in trace.warnings)
 
 
 # --- task and final output ----------------------------------------------------------------------

@@ -206,6 +206,38 @@ def test_a_chatdev_log_with_only_start_and_end_lines_is_chatdev_with_no_content(
     assert not any("markers recognised" in w for w in trace.warnings)
 
 
+def test_claude_code_non_message_records_are_counted_not_warned(tmp_path: Path) -> None:
+    # progress, file-history-snapshot, queue-operation and system records are Claude Code's own
+    # bookkeeping, on every real file: counted; only a line of no known shape is warned about.
+    trace = load_trace(REAL / "claude_code" / "claude_code_spotter_tool_heavy.jsonl")
+    assert not any("not Claude Code session events" in w for w in trace.warnings)
+    assert trace.metadata["non_message_records"] == {"progress": 10, "file-history-snapshot": 3, "queue-operation": 2, "system": 2}
+    lines = (REAL / "claude_code" / "claude_code_spotter_short.jsonl").read_text(encoding="utf-8").splitlines()
+    odd = _write(tmp_path, "odd.jsonl", "\n".join([*lines[:3], '{"type": "weird", "x": 1}', *lines[3:]]) + "\n")
+    warned = [w for w in load_trace(odd).warnings if "not Claude Code session events" in w]
+    assert len(warned) == 1 and warned[0].startswith("1 line(s)") and "line 4" in warned[0]
+
+
+def test_thinking_is_not_the_final_output_of_a_claude_code_transcript() -> None:
+    trace = load_trace(REAL / "claude_code" / "claude_code_spotter_tool_heavy.jsonl")
+    assert any(s.content.startswith("<thinking>") for s in trace.steps)  # the file's last words are a thought
+    assert trace.final_output is not None and trace.final_output.startswith("Phoenix server is starting in the background")
+
+
+def test_a_retyped_type_on_the_task_line_keeps_the_task_and_names_the_field(tmp_path: Path) -> None:
+    path = REAL / "claude_code" / "claude_code_spotter_subagent_agent-aac57f5.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["type"] = [first["type"], {"x": 1}]
+    trace = load_trace(_write(tmp_path, "retyped.jsonl", "\n".join([json.dumps(first), *lines[1:]]) + "\n"))
+    assert trace.task == load_trace(path).task and trace.task is not None
+    assert any(w.startswith("line 1: type is a list") for w in trace.warnings)
+    del first["type"]  # no type at all, nothing to read one from: skipped, and the line is named
+    first["message"] = "not a message"
+    skipped = load_trace(_write(tmp_path, "untyped.jsonl", "\n".join([json.dumps(first), *lines[1:]]) + "\n"))
+    assert any("line 1)" in w for w in skipped.warnings)
+
+
 # --- task and final output ----------------------------------------------------------------------
 
 

@@ -404,8 +404,7 @@ def _call_text(call: ToolCall) -> str:
 
 
 def strip_thinking(text: str) -> str:
-    """A step's text without the ``<thinking>...</thinking>`` block that opens it (the model's
-    reasoning, not what it said); ``""`` for a step that only thought."""
+    """A step's text without the ``<thinking>...</thinking>`` block that opens it; ``""`` when it only thought."""
     text = text.strip()
     if text.startswith("<thinking>") and "</thinking>" in text:
         return text.split("</thinking>", 1)[1].strip()

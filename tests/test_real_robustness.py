@@ -238,6 +238,14 @@ def test_a_retyped_type_on_the_task_line_keeps_the_task_and_names_the_field(tmp_
     assert any("line 1)" in w for w in skipped.warnings)
 
 
+def test_an_empty_google_adk_session_is_refused_as_an_adk_session_with_no_events() -> None:
+    path = REAL / "google_adk" / "adk_trip_planner_initial_empty.session.json"
+    assert detect_format(path)[0].name == "google_adk"
+    with pytest.raises(TraceFormatError, match=r"Google ADK session 'test_id' .* holds no events") as refused:
+        load_traces(path)
+    assert "\n" not in str(refused.value)
+
+
 # --- task and final output ----------------------------------------------------------------------
 
 

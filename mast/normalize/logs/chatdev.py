@@ -228,9 +228,9 @@ def parse_chatdev(text: str) -> LogParse:
         out.metadata["chatdev_task_prompt_repeats"] = repeats
     if not out.task and namespace_task:
         out.task = namespace_task.replace("\\n", "\n")
-    if not any(step.kind == "message" for step in out.steps):
-        what = "only its start and end lines" if bookends else "no role's turn"
-        out.warnings.append(f"ChatDev log with no content: {what}, no turn of any role was logged")
+    if bookends and not any(step.kind == "message" for step in out.steps):
+        # ChatDev's own start/end lines and nothing between: a ChatDev run that logged no turn.
+        out.warnings.append("ChatDev log with no content: only its start and end lines, no turn of any role was logged")
         out.metadata["no_content"] = True
     return out
 

@@ -246,6 +246,15 @@ def test_an_empty_google_adk_session_is_refused_as_an_adk_session_with_no_events
     assert "\n" not in str(refused.value)
 
 
+def test_a_claude_code_screen_capture_loses_its_decorations_not_its_words() -> None:
+    trace = load_trace(REAL / "plain_text" / "claude_code_spotter_tool_heavy.terminal.txt")
+    text = "\n".join(s.content for s in trace.steps)
+    for decoration in ("────", "▐▛", "███", "●", 'Try "create a util'):
+        assert decoration not in text, decoration
+    for words in ("Claude Code v2.1.39", "Bash(mix phx.server)", "Phoenix server is starting in the background.", "start phoenix in background"):
+        assert words in text, words
+
+
 # --- task and final output ----------------------------------------------------------------------
 
 

@@ -255,6 +255,18 @@ def test_a_claude_code_screen_capture_loses_its_decorations_not_its_words() -> N
         assert words in text, words
 
 
+def test_log_prefixes_before_every_json_line_are_removed_with_a_warning(tmp_path: Path) -> None:
+    clean = REAL / "claude_code" / "claude_code_spotter_short.jsonl"
+    lines = clean.read_text(encoding="utf-8").splitlines()
+    path = _write(tmp_path, "prefixed.jsonl", "\n".join("2025-01-01 10:00:00 [INFO] " + ln for ln in lines) + "\n")
+    trace, reference = load_trace(path), load_trace(clean)
+    assert trace.source.format == "claude_code" and len(trace.steps) == len(reference.steps) and trace.task == reference.task
+    assert any("log prefix" in w for w in trace.warnings)
+    # a text log whose lines carry the same prefix but no JSON stays a text log
+    text = _write(tmp_path, "plain.log", "2025-01-01 10:00:00 [INFO] started\n2025-01-01 10:00:01 [INFO] done\n")
+    assert not any("log prefix" in w for w in load_trace(text).warnings)
+
+
 # --- task and final output ----------------------------------------------------------------------
 
 

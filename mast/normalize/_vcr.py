@@ -75,13 +75,30 @@ def _b64(text: str) -> bytes | None:
         return None
 
 
-def raw_body(part: Any, notes: list[str] | None = None) -> Any:
-    """The body of a recorded request or response (``part``) as a parsed value, text, or ``None``."""
+def raw_body(part: Any, notes: list[str] | None = None, where: str = "body") -> Any:
+    """The body of a recorded request or response (``part``) as a parsed value, text, or ``None``.
+
+    ``where`` names the field in notes (``request.body``). A body recorded as a list of parts
+    (one string, or chunks) is read as those parts joined, with a note: the run is kept.
+    """
     if not isinstance(part, dict):
         return None
     if "parsed_body" in part and part["parsed_body"] is not None:
         return part["parsed_body"]
     body = part.get("body", part.get("content"))
+    if isinstance(body, list) and body:
+        if len(body) == 1 and isinstance(body[0], dict | str | bytes):
+            body = body[0]
+        elif all(isinstance(p, str) for p in body):
+            body = "".join(body)
+        elif all(isinstance(p, bytes) for p in body):
+            body = b"".join(body)
+        else:
+            if notes is not None:
+                notes.append(f"{where} is a list of {len(body)} mixed values, not a recorded body: dropped")
+            return None
+        if notes is not None:
+            notes.append(f"{where} is a list, not a string or mapping: read as its parts joined")
     headers = part.get("headers")
     compressed = _header(headers, "content-encoding") in ("gzip", "deflate", "x-gzip")
     encoding = ""
@@ -110,9 +127,9 @@ def raw_body(part: Any, notes: list[str] | None = None) -> Any:
     return body
 
 
-def body_of(part: Any, notes: list[str] | None = None) -> Any:
+def body_of(part: Any, notes: list[str] | None = None, where: str = "body") -> Any:
     """Like :func:`raw_body`, with a body that is JSON text parsed (text that is not JSON stays text)."""
-    body = raw_body(part, notes)
+    body = raw_body(part, notes, where)
     if isinstance(body, str):
         stripped = body.strip()
         if stripped[:1] in ("{", "["):

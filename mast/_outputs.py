@@ -91,13 +91,25 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
 
 
-def terminal_safe(text: object, *, keep_lines: bool = False) -> str:
+# A backslash that would read as the start of one of the escapes above (or of an escaped backslash):
+# doubled, so a name that holds the four characters ``\x07`` never prints like one that holds a BEL.
+_ESCAPE_LIKE = re.compile(r"\\(?=[\\xu]|" + _CONTROL.pattern + ")")
+
+
+def terminal_safe(text: object, *, keep_lines: bool = False, keep_backslashes: bool = False) -> str:
     """``text`` (any value, as ``str``) with control characters shown as ``\\x..``/``\\u....`` escapes.
 
-    Printable text passes unchanged, a backslash too (Windows paths still read as paths). With
-    ``keep_lines`` newlines and tabs stay (for mast's own multi-line output).
+    Every C0 and C1 control is escaped, BEL, backspace, CR, newline and tab included, so an id, an
+    agent's or a file's name always prints on one line, as it is. Printable text passes unchanged, a
+    backslash too (Windows paths still read as paths) unless it is followed by ``x``, ``u``, another
+    backslash or a control: then it is doubled, so the printed form is unambiguous. With
+    ``keep_lines`` newlines and tabs stay (for mast's own multi-line prose). ``keep_backslashes`` is for
+    text that is JSON, or was made safe already: its backslashes stay as they are.
     """
-    return (_CONTROL_BUT_LINES if keep_lines else _CONTROL).sub(_escape, str(text))
+    value = str(text)
+    if not keep_backslashes:
+        value = _ESCAPE_LIKE.sub(r"\\\\", value)
+    return (_CONTROL_BUT_LINES if keep_lines else _CONTROL).sub(_escape, value)
 
 
 def _sha256(text: str) -> str:

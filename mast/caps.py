@@ -27,6 +27,7 @@ __all__ = [
     "check_more_steps",
     "check_steps",
     "decompress",
+    "decompress_prefix",
     "literal_items",
 ]
 
@@ -87,6 +88,18 @@ def decompress(data: bytes, *, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
         CapExceeded: the data expands past ``limit`` (:data:`MAX_DECOMPRESSED_BYTES`).
         zlib.error: the data is not compressed data.
     """
+    out, cut = decompress_prefix(data, limit=limit)
+    if cut:
+        raise CapExceeded("MAX_DECOMPRESSED_BYTES", limit, "a compressed body expands too far")
+    return out
+
+
+def decompress_prefix(data: bytes, *, limit: int = MAX_DECOMPRESSED_BYTES) -> tuple[bytes, bool]:
+    """The first ``limit`` bytes ``data`` decompresses to (as :func:`decompress`), and whether it holds more.
+
+    Raises:
+        zlib.error: the data is not compressed data.
+    """
     if data[:2] == b"\x1f\x8b":
         wbits = 16 + zlib.MAX_WBITS
     elif data[:1] == b"\x78":
@@ -101,14 +114,14 @@ def decompress(data: bytes, *, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
         while chunk:
             out += engine.decompress(chunk, limit + 1 - len(out))
             if len(out) > limit:
-                raise CapExceeded("MAX_DECOMPRESSED_BYTES", limit, "a compressed body expands too far")
+                return bytes(out[:limit]), True
             chunk = engine.unconsumed_tail
         rest = engine.unused_data if engine.eof else b""
         if not engine.eof:
             out += engine.flush(limit + 1 - len(out))
             if len(out) > limit:
-                raise CapExceeded("MAX_DECOMPRESSED_BYTES", limit, "a compressed body expands too far")
-    return bytes(out)
+                return bytes(out[:limit]), True
+    return bytes(out), False
 
 
 def literal_items(text: str) -> int:

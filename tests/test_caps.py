@@ -93,11 +93,20 @@ def test_caps_are_named_in_the_one_line_errors(tmp_path):
         messages[name] = errors[0] if errors else "; ".join(w for t in items for w in t.warnings)
     assert "MAX_STEPS_PER_TRACE" in messages["mad_steps"] and f"{MAX_STEPS_PER_TRACE:,}" in messages["mad_steps"]
     assert "nested too deeply" in messages["deep"] and "truncated or malformed" not in messages["deep"]
-    # The cassette's bomb is cut at MAX_DECOMPRESSED_BYTES by the VCR reader (mast.normalize._vcr): read, bounded.
-    assert all(not isinstance(i, TraceFormatError) for i in iter_traces(bombs["cassette"]))
+    # The cassette's bomb is cut at MAX_DECOMPRESSED_BYTES by the VCR reader (mast.normalize._vcr): read,
+    # bounded, and the trace says it was cut.
+    cassette = list(iter_traces(bombs["cassette"]))
+    assert all(not isinstance(i, TraceFormatError) for i in cassette)
+    assert any("MAX_DECOMPRESSED_BYTES" in w for t in cassette for w in t.warnings), [t.warnings for t in cassette]
     for name, cap in (("literal", "MAX_LITERAL_CHARS"), ("literal_items", "MAX_LITERAL_ITEMS")):
         warnings = [w for t in iter_traces(bombs[name]) if not isinstance(t, TraceFormatError) for w in t.warnings]
         assert any(cap in w for w in warnings), warnings
+    # A bare Python literal file over the cap says so, not "truncated or malformed".
+    bare = tmp_path / "bare_literal.json"
+    bare.write_text("[" + "[]," * 1_300_000 + "]", encoding="utf-8")
+    with pytest.raises(TraceFormatError, match="MAX_LITERAL_(ITEMS|CHARS) cap") as caught:
+        list(iter_traces(bare))
+    assert "truncated or malformed" not in str(caught.value)
     assert literal_items("[[], [], {'a': 1}]") > 4 and MAX_LITERAL_ITEMS < 2_700_000
 
 
@@ -124,3 +133,4 @@ def test_label_on_a_folder_of_bombs_stays_under_500_mb_and_goes_on(tmp_path):
     assert "clean" in {r["trace_id"] for r in results}, run.stdout  # the batch went on
     errors = "\n".join(lines)
     assert "MAX_STEPS_PER_TRACE" in errors and "nested too deeply" in errors
+    assert any("cassette.yaml" in line and "MAX_DECOMPRESSED_BYTES" in line for line in lines), run.stdout

@@ -208,8 +208,15 @@ def test_dry_run_budget_stop_and_resume(tmp_path):
         assert 0 < spent
         done = runner.invoke(main, args)
         assert done.exit_code == 0, done.output
-        manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-        assert manifest["status"] == "done"
+        resumed = json.loads((tmp_path / "out" / "manifest.json").read_text())
+        assert resumed["status"] == "done"
+        # The spend of both runs is recorded, each and in all.
+        assert [r["status"] for r in resumed["runs"]] == ["stopped", "done"]
+        assert resumed["runs"][0]["totals"] == manifest["totals"] and resumed["runs"][1]["totals"] == resumed["totals"]
+        assert resumed["cumulative"]["calls"] == manifest["totals"]["calls"] + resumed["totals"]["calls"]
+        assert resumed["cumulative"]["cost_usd"] == pytest.approx(manifest["totals"]["cost_usd"]
+                                                                  + resumed["totals"]["cost_usd"])
+        manifest = resumed
         assert "weaker test" in manifest["annotator_kind"]
         assert {a["seed"] for a in manifest["annotators"]} == {1, 2}
         assert {a["temperature"] for a in manifest["annotators"]} == {0.7}
@@ -222,6 +229,9 @@ def test_dry_run_budget_stop_and_resume(tmp_path):
         total = len(server.chat_requests)
         rerun = runner.invoke(main, args)
         assert rerun.exit_code == 0 and len(server.chat_requests) == total
+        last = json.loads((tmp_path / "out" / "manifest.json").read_text())
+        assert len(last["runs"]) == 3 and last["runs"][2]["totals"]["calls"] == 0
+        assert last["cumulative"]["calls"] == resumed["cumulative"]["calls"]
 
 
 def test_sheet_then_gate_against_people(tmp_path):
@@ -376,3 +386,77 @@ def test_two_candidates_the_annotators_swap_are_merged_and_gated_together(run):
     merged = stale.gate[-1]
     assert merged.disagreements == 0 and stale.status == "accepted" and f"merging {approval.code}" in stale.reason
     assert {e.trace_id for e in approval.examples} & {e.trace_id for e in stale.examples}
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-usd", "5", "--price-input", "1", "--price-output", "1"]])
+def test_unreachable_server_is_its_own_one_line_error_not_a_budget_stop(tmp_path, budget):
+    import socket
+
+    with socket.socket() as sock:   # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    corpus = write_corpus(tmp_path / "traces", n=6, filler=1)
+    result = CliRunner().invoke(main, ["discover", str(corpus), "-o", str(tmp_path / "out"), "-j", "1",
+                                       "--model", "openai/x", "--api-key", "x", "--max-retries", "0",
+                                       "--api-base", f"http://127.0.0.1:{port}/v1", *budget])
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "cannot connect" in lines[0], result.output
+    assert "budget" not in result.output and "TypeError" not in result.output
+    assert result.exit_code == 1
+
+
+def test_model_given_names_lose_terminal_escapes_in_candidates_taxonomy_and_output(tmp_path):
+    corpus = write_corpus(tmp_path / "traces", n=12, filler=1)
+    scripted = Scripted(random_stale=False, confuse_approval=False)
+    evil = "\x1b]0;PWNED\x07\x1b[2J"
+
+    def responder(body):
+        answer = scripted(body)
+        if schema_of(body) == "mast_candidate_mode":
+            answer = {**answer, "name": evil + answer["name"], "definition": answer["definition"] + evil}
+        return answer
+
+    with FakeLLMServer(responder=responder) as server:
+        done = CliRunner().invoke(main, ["discover", str(corpus), "-o", str(tmp_path / "out"), "--no-stability",
+                                         "--model", "openai/fake-judge", "--api-base", server.base_url,
+                                         "--api-key", "x", "--annotators", ",".join(TWO_MODELS)])
+    assert done.exit_code == 0, done.output
+    assert "Wrong Namespace Targeted" in done.output and "\x1b" not in done.output and "PWNED" not in done.output
+    written = (tmp_path / "out" / "taxonomy.yaml").read_text()
+    assert "\x1b" not in written and "\\e" not in written and "PWNED" not in written
+    assert mast.load_taxonomy(tmp_path / "out" / "taxonomy.yaml").modes[-1].name == "Wrong Namespace Targeted"
+
+
+def test_an_answer_longer_than_its_schema_allows_is_cut_before_it_is_cached(tmp_path):
+    corpus = write_corpus(tmp_path / "traces", n=6, filler=1)
+    scripted = Scripted()
+
+    def responder(body):
+        answer = scripted(body)
+        if schema_of(body) == "mast_open_codes":
+            answer = {**answer, "summary": "x" * 1_000_000,
+                      "codes": [{**c, "description": "y" * 5000} for c in answer["codes"]]}
+        return answer
+
+    with FakeLLMServer(responder=responder) as server:
+        result = discover([corpus], tmp_path / "out", model="openai/fake-judge", api_base=server.base_url,
+                          api_key="x", cache_dir=tmp_path / "cache",
+                          options=DiscoverOptions(annotators=TWO_MODELS, stability=False))
+    assert result.manifest["open_coding"]["open_coding"]["codes"] > 0
+    stored = sum(p.stat().st_size for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    assert stored < 1_000_000                               # the megabyte summary is not kept
+    assert all(len(c.definition) <= 500 for c in result.candidates)
+
+
+def test_a_resume_without_the_cache_asks_no_discovery_call_again(tmp_path):
+    corpus = write_corpus(tmp_path / "traces", n=8, filler=1)
+    with FakeLLMServer(responder=Scripted()) as server:
+        judge = {"model": "openai/fake-judge", "api_base": server.base_url, "api_key": "x"}
+        options = DiscoverOptions(annotators=TWO_MODELS, stability=False)
+        first = discover([corpus], tmp_path / "out", cache_dir=tmp_path / "cache", options=options, **judge)
+        asked = len(server.chat_requests)
+        again = discover([corpus], tmp_path / "out", cache=False, options=options, **judge)
+    assert (tmp_path / "out" / "work" / "answers.jsonl").stat().st_size > 0
+    assert len(server.chat_requests) == asked       # open codes, names and the rest came from DIR/work/
+    assert again.manifest["totals"]["calls"] == 0
+    assert [c.name for c in again.candidates] == [c.name for c in first.candidates]

@@ -154,6 +154,7 @@ def test_the_readme_python_runs(sandbox: Path, monkeypatch: pytest.MonkeyPatch) 
 PY_NOT_RUN = {
     'jury="openai/gpt-4.1-mini,openai/gpt-4.1"': "a jury of two models and two labelled runs: tests/test_jury.py",
     "mast_scorer(model=": "runs inside a real `inspect eval`: tests/test_inspect.py",
+    "ExamplesScripted": "the scripted discovery model: test_the_readme_discover_example_runs_offline_and_prints_what_it_shows",
 }
 """Python blocks of the docs that do not run here, by a piece of their text, with the test that covers them."""
 PY_LINES_NOT_RUN = {"load_mad(": "a copy of the MAD data set: tests/test_datasets.py"}
@@ -183,3 +184,20 @@ def test_the_docs_python_runs(sandbox: Path, monkeypatch: pytest.MonkeyPatch) ->
             exec(compile(code, where, "exec"), {})
             ran += 1
     assert ran >= 3 and server.chat_requests
+
+
+def test_the_readme_discover_example_runs_offline_and_prints_what_it_shows(
+        sandbox: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The offline snippet of "Discover your own failure modes", from a copy of the repository's root."""
+    section = (REPO / "docs" / "how-to" / "discover.md").read_text()
+    block = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
+    shown = re.findall(r"```text\n(.*?)```", section, flags=re.S)[0].strip()
+    (sandbox / "tests").mkdir()
+    shutil.copy(REPO / "tests" / "_discover_fake.py", sandbox / "tests" / "_discover_fake.py")
+    for name in ("MAST_MODEL", "MAST_API_BASE", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))   # the snippet's sys.path entry goes with it
+    monkeypatch.delitem(__import__("sys").modules, "_discover_fake", raising=False)
+    exec(compile(block, "README discover", "exec"), {})
+    assert shown in capsys.readouterr().out
+    assert (sandbox / "discovered" / "taxonomy.yaml").is_file()

@@ -44,6 +44,7 @@ SAMPLES = sample_files()
 
 NOT_YET = {
     # Files whose golden mast does not meet yet, each with what is missing. strict: a fix must remove its line.
+    "plain_text/claude_code_spotter_tool_heavy.terminal.txt": "task: the shell command line above the screen is taken, not the first prompt typed at ❯",
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import yaml
 from _data import REPO
 from _real import REAL
 
+from mast.errors import TraceFormatError
 from mast.normalize import _vcr, detect_format, load_trace, load_traces
 from mast.trace import Trace
 
@@ -151,6 +153,120 @@ def test_a_stray_byte_is_replaced_with_a_warning_not_a_skipped_file(tmp_path: Pa
     assert any("\ufffd" in s.content for s in trace.steps)
 
 
+def test_a_stray_byte_in_a_yaml_cassette_not_named_yaml_is_replaced_and_the_cassette_kept(tmp_path: Path) -> None:
+    # The YAML path decodes like the JSON one; a cassette renamed ("x.yaml.bak", "x.badutf8") is
+    # still known by its look (a first line "interactions:"), not lost as plain text.
+    blob = (REAL / "crewai" / "crewai_test_delegate_work_2024.yaml").read_bytes()
+    middle = len(blob) // 2
+    for name in ("stray.yaml", "stray.yaml.badutf8", "stray"):
+        trace = load_trace(_write(tmp_path, name, blob[:middle] + b"\xff\xfe" + blob[middle:]))
+        assert trace.source.format == "crewai", name
+        assert trace.task is not None and "share your take on AI Agents" in trace.task
+        assert any("not valid UTF-8" in w for w in trace.warnings)
+
+
+def test_a_text_file_opening_with_a_bare_key_stays_text(tmp_path: Path) -> None:
+    trace = load_trace(_write(tmp_path, "notes", "Task:\nwrite a poem\nAssistant: roses are red\n"))
+    assert trace.source.format == "plain_text"
+
+
+def test_a_cassette_request_body_of_an_unexpected_type_is_converted_with_a_warning(tmp_path: Path) -> None:
+    doc = yaml.safe_load((REAL / "crewai" / "crewai_test_delegate_work_2024.yaml").read_text())
+    request = doc["interactions"][0]["request"]
+    request["body"] = [request["body"]]  # a one-element list where the recorder writes a string
+    trace = load_trace(_write(tmp_path, "retyped.yaml", yaml.safe_dump(doc)))
+    assert trace.source.format == "crewai" and len(trace.steps) >= 2
+    assert trace.task is not None and "share your take on AI Agents" in trace.task
+    assert any("request.body" in w for w in trace.warnings)
+    request["body"] = [1, {"x": 1}]  # not a body at all: dropped and said, the file still read
+    with pytest.raises(TraceFormatError) as refused:
+        load_traces(_write(tmp_path, "mixed.yaml", yaml.safe_dump(doc)))
+    assert "\n" not in str(refused.value)
+
+
+def test_an_early_chatdev_log_keeps_every_user_side_turn_and_its_task() -> None:
+    # July 2023 ("AgentTech"): the user side's turns have no "[n]" ("AI User (Programmer):"), each
+    # side's role prompt is an "AI User (X) sys message:" entry, and the task is "Task prompt:".
+    path = REAL / "framework_log" / "chatdev_website_20230725.log"
+    trace = load_trace(path)
+    text = path.read_text(encoding="utf-8")
+    said = [s for s in trace.steps if s.kind == "message"]
+    heads = re.findall(r"^\[[^\]]+\] (?:\x1b\[\d+m)?(?:\[\d+\] )?AI (?:Assistant|User) \([^)]+\):$", text, re.MULTILINE)
+    assert len(heads) == 26 and len(said) == len(heads)  # every turn of either side, none dropped
+    assert sum(1 for s in said if s.attributes.get("side") == "user") == 13
+    assert "Chief Technology Officer" in {s.agent for s in said}
+    assert trace.task is not None and trace.task.startswith("Generate a website using html")
+    assert sum(1 for s in trace.steps if s.attributes.get("event") == "sys message") == 26
+
+
+def test_a_chatdev_log_with_only_start_and_end_lines_is_chatdev_with_no_content() -> None:
+    trace = load_trace(REAL / "framework_log" / "chatdev_calculator_20230628_empty.log")
+    assert trace.source.variant == "chatdev" and trace.framework == "chatdev"
+    assert any("no content" in w for w in trace.warnings)
+    assert not any("markers recognised" in w for w in trace.warnings)
+
+
+def test_claude_code_non_message_records_are_counted_not_warned(tmp_path: Path) -> None:
+    # progress, file-history-snapshot, queue-operation and system records are Claude Code's own
+    # bookkeeping, on every real file: counted; only a line of no known shape is warned about.
+    trace = load_trace(REAL / "claude_code" / "claude_code_spotter_tool_heavy.jsonl")
+    assert not any("not Claude Code session events" in w for w in trace.warnings)
+    assert trace.metadata["non_message_records"] == {"progress": 10, "file-history-snapshot": 3, "queue-operation": 2, "system": 2}
+    lines = (REAL / "claude_code" / "claude_code_spotter_short.jsonl").read_text(encoding="utf-8").splitlines()
+    odd = _write(tmp_path, "odd.jsonl", "\n".join([*lines[:3], '{"type": "weird", "x": 1}', *lines[3:]]) + "\n")
+    warned = [w for w in load_trace(odd).warnings if "not Claude Code session events" in w]
+    assert len(warned) == 1 and warned[0].startswith("1 line(s)") and "line 4" in warned[0]
+
+
+def test_thinking_is_not_the_final_output_of_a_claude_code_transcript() -> None:
+    trace = load_trace(REAL / "claude_code" / "claude_code_spotter_tool_heavy.jsonl")
+    assert any(s.content.startswith("<thinking>") for s in trace.steps)  # the file's last words are a thought
+    assert trace.final_output is not None and trace.final_output.startswith("Phoenix server is starting in the background")
+
+
+def test_a_retyped_type_on_the_task_line_keeps_the_task_and_names_the_field(tmp_path: Path) -> None:
+    path = REAL / "claude_code" / "claude_code_spotter_subagent_agent-aac57f5.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["type"] = [first["type"], {"x": 1}]
+    trace = load_trace(_write(tmp_path, "retyped.jsonl", "\n".join([json.dumps(first), *lines[1:]]) + "\n"))
+    assert trace.task == load_trace(path).task and trace.task is not None
+    assert any(w.startswith("line 1: type is a list") for w in trace.warnings)
+    del first["type"]  # no type at all, nothing to read one from: skipped, and the line is named
+    first["message"] = "not a message"
+    skipped = load_trace(_write(tmp_path, "untyped.jsonl", "\n".join([json.dumps(first), *lines[1:]]) + "\n"))
+    assert any("line 1)" in w for w in skipped.warnings)
+
+
+def test_an_empty_google_adk_session_is_refused_as_an_adk_session_with_no_events() -> None:
+    path = REAL / "google_adk" / "adk_trip_planner_initial_empty.session.json"
+    assert detect_format(path)[0].name == "google_adk"
+    with pytest.raises(TraceFormatError, match=r"Google ADK session 'test_id' .* holds no events") as refused:
+        load_traces(path)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_claude_code_screen_capture_loses_its_decorations_not_its_words() -> None:
+    trace = load_trace(REAL / "plain_text" / "claude_code_spotter_tool_heavy.terminal.txt")
+    text = "\n".join(s.content for s in trace.steps)
+    for decoration in ("────", "▐▛", "███", "●", 'Try "create a util'):
+        assert decoration not in text, decoration
+    for words in ("Claude Code v2.1.39", "Bash(mix phx.server)", "Phoenix server is starting in the background.", "start phoenix in background"):
+        assert words in text, words
+
+
+def test_log_prefixes_before_every_json_line_are_removed_with_a_warning(tmp_path: Path) -> None:
+    clean = REAL / "claude_code" / "claude_code_spotter_short.jsonl"
+    lines = clean.read_text(encoding="utf-8").splitlines()
+    path = _write(tmp_path, "prefixed.jsonl", "\n".join("2025-01-01 10:00:00 [INFO] " + ln for ln in lines) + "\n")
+    trace, reference = load_trace(path), load_trace(clean)
+    assert trace.source.format == "claude_code" and len(trace.steps) == len(reference.steps) and trace.task == reference.task
+    assert any("log prefix" in w for w in trace.warnings)
+    # a text log whose lines carry the same prefix but no JSON stays a text log
+    text = _write(tmp_path, "plain.log", "2025-01-01 10:00:00 [INFO] started\n2025-01-01 10:00:01 [INFO] done\n")
+    assert not any("log prefix" in w for w in load_trace(text).warnings)
+
+
 # --- task and final output ----------------------------------------------------------------------
 
 
@@ -252,8 +368,14 @@ def test_plain_text_speakers_skip_log_levels_and_timestamps(tmp_path: Path) -> N
 
 
 def test_every_real_file_loads_without_errors() -> None:
-    """A cheap guard beside the goldens: no real file is refused."""
+    """A cheap guard beside the goldens: no real file is refused, except one whose golden reads no run in it (format null)."""
     for folder in sorted(p for p in REAL.iterdir() if p.is_dir()):
+        goldens = yaml.safe_load((folder / "GOLDEN.yaml").read_text(encoding="utf-8")) if (folder / "GOLDEN.yaml").exists() else {}
         for path in sorted(folder.iterdir()):
-            if path.name not in ("MANIFEST.md", "GOLDEN.yaml"):
-                assert load_traces(path), path
+            if path.name in ("MANIFEST.md", "GOLDEN.yaml"):
+                continue
+            if (goldens or {}).get(path.name, {}).get("format", "") is None:
+                with pytest.raises(TraceFormatError):
+                    load_traces(path)
+                continue
+            assert load_traces(path), path

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mast.redact import redact_text
+from mast.redact import redact_text, redact_trace
+from mast.trace import Step, ToolCall, ToolResult, Trace
 
 # (text, what must go, kind): each was sent to the judge before.
 LEAKED = [
@@ -43,6 +44,19 @@ LEAKED = [
     ("mobile: +49 170 1234567.", "1234567", "phone"),
     ("Büro +49 (0)30 901820", "901820", "phone"),
     ("+33 6 12 34 56 78", "12 34 56 78", "phone"),
+    # 5. a token as the whole URL user part (a GitHub token, a Sentry DSN's key)
+    ("git clone https://a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0@github.com/o/r.git", "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6", "token"),
+    ("SENTRY_DSN=https://0123456789abcdef0123456789abcdef@o123.ingest.sentry.io/456", "0123456789abcdef0123456789abcdef", "token"),
+    # 5. secrets set without "="
+    ("env:\n- name: DB_PASSWORD\n  value: qxNX82wIamVdPHDt\n", "qxNX82wIamVdPHDt", "password"),
+    ("ENV DB_PASSWORD qxNX82wIamVdPHDt", "qxNX82wIamVdPHDt", "password"),
+    ("set -gx OPENAI_API_KEY qxNX82wIamVdPHDtAbc123", "qxNX82wIamVdPHDtAbc123", "api_key"),
+    ("aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI", "secret"),
+    (
+        "https://outlook.office.com/webhook/a1b2@c3d4/IncomingWebhook/0123456789abcdef0123456789abcdef/a1b2c3d4-e5f6-7890-abcd-ef1234567890",
+        "0123456789abcdef0123456789abcdef",
+        "token",
+    ),
 ]
 
 KEPT = [
@@ -52,6 +66,8 @@ KEPT = [
     "at 2024-05-01T12:34:56.789Z span 00f067aa0ba902b7 trace 4bf92f3577b34da6a3ce929d0e0e4736",
     "DE89370400440532013001 GB82WEST12345698765433",
     "@@ -120,7 +120,9 @@ +2024-05-01 tz +05:30 delta +12345678 bytes +49 151 23456789012 x+49 151 23456789",
+    "ENV PATH /usr/bin\nset -x DEBUG 1\nENV TOKEN_LIMIT 4096\n- name: DB_PASSWORD_FILE\n  value: /run/secrets/pw\n",
+    "- name: API_TOKEN\n  valueFrom:\n    secretKeyRef: {name: api, key: token}",
     "Authorization: Bearer token required",
     "Authorization: Bearer <token>",
     "the machine password is stored in the vault; docker login -u bot --password-stdin",
@@ -93,3 +109,48 @@ def test_every_card_of_a_list_is_counted() -> None:
     result = redact_text("4111111111111111 5500000000000004 378282246310005 6011111111111117")
     assert result.counts == {"card_number": 4}
     assert redact_text("IBAN DE89370400440532013000 GB82WEST12345698765432").counts == {"iban": 2}
+
+
+def test_a_secret_found_once_is_redacted_where_the_text_repeats_it() -> None:
+    text = "curl -u admin:Sup3rSecretZ https://api.example\nError: 401 Unauthorized for admin:Sup3rSecretZ"
+    result = redact_text(text)
+    assert "Sup3rSecretZ" not in result.text
+    assert result.text.endswith("Unauthorized for admin:[REDACTED:password]")
+    # earlier copies too, and only values long enough to be no common word
+    assert redact_text("user hunter2pw42 logged in; password=hunter2pw42").text == (
+        "user [REDACTED:password] logged in; password=[REDACTED:password]"
+    )
+    assert redact_text("password=pw1 then pw1 again").text == "password=[REDACTED:password] then pw1 again"
+
+
+def test_a_secret_found_in_one_step_is_redacted_in_every_step() -> None:
+    trace = Trace(
+        trace_id="t",
+        task="check the API; admin:Sup3rSecretZ is the account",
+        steps=[
+            Step(index=0, kind="tool_call", tool_calls=[ToolCall(name="sh", arguments={"cmd": "curl -u admin:Sup3rSecretZ https://x"})]),
+            Step(index=1, kind="tool_result", tool_results=[ToolResult(name="sh", output="401 Unauthorized for admin:Sup3rSecretZ")]),
+            Step(index=2, content="retrying with Sup3rSecretZ", error="still 401: Sup3rSecretZ"),
+        ],
+    )
+    redacted, counts = redact_trace(trace)
+    material = redacted.model_dump_json()
+    assert "Sup3rSecretZ" not in material, material
+    assert counts["password"] == 5
+    assert redacted.steps[2].content == "retrying with [REDACTED:password]"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("https://user:PASS@example.com", "https://user:[REDACTED:password]@example.com"),
+        (
+            "git clone https://x-access-token:TOKEN@github.com/o/r.git",
+            "git clone https://x-access-token:[REDACTED:password]@github.com/o/r.git",
+        ),
+        ("mailto:bob@example.com", "mailto:[REDACTED:email]"),
+        ("https://x.example/?to=bob@example.com", "https://x.example/?to=[REDACTED:email]"),
+    ],
+)
+def test_a_url_keeps_its_host_and_only_the_password_goes(text: str, expected: str) -> None:
+    assert redact_text(text).text == expected

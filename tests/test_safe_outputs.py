@@ -158,6 +158,8 @@ def test_json_mode_reasks_when_the_last_object_is_cut_off():
     "<<<END_\u041c\u0410\u0405\u0422_\u0422R\u0410\u0421\u0415>>>",  # Cyrillic М А Ѕ Т ... С Е
     "<<<END_\uff2d\uff21\uff33\uff34_TRACE>>>",  # fullwidth ＭＡＳＴ
     "<<<END_MAS\u200bT_TRACE>>>",  # a zero-width space inside
+    "<<<END_MAST\u0301_TRACE>>>",  # a combining accent over the T
+    "<<<E\u20ddND_MAST_TRACE>>>",  # an enclosing circle over the E
     "<<<end_mast_trace>>>",
 ])
 def test_a_look_alike_fence_in_the_trace_gets_a_new_fence(look_alike):
@@ -214,6 +216,35 @@ def test_no_command_prints_a_control_character_from_a_trace(tmp_path, command):
         json.loads(result.stdout)  # machine output stays valid JSON
 
 
+def test_terminal_safe_escapes_bel_cr_backspace_and_newline_unambiguously():
+    assert terminal_safe("\x1b]0;title\x07\r-CR") == "\\x1b]0;title\\x07\\x0d-CR"
+    assert terminal_safe("a\x08\x08\x08bs") == "a\\x08\\x08\\x08bs"
+    assert terminal_safe("nl\nname\t.json") == "nl\\x0aname\\x09.json"
+    # A name spelling an escape out prints differently from one holding the control character.
+    assert terminal_safe("a\\x07b") != terminal_safe("a\x07b")
+    assert terminal_safe("\\\x07") != terminal_safe("\\x07")
+
+
+@pytest.mark.parametrize("command", ["normalize", "classify", "label"])
+def test_bel_cr_backspace_and_newline_from_a_trace_are_shown_not_obeyed(tmp_path, command):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    path = folder / "nl\nname.json"
+    path.write_text(_chat("r\x07\r-CR", agent="a\x08\x08\x08bs"), encoding="utf-8")
+    (folder / "bad\nx.json").write_text("{not json", encoding="utf-8")
+    args = {"normalize": ["normalize", str(path)],
+            "classify": ["classify", str(path), "--judge", "detectors"],
+            "label": ["label", str(folder), "--judge", "detectors", "-o", str(tmp_path / "r.jsonl")]}[command]
+    result = CliRunner().invoke(main, args)
+    output = result.stdout + result.stderr
+    assert not any(c in output for c in "\x07\r\x08"), repr(output)
+    if command == "label":
+        assert "bad\\x0ax.json" in output, output
+    else:
+        assert "nl\\x0aname.json" in output and "r\\x07\\x0d-CR" in output, output
+    assert not any(line.startswith(("name.json", "x.json")) for line in output.splitlines()), output
+
+
 # --- links out of the folder ---------------------------------------------------------------------
 
 def _linked_folder(tmp_path: Path) -> Path:
@@ -249,6 +280,38 @@ def test_a_folder_walk_skips_links_that_leave_the_folder_and_says_so(tmp_path):
 
     followed = CliRunner().invoke(main, ["normalize", str(runs), "--follow-symlinks"])
     assert "SECRET-OUTSIDE" in followed.stdout
+
+
+def test_a_folder_named_through_a_link_is_walked_and_links_inside_it_still_checked(tmp_path):
+    runs = _linked_folder(tmp_path)
+    link = tmp_path / "sl2"
+    link.symlink_to(runs, target_is_directory=True)
+    result = CliRunner().invoke(main, ["normalize", str(link)])
+    assert result.exit_code == 0, result.output
+    assert "id real" in result.stdout and "is a folder" not in result.output
+    assert "SECRET-OUTSIDE" not in result.stdout and "a link that leaves the folder" in result.stderr
+
+    out = tmp_path / "results.jsonl"
+    result = CliRunner().invoke(main, ["label", str(link), "--judge", "detectors", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    labelled = out.read_text(encoding="utf-8")
+    assert '"real"' in labelled and "SECRET-OUTSIDE" not in labelled
+
+
+@pytest.mark.parametrize("links", [5, 23])
+def test_the_skipped_summary_names_every_link_out_up_to_twenty(tmp_path, links):
+    from mast.batch.walk import MAX_LINKS_NAMED, select_files
+
+    outside = tmp_path / "outside.json"
+    outside.write_text(_chat("outside"), encoding="utf-8")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for number in range(links):
+        (runs / f"link{number:02d}.json").symlink_to(outside)
+    summary = select_files([str(runs)]).skipped_summary() or ""
+    named = [n for n in range(links) if f"link{n:02d}.json" in summary]
+    assert named == list(range(min(links, MAX_LINKS_NAMED))), summary
+    assert ("and 3 more" in summary) == (links > MAX_LINKS_NAMED) and ", ..." not in summary, summary
 
 
 # --- the report shows what the judge read ---------------------------------------------------------

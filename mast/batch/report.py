@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mast._outputs import terminal_safe
 from mast.diagnosis import Diagnosis
 from mast.errors import one_line
 
@@ -140,4 +141,6 @@ def file_error_line(item: WorkItem) -> str:
     error = item.error
     text = one_line(error) if error is not None else "unreadable"
     path = item.source.path or "input"
-    return text if text.startswith(path) else f"{path}: {text}"
+    line = text if text.startswith(path) else f"{path}: {text}"
+    # The path is shown as it is (one_line would turn a newline in a file's name into a space).
+    return terminal_safe(path) + line[len(path):] if line.startswith(path) else line

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mast._outputs import terminal_safe
 from mast.errors import UsageError
 from mast.normalize import TRACE_SUFFIXES, link_leaves
 
@@ -35,6 +36,8 @@ REASON_EXCLUDED = "matched --exclude"
 REASON_OUTPUT = "the results file of this run"
 REASON_HIDDEN = "hidden"
 REASON_LINK_OUT = "a link that leaves the folder"
+MAX_LINKS_NAMED = 20
+"""Links out of the folder named in the skipped summary; past it, "and N more"."""
 
 
 @dataclass
@@ -59,8 +62,8 @@ class FileSelection:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
         if reason == REASON_SUFFIX:
             self._suffixes.add(path.suffix.lower() or "no extension")
-        elif reason == REASON_LINK_OUT and len(self._links) < 3:
-            self._links.append(str(path))
+        elif reason == REASON_LINK_OUT and len(self._links) < MAX_LINKS_NAMED:
+            self._links.append(terminal_safe(path))
 
     def skipped_summary(self) -> str | None:
         """``skipped 3 files: 2 not a trace file name (.md, .out), 1 the results file of this run``."""
@@ -76,7 +79,7 @@ class FileSelection:
                 suffixes = sorted(self._suffixes)
                 detail = f" ({', '.join(suffixes[:6])}{', ...' if len(suffixes) > 6 else ''})"
             elif reason == REASON_LINK_OUT:
-                more = ", ..." if count > len(self._links) else ""
+                more = f", and {count - len(self._links):,} more" if count > len(self._links) else ""
                 detail = f" ({', '.join(self._links)}{more}; --follow-symlinks reads them)"
             parts.append(f"{count} {reason}{detail}")
         noun = "file" if total == 1 else "files"
@@ -192,7 +195,7 @@ def _walk(paths: list[Path], selection: FileSelection, recursive: bool, include:
         return False
 
     for path in paths:
-        if path.is_file() or path.is_symlink() or (path.exists() and not path.is_dir()):
+        if not path.is_dir() and (path.is_file() or path.is_symlink() or path.exists()):
             if selected(path, given=True):  # a pipe or a broken link is read, and reported with its reason
                 yield path
         elif path.is_dir():

@@ -10,6 +10,7 @@ from typing import Any
 import click
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
+from rich.text import Text
 
 from mast._outputs import terminal_safe
 from mast._words import plural
@@ -38,10 +39,15 @@ class SafeConsole(Console):
     the console's own control segments (cursor moves of a progress bar) are left as they are.
     """
 
+    def render_str(self, text: str, **options: Any) -> Text:
+        # rich drops BEL, backspace, CR and form feeds from a string as it makes it a Text: escaped
+        # first, so they show (``\\x07``) instead of vanishing and joining what was around them.
+        return super().render_str(terminal_safe(text, keep_lines=True, keep_backslashes=True), **options)
+
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
             if segment.control is None and segment.text and not segment.text.isprintable():
-                yield Segment(terminal_safe(segment.text, keep_lines=True), segment.style)
+                yield Segment(terminal_safe(segment.text, keep_lines=True, keep_backslashes=True), segment.style)
             else:
                 yield segment
 
@@ -50,9 +56,14 @@ stdout = SafeConsole(soft_wrap=True, width=_width(sys.stdout))
 stderr = SafeConsole(stderr=True, soft_wrap=True, width=_width(sys.stderr))
 
 
+def safe_text(text: str, **options: Any) -> Text:
+    """A rich ``Text`` of ``text`` with its control characters shown (``Text`` itself drops some)."""
+    return Text(terminal_safe(text, keep_lines=True, keep_backslashes=True), **options)
+
+
 def write_line(text: str) -> None:
     """Write one line to stdout without rich markup processing, control characters escaped."""
-    sys.stdout.write(terminal_safe(text, keep_lines=True) + "\n")
+    sys.stdout.write(terminal_safe(text, keep_lines=True, keep_backslashes=True) + "\n")
 
 
 def boot_seed_option(command: Callable[..., Any]) -> Callable[..., Any]:

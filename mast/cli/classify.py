@@ -10,10 +10,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from mast._outputs import terminal_safe
 from mast.batch.walk import no_traces_error, select_files
 from mast.cli._judge_options import judge_options
 from mast.cli._run_control import fail_on_option, file_options, gate_exit, modes_found, parse_fail_on
-from mast.cli._shared import plural, stderr, stdout, write_line
+from mast.cli._shared import plural, safe_text, stderr, stdout, write_line
 from mast.diagnosis import Diagnosis
 from mast.errors import TraceFormatError
 from mast.judge.classify import judge_notice
@@ -61,7 +62,8 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
     if diagnosis.source.record is not None:
         where += f"#{diagnosis.source.record}"
     about = ", ".join(part for part in (judge.kind, judge.model, judge.strategy) if part)
-    console.print(Text(f"{where}  [{diagnosis.status}]  id {diagnosis.trace_id}  judge: {about}", style="bold"))
+    console.print(Text(f"{terminal_safe(where)}  [{diagnosis.status}]  id {terminal_safe(diagnosis.trace_id)}  "
+                       f"judge: {terminal_safe(about)}", style="bold"))
     if diagnosis.error is not None:
         return  # the reason goes to stderr once, as one line (see _run)
     present = [v for v in diagnosis.failure_modes if v.present]
@@ -82,26 +84,26 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
             confidence = f"{verdict.confidence:.2f}" if verdict.confidence is not None else "-"
             if verdict.votes is not None:
                 confidence += f" ({verdict.votes.present}/{verdict.votes.present + verdict.votes.absent} votes)"
-            table.add_row(verdict.code, verdict.name, confidence, Text("\n".join(lines) or "-"))
+            table.add_row(verdict.code, verdict.name, confidence, safe_text("\n".join(lines) or "-"))
         console.print(table)
     else:
         console.print("  no failure mode judged present")
     unassessed = [v.code for v in diagnosis.failure_modes if v.present is None]
     if unassessed:
-        console.print(Text(f"  not assessed: {', '.join(unassessed)}", style="dim"))
+        console.print(safe_text(f"  not assessed: {', '.join(unassessed)}", style="dim"))
     completed = {True: "yes", False: "no", None: "unknown"}[diagnosis.task_completed]
-    console.print(Text(f"  task completed: {completed}"))
+    console.print(safe_text(f"  task completed: {completed}"))
     first = diagnosis.first_failure
     if first is not None:
         step = f"S{first.step}" if first.step is not None else "step ?"
-        console.print(Text(f"  first failure: {step} by {first.agent or '?'} ({first.code or '-'}): {_short(first.explanation, 160)}"))
+        console.print(safe_text(f"  first failure: {step} by {first.agent or '?'} ({first.code or '-'}): {_short(first.explanation, 160)}"))
     if diagnosis.summary:
-        console.print(Text(f"  summary: {diagnosis.summary}"))
+        console.print(safe_text(f"  summary: {diagnosis.summary}"))
     if diagnosis.jury is not None and diagnosis.jury.agreement is not None:
         agreement = diagnosis.jury.agreement
         kappa = f"{round(agreement.fleiss_kappa, 2) + 0.0:.2f}" if agreement.fleiss_kappa is not None else "undefined"
         raw = f"{agreement.raw:.2f}" if agreement.raw is not None else "-"
-        console.print(Text(
+        console.print(safe_text(
             f"  jury: {len(diagnosis.jury.answered)} of {len(diagnosis.jury.jurors)} answered, {diagnosis.jury.reducer}; "
             f"agreement {raw} (Fleiss kappa {kappa}) over {agreement.n_modes} modes"
         ))
@@ -111,14 +113,14 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
     else:
         cost = "no LLM cost" if usage.llm_calls == 0 else "cost unknown"
     cached = ", cached" if usage.cached else ""
-    console.print(Text(
+    console.print(safe_text(
         f"  {plural(usage.llm_calls, 'call')}, {usage.input_tokens}+{usage.output_tokens} tokens, {cost}, {usage.latency_s:.1f}s{cached}",
         style="dim",
     ))
     for warning in diagnosis.warnings[:5]:
-        console.print(Text(f"  warning: {warning}", style="yellow"))
+        console.print(safe_text(f"  warning: {warning}", style="yellow"))
     if len(diagnosis.warnings) > 5:
-        console.print(Text(f"  ... {len(diagnosis.warnings) - 5} more warnings (see --json)", style="yellow"))
+        console.print(safe_text(f"  ... {len(diagnosis.warnings) - 5} more warnings (see --json)", style="yellow"))
 
 
 @click.command("classify")

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 import orjson
 
+from mast._outputs import terminal_safe
 from mast.cli._judge_options import judge_options
 from mast.cli._shared import stdout, write_line
 from mast.errors import UsageError
@@ -95,14 +96,14 @@ def command(
             stdout.print(f"{code:>5}  {candidate.status:<10} {candidate.name}: {candidate.reason}",
                          markup=False, highlight=False)
         for note in result.manifest["notes"]:
-            click.echo(f"mast: {note}", err=True)
+            click.echo(terminal_safe(f"mast: {note}"), err=True)
         totals = result.manifest["totals"]
         cost = "unknown" if totals["cost_usd"] is None else f"${totals['cost_usd']:.4f}"
         stdout.print(f"{len(result.accepted)} accepted; {totals['calls']} calls ({totals['cached']} answered from the "
                      f"cache), {totals['input_tokens']}+{totals['output_tokens']} tokens, {cost}; wrote {output}/",
                      markup=False, highlight=False)
     if result.stopped:
-        click.echo(f"mast: stopped: {result.stopped}", err=True)
+        click.echo(terminal_safe(f"mast: stopped: {result.stopped}"), err=True)
         sys.exit(1 if result.stopped.startswith("budget") else 0)
 
 
@@ -133,4 +134,4 @@ def _trace_view(output: Path, results: str | None) -> None:
 
         write_report(source, output / "traces.html", title="Traces of the discovery (MAST-14 verdicts)", n_boot=0)
     except Exception as exc:  # noqa: BLE001 - the view is a convenience; the discovery's outputs are written
-        click.echo(f"mast: traces.html not written: {' '.join(str(exc).split())}", err=True)
+        click.echo(terminal_safe(f"mast: traces.html not written: {' '.join(str(exc).split())}"), err=True)

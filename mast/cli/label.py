@@ -20,6 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from mast._outputs import terminal_safe
 from mast.batch import (
     BatchReport,
     DryRunPlan,
@@ -283,6 +284,12 @@ class _ProgressBar:
                 tokens=_tokens(report.input_tokens + report.output_tokens),
                 cost=report.cost_usd,
             )
+        if diagnosis is not None and outcome != "resumed":
+            # A trace read only in part because a cap stopped its reader is said here, not only in the results.
+            for warning in diagnosis.warnings:
+                if "_cap" in warning.casefold() or " cap" in warning:
+                    where = terminal_safe(diagnosis.source.path or diagnosis.trace_id)
+                    self.progress.console.print(f"mast: {where}: {warning}", markup=False, highlight=False)
         if diagnosis is not None and diagnosis.status == "error" and outcome != "resumed":
             reason = diagnosis.error.message if diagnosis.error is not None else ""
             if reason in self.reasons_shown and diagnosis.error is not None and diagnosis.error.type == "JudgeSetupError":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from mast._outputs import terminal_safe
 from mast.batch.walk import no_traces_error, select_files
 from mast.cli._run_control import file_options
 from mast.cli._shared import plural, stderr, stdout, write_line
@@ -14,10 +15,10 @@ from mast.trace import Trace
 
 def _summary(item: Trace) -> str:
     src = item.source
-    where = f"{src.path}" + (f"#{src.record}" if src.record is not None else "")
+    where = terminal_safe(src.path) + (f"#{src.record}" if src.record is not None else "")
     conf = f" ({src.confidence:.2f})" if src.confidence is not None else ""
     return (
-        f"{where}: id {item.trace_id} | {src.format}{conf} {item.framework or '-'} | "
+        f"{where}: id {terminal_safe(item.trace_id)} | {src.format}{conf} {item.framework or '-'} | "
         f"{plural(len(item.steps), 'step')}, {plural(len(item.agents), 'agent')}, task: {(item.task or '-')[:60]!r}"
     )
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from string import Template
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from mast.errors import UsageError
 from mast.judge.budget import price
@@ -35,8 +39,57 @@ ANSWER_TOKENS_GUESS = 600
 """Output tokens assumed per discovery call when estimating its cost before sending it."""
 
 
+# Terminal escape sequences (CSI such as ESC[2J, OSC such as ESC]0;title BEL, and their one-byte C1
+# forms), removed whole so no "]0;title" is left behind; then every other control character.
+# Written here rather than taken from a package: two regular expressions, and the model's text must
+# lose them (a name is a label people read), not show them escaped as terminal_safe does.
+_ESCAPE_SEQUENCE = re.compile(
+    "\x1b\\][^\x07\x1b\x9c]*(?:\x07|\x1b\\\\|\x9c)?"   # OSC ... BEL or ST
+    "|\x1b\\[[0-?]*[ -/]*[@-~]"                            # CSI
+    "|\x1b[@-Z\\\\-_]"                                    # other two-byte escapes
+    "|\x9b[0-?]*[ -/]*[@-~]|\x9d[^\x07\x9c]*[\x07\x9c]?"   # C1 CSI, C1 OSC
+)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+_CONTROL_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+_log = logging.getLogger("mast")
+
+
+def clean_label(text: str) -> str:
+    """A model-given name as one line of printable text: escape sequences and control characters removed."""
+    return " ".join(_CONTROL.sub(" ", _ESCAPE_SEQUENCE.sub("", text)).split())
+
+
+def clean_prose(text: str) -> str:
+    """Model-given prose (a definition) without escape sequences or control characters; lines and tabs kept."""
+    return _CONTROL_BUT_LINES.sub("", _ESCAPE_SEQUENCE.sub("", text)).strip()
+
+
 class _Answer(BaseModel):
+    """A model's answer, cleaned as it is read: what it names may end up in a terminal, a file or a prompt.
+
+    Names lose escape sequences and control characters (they are labels), prose keeps its lines;
+    a text longer than its schema's ``maxLength`` (or a list longer than ``maxItems``) is cut to it,
+    with a warning, so the cache and DIR/work/ never keep more than the schema allows.
+    """
+
     model_config = ConfigDict(extra="ignore")
+    _labels: ClassVar[frozenset[str]] = frozenset({"name", "label", "covered_by", "nearest_mast", "relation_target"})
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _clean(cls, value: Any, info: ValidationInfo) -> Any:
+        name = info.field_name or ""
+        extra = cls.model_fields[name].json_schema_extra if name in cls.model_fields else None
+        limits = extra if isinstance(extra, dict) else {}
+        if isinstance(value, str) and name != "quote":  # a quote is checked against the step it cites
+            value = clean_label(value) if name in cls._labels else clean_prose(value)
+        most = limits.get("maxLength" if isinstance(value, str) else "maxItems")
+        if isinstance(most, int) and isinstance(value, str | list) and len(value) > most:
+            _log.warning("mast: the model's %s in its %s has %d %s, more than the %d its schema allows: cut to "
+                         "%d", name, cls.__name__, len(value), "characters" if isinstance(value, str) else "items",
+                         most, most)
+            value = value[:most]
+        return value
 
 
 class OpenCodeAnswer(_Answer):
@@ -189,13 +242,18 @@ class Caller:
     """Sends the discovery's calls: cached, counted, within budget, at most ``concurrency`` at once."""
 
     def __init__(
-        self, config: JudgeConfig, backend: Backend, taxonomy: Taxonomy, spend: Spend, *, concurrency: int = 8
+        self, config: JudgeConfig, backend: Backend, taxonomy: Taxonomy, spend: Spend, *, concurrency: int = 8,
+        answers: Path | None = None,
     ) -> None:
         self.config = config
         self.backend = backend
         self.taxonomy = taxonomy
         self.spend = spend
         self.cache = JudgeCache(config.cache_dir) if config.cache else None
+        self.answers_file = answers
+        """``DIR/work/answers.jsonl``: every answer of this folder's runs, so a resume with another
+        --cache-dir or --no-cache asks nothing again (the cache is shared and may be cleared)."""
+        self.answers = _read_answers(answers) if answers is not None else {}
         self._gate = asyncio.Semaphore(concurrency)
         self._lock = asyncio.Lock()
         self._in_flight = 0.0
@@ -221,11 +279,21 @@ class Caller:
         """
         spent = self.spend.stage(stage)
         key = self.key(messages, spec)
+        if key in self.answers:
+            try:
+                value = spec.model.model_validate(self.answers[key])
+            except ValueError:
+                pass   # an answer this version no longer reads: asked again
+            else:
+                spent.cached += 1
+                return value
         if self.cache is not None:
             hit = await asyncio.to_thread(self.cache.get, key)
             if hit is not None and "answer" in hit:
                 spent.cached += 1
-                return spec.model.model_validate(hit["answer"])
+                value = spec.model.model_validate(hit["answer"])
+                await self._keep(key, value)
+                return value
         _, _, estimate = self.estimate(messages)
         async with self._gate:
             async with self._lock:
@@ -248,4 +316,35 @@ class Caller:
                               None if meter.price_unknown else (meter.cost_usd or 0.0))
         if self.cache is not None:
             await asyncio.to_thread(self.cache.put, key, {"answer": answer.value.model_dump(mode="json")})
+        await self._keep(key, answer.value)
         return answer.value
+
+    async def _keep(self, key: str, value: BaseModel) -> None:
+        """Append an answer to ``DIR/work/answers.jsonl`` (one line per answer, flushed as it comes)."""
+        if self.answers_file is None or key in self.answers:
+            return
+        dumped = value.model_dump(mode="json")
+        self.answers[key] = dumped
+        line = orjson.dumps({"key": key, "answer": dumped}) + b"\n"
+        async with self._lock:
+            with self.answers_file.open("ab") as handle:
+                handle.write(line)
+
+
+def _read_answers(path: Path) -> dict[str, Any]:
+    """The answers kept in ``path`` by key; a torn or foreign line (an interrupted write) is skipped."""
+    kept: dict[str, Any] = {}
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        return kept
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be read: {exc}") from exc
+    for line in lines:
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("key"), str) and isinstance(record.get("answer"), dict):
+            kept[record["key"]] = record["answer"]
+    return kept

@@ -189,7 +189,16 @@ class _Run:
         left = self.spend.left()
         diagnoses = await aclassify_many(list(traces), config=config, output=self.work / f"{name}.jsonl",
                                          concurrency=self.options.concurrency, budget_usd=left, on_result=booked)
-        if any(d.error is not None and d.error.type == "NotStarted" for d in diagnoses):
+        not_started = [d.error for d in diagnoses if d.error is not None and d.error.type == "NotStarted"]
+        if not_started:
+            # The batch stops early for the budget, or after a few traces failed the same way (an
+            # unreachable server, a rejected key): only the first is a budget stop.
+            setup = next((d.error for d in diagnoses if d.error is not None and d.error.type == "JudgeSetupError"),
+                         None)
+            if setup is not None:
+                raise JudgeError(setup.message)
+            if self.options.budget_usd is None or not not_started[0].message.startswith("budget"):
+                raise JudgeError(f"labelling for the {stage} stage stopped: {not_started[0].message}")
             raise BudgetStop(f"the budget (${self.options.budget_usd:.2f}) ran out while labelling for the {stage} "
                              f"stage (${self.spend.cost_usd:.4f} spent)")
         return diagnoses
@@ -246,7 +255,8 @@ async def adiscover(paths: Sequence[str | os.PathLike[str] | Trace], output: str
     if options.budget_usd is not None and price(judge.backend, 1000, 1000) is None:
         raise UsageError(f"--budget-usd needs the price of {config.model}: give --price-input and --price-output "
                          "(dollars per million tokens)")
-    caller = Caller(config, judge.backend, run.base, run.spend, concurrency=options.concurrency)
+    caller = Caller(config, judge.backend, run.base, run.spend, concurrency=options.concurrency,
+                    answers=run.work / "answers.jsonl")
     try:
         # 1. MAST-14 (reused from --results where it holds the trace).
         mast14 = await _mast14(run, traces, results)

@@ -80,6 +80,31 @@ def sheet(output: Path, candidates: Sequence[Candidate], traces: Sequence[Trace]
     return path
 
 
+def _earlier_runs(path: Path) -> list[dict[str, Any]]:
+    """The runs an earlier ``manifest.json`` of the same folder recorded (one, for a manifest from before ``runs``)."""
+    try:
+        earlier = orjson.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(earlier, dict):
+        return []
+    if isinstance(earlier.get("runs"), list):
+        return [r for r in earlier["runs"] if isinstance(r, dict) and isinstance(r.get("totals"), dict)]
+    if isinstance(earlier.get("totals"), dict):
+        return [{"created_at": earlier.get("created_at"), "status": earlier.get("status"), "totals": earlier["totals"]}]
+    return []
+
+
+def _cumulative(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Calls, tokens and cost summed over every run of this folder (cost ``None`` once one was unknown)."""
+    sums: dict[str, Any] = {key: sum(int(r["totals"].get(key) or 0) for r in runs)
+                            for key in ("calls", "cached", "input_tokens", "output_tokens")}
+    costs = [r["totals"].get("cost_usd") for r in runs]
+    sums["cost_usd"] = None if any(c is None for c in costs) else round(sum(costs), 6)
+    sums["runs"] = len(runs)
+    return sums
+
+
 def manifest(run: _Run, state: dict[str, Any], candidates: Sequence[Candidate], *, stopped: str | None,
              n_traces: int, stability: list[dict[str, Any]], saturation: list[dict[str, int]],
              annotators: list[dict[str, Any]]) -> dict[str, Any]:
@@ -87,6 +112,8 @@ def manifest(run: _Run, state: dict[str, Any], candidates: Sequence[Candidate], 
     from mast.discovery.run import now
 
     totals = run.spend.totals()
+    runs = [*_earlier_runs(run.output / "manifest.json"),
+            {"created_at": now(), "status": "stopped" if stopped else "done", "totals": totals}]
     config = run.config
     if run.options.gold:
         kind = "one model against people (--gold)"
@@ -118,6 +145,8 @@ def manifest(run: _Run, state: dict[str, Any], candidates: Sequence[Candidate], 
         "open_coding": state.get("open_coding", {}),
         "stages": {name: vars(spend) for name, spend in run.spend.stages.items()},
         "totals": totals,
+        "runs": runs,
+        "cumulative": _cumulative(runs),
         "per_trace": {"calls": round(totals["calls"] / n_traces, 2) if n_traces else None,
                       "input_tokens": round(totals["input_tokens"] / n_traces) if n_traces else None,
                       "output_tokens": round(totals["output_tokens"] / n_traces) if n_traces else None},

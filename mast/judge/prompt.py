@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from string import Template
@@ -181,9 +182,13 @@ def _skeleton_table() -> dict[int, str | None]:
 def fence_skeleton(text: str) -> str:
     """``text`` case-folded, with every look-alike of a letter, digit or ``_`` replaced by it and invisible characters dropped.
 
-    Two texts with the same skeleton look the same to a reader (and to a model reading a fence).
+    Compatibility forms are decomposed (NFKD) and combining marks dropped first. Two texts with the
+    same skeleton look the same to a reader (and to a model reading a fence).
     """
     if not text.isascii():
+        # Compatibility forms decomposed and combining marks (an accent over a letter, an enclosing
+        # circle) dropped first: "E\u0301" reads as "E" to a reader skimming for the fence.
+        text = "".join(c for c in unicodedata.normalize("NFKD", text) if unicodedata.category(c) not in ("Mn", "Me"))
         text = text.translate(_skeleton_table())
     return text.casefold()
 

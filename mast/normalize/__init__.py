@@ -201,7 +201,7 @@ def _raw(source: str | os.PathLike[str] | Any) -> RawInput:
     if isinstance(source, os.PathLike) or (isinstance(source, str) and looks_like_path(source)):
         path = Path(source)
         if path.is_dir():
-            raise UsageError(f"{path} is a folder; use iter_paths() or `mast label` for folders")
+            raise UsageError(f"{path} is a folder, not a trace file; iter_paths() lists the files in a folder")
         if not path.is_file():
             if path.is_symlink():
                 raise TraceFormatError("symbolic link that leads nowhere (broken, or a loop)", path=str(path))
@@ -359,7 +359,8 @@ def iter_paths(
 ) -> Iterator[Path]:
     """Files to read under ``paths``: files as given, folders walked in sorted order.
 
-    Hidden entries are skipped, symbolic links to folders are not followed (no loops), and only
+    A path given is read as named, a symbolic link to a folder too (walked like the folder). Inside a
+    folder, hidden entries are skipped, symbolic links to folders are not followed (no loops), and only
     names ending in :data:`TRACE_SUFFIXES` are picked up inside folders. A link to a file outside
     the folder walked is skipped, with one logged line (``follow_symlinks`` reads it): a trace
     archive holding a link to ``~/.aws/credentials`` must not send that file to the judge.
@@ -369,7 +370,7 @@ def iter_paths(
     """
     for given in paths:
         path = Path(given)
-        if path.is_file() or path.is_symlink() or (path.exists() and not path.is_dir()):
+        if not path.is_dir() and (path.is_file() or path.is_symlink() or path.exists()):
             yield path  # a pipe or a broken link too: reading it gives the one-line reason
         elif path.is_dir():
             top = path.resolve()

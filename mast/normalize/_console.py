@@ -31,7 +31,13 @@ _EMOJI_BULLET = re.compile(
     r"^(?P<pre>[ \t]*)(?:[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\u231A-\u23FF][\uFE0F\u200D\U0001F3FB-\U0001F3FF]*)+[ \t]+",
     re.MULTILINE,
 )
-DECORATION_HINTS = ("╭", "╰", "│", "├", "└", "┃", "║")
+_BLOCK_ART = re.compile(r"^[ \t]*[\u2580-\u259F][\u2580-\u259F \t]*", re.MULTILINE)
+"""Block-element art opening a line (a TUI's logo, ``▐▛███▜▌   Claude Code v2.1.39``): the art goes, the words stay."""
+_INPUT_PLACEHOLDER = re.compile(r"^[ \t]*[❯>›][ \t\u00a0]+Try \"[^\"\n]*\"[ \t]*$", re.MULTILINE)
+"""An empty input box's hint (``❯ Try "create a util logging.py that..."``): not anything typed."""
+_SHAPE_BULLET = re.compile(r"^(?P<pre>[ \t]*)[\u25A0-\u25FF\u2022\u2023\u2043][ \t\u00a0]+", re.MULTILINE)
+"""A geometric-shape bullet (``● Bash(mix phx.server)``, ``■``, ``•``) before text."""
+DECORATION_HINTS = ("╭", "╰", "│", "├", "└", "┃", "║", "─", "━", "═")
 
 
 def strip_ansi(text: str) -> str:
@@ -44,7 +50,9 @@ def plain_console(text: str) -> str:
 
     A status tree (a line with an emoji bullet and the ``├──`` / ``└──`` branches under it) is the
     framework's live progress display and goes whole; a panel's title and inner lines are kept,
-    its frame dropped; an emoji bullet before text is dropped. A log without decorations is unchanged.
+    its frame dropped; an emoji or shape bullet (``●``) before text is dropped, block-character logo
+    art and an empty input box's ``❯ Try "..."`` hint too (Claude Code's screen). A log without
+    decorations is unchanged.
     """
     text = strip_ansi(text)
     if "\r" in text:
@@ -55,6 +63,11 @@ def plain_console(text: str) -> str:
         text = _BOX_BOTTOM.sub("", text)
         text = _BOX_SIDE.sub(lambda m: m.group("inner"), text)
         text = _RULE_ONLY.sub("", text)
+    if "❯" in text or "Try \"" in text:
+        text = _INPUT_PLACEHOLDER.sub("", text)
+    if any("\u2580" <= ch <= "\u259F" for ch in text[:20_000]):
+        text = _BLOCK_ART.sub("", text)
+    text = _SHAPE_BULLET.sub(lambda m: m.group("pre"), text)
     return _EMOJI_BULLET.sub(lambda m: m.group("pre"), text)
 
 

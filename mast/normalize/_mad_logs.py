@@ -57,7 +57,9 @@ def parse_log(text: str, framework: str | None = None) -> LogParse:
         except Exception as exc:  # noqa: BLE001 - a parser bug must degrade to a warning, not stop a batch
             warnings.append(f"{name} log parser failed ({type(exc).__name__}: {one_line(exc)}); tried the next")
             continue
-        if any(step.agent for step in result.steps):
+        # A parser that knew the log but found no turn in it says so (metadata "no_content"): that
+        # beats splitting the log into anonymous blocks.
+        if any(step.agent for step in result.steps) or result.metadata.get("no_content"):
             result.warnings[:0] = warnings
             result.framework = result.framework or log.framework
             return result

@@ -385,12 +385,14 @@ def closing_answer(steps: Sequence[Step]) -> str | None:
             # A finish / submit / output-tool call is the answer: its words, else what it was called with.
             words = _strip_thinking(step.content.strip())
             return words or "\n".join(_call_text(c) for c in step.tool_calls) or None
-        if results_after and step.role == "assistant" and not step.content.strip():
+        # Thinking is not output: a step that only thought is wordless, like one that only called a tool.
+        words = strip_thinking(step.content) if step.role == "assistant" else step.content.strip()
+        if results_after and step.role == "assistant" and not words:
             continue  # tool use after the last words: the words are still the last thing said
         if step.role == "user" and step.kind == "message" and step.content.strip() and not step.tool_results and not step.tool_calls:
             continue
-        if step.role == "assistant" and step.content.strip():
-            return _strip_thinking(step.content) or None
+        if step.role == "assistant" and words:
+            return words
         if step.role == "assistant" or step.role == "tool" or step.tool_results:
             continue
         return None
@@ -405,9 +407,14 @@ def _call_text(call: ToolCall) -> str:
     return orjson.dumps(call.arguments, default=str).decode()
 
 
-def _strip_thinking(text: str) -> str:
+def strip_thinking(text: str) -> str:
+    """A step's text without the ``<thinking>...</thinking>`` block that opens it; ``""`` when it only thought."""
+    text = text.strip()
     if text.startswith("<thinking>") and "</thinking>" in text:
         return text.split("</thinking>", 1)[1].strip()
     return text
+
+
+_strip_thinking = strip_thinking
 
 

@@ -26,6 +26,7 @@ import orjson
 
 from mast.caps import (
     MAX_DECOMPRESSED_BYTES,  # the most a compressed body may inflate to: a gzip bomb stops there
+    decompress_prefix,
 )
 from mast.normalize._common import usage_from
 from mast.normalize._msg_common import Msg
@@ -45,26 +46,21 @@ def _header(headers: Any, name: str) -> str:
 
 
 def inflate(blob: bytes, notes: list[str] | None = None, *, limit: int | None = None) -> bytes:
-    """Gzip or zlib bytes inflated, at most ``limit`` (default :data:`MAX_DECOMPRESSED_BYTES`) bytes of them.
+    """Gzip (every member), zlib or raw deflate bytes inflated, at most ``limit`` bytes of them.
 
-    A note says when the body was cut; a body that does not inflate is kept as it is, with a note.
+    ``limit`` defaults to :data:`MAX_DECOMPRESSED_BYTES`. A note says when the body was cut at the
+    cap, or did not inflate (then it is kept as it is).
     """
     limit = MAX_DECOMPRESSED_BYTES if limit is None else limit
-    wbits = 16 + zlib.MAX_WBITS if blob[:2] == b"\x1f\x8b" else zlib.MAX_WBITS
     try:
-        inflater = zlib.decompressobj(wbits)
-        out = inflater.decompress(blob, limit)
-    except zlib.error:
-        try:
-            inflater = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, as some servers send it
-            out = inflater.decompress(blob, limit)
-        except zlib.error as exc:
-            if notes is not None:
-                notes.append(f"a recorded body is compressed but does not inflate ({exc}): kept as it is")
-            return blob
-    if inflater.unconsumed_tail and notes is not None:
+        out, cut = decompress_prefix(blob, limit=limit)
+    except zlib.error as exc:
+        if notes is not None:
+            notes.append(f"a recorded body is compressed but does not inflate ({exc}): kept as it is")
+        return blob
+    if cut and notes is not None:
         notes.append(f"a recorded body inflates to more than {limit // 2**20} MiB: cut there "
-                     "(the MAX_DECOMPRESSED_BYTES cap)")
+                     f"(the MAX_DECOMPRESSED_BYTES cap, {limit:,} bytes)")
     return out
 
 
@@ -79,13 +75,30 @@ def _b64(text: str) -> bytes | None:
         return None
 
 
-def raw_body(part: Any, notes: list[str] | None = None) -> Any:
-    """The body of a recorded request or response (``part``) as a parsed value, text, or ``None``."""
+def raw_body(part: Any, notes: list[str] | None = None, where: str = "body") -> Any:
+    """The body of a recorded request or response (``part``) as a parsed value, text, or ``None``.
+
+    ``where`` names the field in notes (``request.body``). A body recorded as a list of parts
+    (one string, or chunks) is read as those parts joined, with a note: the run is kept.
+    """
     if not isinstance(part, dict):
         return None
     if "parsed_body" in part and part["parsed_body"] is not None:
         return part["parsed_body"]
     body = part.get("body", part.get("content"))
+    if isinstance(body, list) and body:
+        if len(body) == 1 and isinstance(body[0], dict | str | bytes):
+            body = body[0]
+        elif all(isinstance(p, str) for p in body):
+            body = "".join(body)
+        elif all(isinstance(p, bytes) for p in body):
+            body = b"".join(body)
+        else:
+            if notes is not None:
+                notes.append(f"{where} is a list of {len(body)} mixed values, not a recorded body: dropped")
+            return None
+        if notes is not None:
+            notes.append(f"{where} is a list, not a string or mapping: read as its parts joined")
     headers = part.get("headers")
     compressed = _header(headers, "content-encoding") in ("gzip", "deflate", "x-gzip")
     encoding = ""
@@ -114,9 +127,9 @@ def raw_body(part: Any, notes: list[str] | None = None) -> Any:
     return body
 
 
-def body_of(part: Any, notes: list[str] | None = None) -> Any:
+def body_of(part: Any, notes: list[str] | None = None, where: str = "body") -> Any:
     """Like :func:`raw_body`, with a body that is JSON text parsed (text that is not JSON stays text)."""
-    body = raw_body(part, notes)
+    body = raw_body(part, notes, where)
     if isinstance(body, str):
         stripped = body.strip()
         if stripped[:1] in ("{", "["):

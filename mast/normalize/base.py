@@ -24,6 +24,7 @@ import orjson
 from mast.caps import MAX_JSON_DEPTH
 from mast.errors import TraceFormatError
 from mast.normalize._console import plain_console, strip_ansi
+from mast.normalize._payload import literal_failure
 from mast.trace import SourceInfo, Trace
 
 HEAD_BYTES = 64 * 1024
@@ -31,6 +32,14 @@ MAX_WHOLE_FILE_BYTES = 512 * 1024 * 1024
 """Files larger than this are only read by formats that stream them."""
 _LOG_LINE = re.compile(r"\[[^\[\]{}\n]*\][ \t]*[^\s,\]}]")
 """A first line like ``[timestamp LEVEL] message``: a bracketed prefix followed by text is never JSON."""
+# A YAML document by its look rather than its name (a cassette renamed "run.yaml.bak", or one
+# piped in): the first line is a bare top-level key ("interactions:") or the "---" document marker.
+_YAML_OPENING = re.compile(r"^(?:---[ \t]*$|[A-Za-z_][\w.-]*:[ \t]*$)", re.M)
+_LOG_PREFIX = re.compile(
+    r"^(?:\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?[ \t]+)"
+    r"(?:[\[(]?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|TRACE)[\])]?:?[ \t]+)?(?:[\w.]+:[ \t]+)?(?=[\[{\s\]}\"])"
+)
+"""A logger's prefix (``2025-01-01 10:00:00 [INFO] ``, optionally a logger name) before a line of JSON."""
 _JSON_OPENING = re.compile(r'^(?:\{\s*(?:"|\}|$)|\[\s*(?:[\[{"\d\-]|true|false|null|\]|$))')
 """How a JSON object or array opens: ``{"``, ``{}``, ``[{``, ``[1``, ``["``... (a text line like ``[INFO] x`` does not)."""
 
@@ -93,6 +102,8 @@ class RawInput:
             else:
                 with self.path.open("rb") as fh:
                     self._head = plain_console(fh.read(HEAD_BYTES).decode("utf-8", "replace"))
+                # sniffed like the parse reads it: log prefixes before JSON lines removed
+                self._head = _unprefixed_lines(self._head.lstrip("\ufeff").lstrip()) or self._head
         return self._head
 
     def fail(self, message: str, record: int | None = None) -> TraceFormatError:
@@ -200,6 +211,10 @@ class RawInput:
         if not stripped:
             raise self.fail("file holds only whitespace")
         self._text = text
+        unprefixed = self._without_log_prefix(stripped)
+        if unprefixed is not None:
+            text = stripped = unprefixed
+            self._text = text
         if stripped[0] in '"-0123456789tfn' and "\n" not in stripped:
             # A bare JSON scalar ("text", 42, true, null) is JSON of no trace shape, not a text log.
             try:
@@ -230,19 +245,65 @@ class RawInput:
                     return records, "jsonl"
                 if containers == 0 and not _JSON_OPENING.match(stripped):
                     return self._plain(text), "text"
+            why = literal_failure(stripped)
+            if " cap, " in why:  # too big to be tried as anything else: the cap is what stopped it
+                tail = why.removeprefix("not JSON, and ").replace("to try as a Python literal", "to read any further")
+                raise self.fail(f"looks like JSON but does not parse; {tail}")
             raise self.fail("looks like JSON but does not parse (truncated or malformed)")
-        if self.path is not None and self.path.suffix in (".yaml", ".yml"):
+        named = self.path is not None and any(s in (".yaml", ".yml") for s in self.path.suffixes)
+        if named or _YAML_OPENING.match(stripped):
             import yaml
 
             try:
-                return yaml.safe_load(io.StringIO(text)), "yaml"
+                doc = yaml.safe_load(io.StringIO(text))
             except yaml.YAMLError as exc:
-                raise self.fail(f"YAML does not parse: {' '.join(str(exc).split())}") from exc
+                if named:
+                    raise self.fail(f"YAML does not parse: {' '.join(str(exc).split())}") from exc
+                doc = None
+            # Known by its look only: kept as YAML when it is a structured document (a mapping
+            # holding a list or mapping), so a text log whose first line is "Task:" stays text.
+            if named or (isinstance(doc, dict) and any(isinstance(v, dict | list) for v in doc.values())):
+                return doc, "yaml"
         return self._plain(text), "text"
+
+    def _without_log_prefix(self, stripped: str) -> str | None:
+        """JSON or JSONL whose every line a logger prefixed (timestamp, level), without the prefixes.
+
+        A warning says so; ``None`` when the lines are not all so prefixed or the rest is not JSON.
+        """
+        rest = _unprefixed_lines(stripped)
+        if rest is None:
+            return None
+        lines = stripped.splitlines()
+        try:
+            orjson.loads(rest)
+        except orjson.JSONDecodeError:
+            parsed = 0
+            for ln in rest.splitlines():
+                try:
+                    parsed += isinstance(orjson.loads(ln), dict | list)
+                except orjson.JSONDecodeError:
+                    pass
+            if 2 * parsed < sum(1 for ln in rest.splitlines() if ln.strip()):
+                return None
+        self.warnings.append(f"every line opens with a log prefix ({lines[0][:_LOG_PREFIX.match(lines[0]).end()].strip()!r}...): "
+                             "removed before reading the JSON")
+        return rest
 
     def _plain(self, text: str) -> str:
         self._text, self._plain_done = plain_console(text), True
         return self._text
+
+
+def _unprefixed_lines(text: str) -> str | None:
+    """``text`` without the log prefix every non-blank line opens with, when the rest opens JSON; else ``None``."""
+    if not text or text[0] in "[{" or not _LOG_PREFIX.match(text):
+        return None
+    lines = text.splitlines()
+    if not all(_LOG_PREFIX.match(ln) for ln in lines if ln.strip()):
+        return None
+    rest = "\n".join(_LOG_PREFIX.sub("", ln, count=1) for ln in lines).strip()
+    return rest if rest[:1] in ("[", "{") else None
 
 
 class TraceFormat(ABC):

@@ -12,13 +12,15 @@ Kinds found by default:
                           ``api_key=`` / ``AccountKey=`` / ``x-api-key:`` assignments, ``--api-key``
 ``token``                 bearer tokens, any other ``Authorization:`` scheme (``Token``, ``Digest``,
                           ``Negotiate``...), OAuth access tokens, signed-URL signatures, webhooks,
-                          ``/bot<token>/`` and other tokens in URL paths, ``token=``, ``--token``
+                          ``/bot<token>/`` and other tokens in URL paths, a token as a URL's
+                          user part, Teams webhooks, ``token=``, ``--token``
 ``jwt``                   JSON Web Tokens
 ``private_key``           PEM private key blocks (also JSON-escaped, as in GCP service accounts),
                           DER keys in base64, a kubeconfig's ``client-key-data``
 ``password``              ``scheme://user:PASSWORD@host``, ``password=`` and ``PGPASSWORD=``-style
                           assignments, HTTP Basic, ``curl -u user:PASS``, ``mysql -pPASS``,
-                          ``--password=``, a Docker config's ``auth``
+                          ``--password=``, ``docker login -p``, ``.netrc``, a Docker config's
+                          ``auth``, ``ENV DB_PASSWORD x`` and other settings without ``=``
 ``secret``                ``secret=`` / ``client_secret:`` / AWS secret keys in assignments,
                           Google and Azure client secrets
 ``cookie``                the values of ``Cookie:`` and ``Set-Cookie:`` headers
@@ -38,6 +40,9 @@ On top of these, the ~220 provider rules of gitleaks (:mod:`mast.redact.gitleaks
 ``mast/data/gitleaks_rules.json`` and run with RE2) and mast's own credential shapes
 (``mast/data/credential_rules.yaml``) name their findings ``api_key``, ``token``, ``secret``,
 ``password`` or ``private_key``.
+
+A value found once (8 characters or more) is replaced wherever else the text repeats it, and
+:func:`redact_trace` replaces it in every step.
 
 Assignments redact the value only (``password=[REDACTED:password]``), so the judge still sees what
 the step did. Identifiers that merely look random (git SHAs, UUIDs, span ids, digests, pod names,
@@ -167,9 +172,16 @@ class Redactor:
         self._always = [(o, r) for o, r in ordered if not r.needles and not r.min_digits]
 
     def redact(self, text: str) -> RedactionResult:
-        """Replace every finding in ``text``; overlapping findings merge into one placeholder."""
+        """Replace every finding in ``text``; overlapping findings merge into one placeholder.
+
+        A secret found in one place is also replaced wherever else ``text`` repeats it.
+        """
+        return self._redact(text)[0]
+
+    def _redact(self, text: str) -> tuple[RedactionResult, dict[str, str]]:
+        """The redaction of ``text`` and the values it found (value -> kind, long enough to look for again)."""
         if not text:
-            return RedactionResult(text, {})
+            return RedactionResult(text, {}), {}
         lowered = _lower(text)
         if len(text) > _GATED_CHARS:
             # A long text holds most literals somewhere: each rule's are looked for on their own
@@ -196,32 +208,80 @@ class Redactor:
         for number, (kind, start, end) in enumerate(self.credentials.findings(text, lowered)):
             spans.append((start, -end, last + number, kind))
         if not spans:
+            return RedactionResult(text, {}), {}
+        merged = _merge(text, spans)
+        # A secret found in one place is redacted wherever else the text repeats it ("curl -u
+        # admin:PASS" and later "401 for admin:PASS").
+        # Only mast's own rules' findings: gitleaks' generic rule also takes ids beside a key word
+        # ("max_tokens": api-7d9f8b6c4-x2kqz), which must not then go everywhere the id occurs.
+        values = _Repeats.values(text, [[start, -end, kind] for start, end, order, kind in spans if order < last])
+        if values:
+            spans += [(start, -end, -1, kind) for kind, start, end in _Repeats(values).findings(text)]
+            merged = _merge(text, spans)
+        return _replace(text, merged), values
+
+
+_REPEAT_MIN = 8
+"""Found values this long or longer are also redacted where the text repeats them elsewhere."""
+
+
+class _Repeats:
+    """Every occurrence of the secrets already found, in one linear pass (an Aho-Corasick automaton)."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        import ahocorasick
+
+        self.automaton = ahocorasick.Automaton()
+        for value, kind in values.items():
+            self.automaton.add_word(value, (len(value), kind))
+        self.automaton.make_automaton()
+
+    @staticmethod
+    def values(text: str, merged: list[list[Any]]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for start, end, kind in merged:
+            if end - start >= _REPEAT_MIN:
+                found.setdefault(text[start:end], kind)
+        return found
+
+    def findings(self, text: str) -> list[tuple[str, int, int]]:
+        # iter_long: the longest value at each place, without overlaps (a value holding another is replaced whole)
+        return [(kind, end + 1 - length, end + 1) for end, (length, kind) in self.automaton.iter_long(text)]
+
+    def redact(self, text: str) -> RedactionResult:
+        """``text`` (already redacted once) with every remaining occurrence replaced."""
+        found = self.findings(text)
+        if not found:
             return RedactionResult(text, {})
-        spans.sort()
-        parts: list[str] = []
-        counts: dict[str, int] = {}
-        position = 0
-        current: list[Any] | None = None  # [start, end, kind] of the finding being widened
-        for start, negative_end, _, kind in spans:
-            end = -negative_end
-            if current is not None and start < current[1]:
-                # Overlaps the previous finding: widen it rather than leave a tail of a secret behind.
-                if end > current[1]:
-                    current[1] = _to_run_end(text, end)
-                continue
-            if current is not None:
-                parts.append(text[position : current[0]])
-                parts.append(f"[REDACTED:{current[2]}]")
-                counts[current[2]] = counts.get(current[2], 0) + 1
-                position = current[1]
-            current = [start, _to_run_end(text, end), kind]
-        if current is not None:
-            parts.append(text[position : current[0]])
-            parts.append(f"[REDACTED:{current[2]}]")
-            counts[current[2]] = counts.get(current[2], 0) + 1
-            position = current[1]
-        parts.append(text[position:])
-        return RedactionResult("".join(parts), counts)
+        return _replace(text, [[start, end, kind] for kind, start, end in found])
+
+
+def _merge(text: str, spans: list[tuple[int, int, int, str]]) -> list[list[Any]]:
+    """Findings ``(start, -end, order, kind)`` as ``[start, end, kind]``, overlapping ones merged."""
+    spans.sort()
+    merged: list[list[Any]] = []
+    for start, negative_end, _, kind in spans:
+        end = -negative_end
+        if merged and start < merged[-1][1]:
+            # Overlaps the previous finding: widen it rather than leave a tail of a secret behind.
+            if end > merged[-1][1]:
+                merged[-1][1] = _to_run_end(text, end)
+            continue
+        merged.append([start, _to_run_end(text, end), kind])
+    return merged
+
+
+def _replace(text: str, merged: list[list[Any]]) -> RedactionResult:
+    parts: list[str] = []
+    counts: dict[str, int] = {}
+    position = 0
+    for start, end, kind in merged:
+        parts.append(text[position:start])
+        parts.append(f"[REDACTED:{kind}]")
+        counts[kind] = counts.get(kind, 0) + 1
+        position = end
+    parts.append(text[position:])
+    return RedactionResult("".join(parts), counts)
 
 
 @lru_cache(maxsize=1)
@@ -355,6 +415,7 @@ def redact_trace(trace: Trace, *, ips: bool = False, patterns: CustomPatterns = 
     pairs = tuple(patterns.items()) if isinstance(patterns, Mapping) else tuple(patterns)
     redactor = _redactor(ips, pairs, *_env_patterns_key())
     counts: dict[str, int] = {}
+    found: dict[str, str] = {}
     # The same strings recur in a trace (agent names on every step, repeated outputs): each is
     # redacted once; its findings still count every time it occurs.
     seen: dict[str, RedactionResult] = {}
@@ -362,11 +423,34 @@ def redact_trace(trace: Trace, *, ips: bool = False, patterns: CustomPatterns = 
     def redact(value: str) -> RedactionResult:
         result = seen.get(value)
         if result is None:
-            result = seen[value] = redactor.redact(value)
+            result, values = redactor._redact(value)
+            seen[value] = result
+            for secret, kind in values.items():
+                found.setdefault(secret, kind)
         return result
 
+    redacted = _map_trace(trace, lambda value: _redact_value(value, redact, counts))
+    if not found:
+        return redacted, counts
+    # A secret found in one step is replaced in every other step that repeats it ("curl -u
+    # admin:PASS" in a tool call, "401 for admin:PASS" in its result).
+    repeats = _Repeats(found)
+    again: dict[str, RedactionResult] = {}
+
+    def repeat(value: str) -> RedactionResult:
+        result = again.get(value)
+        if result is None:
+            result = again[value] = repeats.redact(value)
+        return result
+
+    return _map_trace(redacted, lambda value: _redact_value(value, repeat, counts)), counts
+
+
+def _map_trace(trace: Trace, change: Callable[[Any], Any]) -> Trace:
+    """A copy of ``trace`` with ``change`` applied to every text the judge reads (None stays None)."""
+
     def text(value: Any) -> Any:
-        return _redact_value(value, redact, counts) if value is not None else None
+        return change(value) if value is not None else None
 
     steps = []
     for step in trace.steps:
@@ -393,7 +477,7 @@ def redact_trace(trace: Trace, *, ips: bool = False, patterns: CustomPatterns = 
         )
         for agent in trace.agents
     ]
-    redacted = trace.model_copy(
+    return trace.model_copy(
         update={
             "task": text(trace.task),
             "final_output": text(trace.final_output),
@@ -402,4 +486,3 @@ def redact_trace(trace: Trace, *, ips: bool = False, patterns: CustomPatterns = 
             "steps": steps,
         }
     )
-    return redacted, counts

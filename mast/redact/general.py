@@ -21,6 +21,10 @@ their place instead:
 * ``url-bot-token``: ``/bot<id>:<token>/`` (Telegram's bot API);
 * ``url-path-token``: a generated-looking path segment after ``/token/``, ``/key/``, ``/secret/``,
   ``/auth/``, ``/webhooks/<id>/``...;
+* ``teams-webhook``: the id and GUID after ``/IncomingWebhook/`` of a Microsoft Teams webhook URL;
+* ``named-setting``: a secret-named variable set without ``=``: Dockerfile ``ENV DB_PASSWORD value``,
+  fish ``set -gx OPENAI_API_KEY value``, ``aws configure set aws_secret_access_key VALUE``, ``setx``;
+* ``k8s-env-value``: a Kubernetes env pair, ``- name: DB_PASSWORD`` then ``value: ...``;
 * ``config-blob``: base64 under credential-named keys of YAML, JSON or INI files: a kubeconfig's
   ``client-key-data``, a Docker config's ``auth`` (base64 of ``user:password``) and
   ``identitytoken``, Kubernetes' ``tls.key`` and ``ssh-privatekey``;
@@ -238,7 +242,51 @@ def _path_token(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     return "token", start, end
 
 
+# Teams incoming webhooks (old outlook.office.com and new webhookb2 hosts): the hex id and GUID after
+# /IncomingWebhook/ are the credential.
+_TEAMS_WEBHOOK = re.compile(
+    r"(?:webhook\.office\.com/webhookb2|outlook\.office(?:365)?\.com/webhook)/[^\s/]{1,200}/IncomingWebhook/"
+    r"(?P<secret>[0-9a-fA-F]{32}(?:/[0-9a-fA-F\-]{36})?)"
+)
+
+
 # --- configuration files ------------------------------------------------------------------------
+
+# A secret-named variable set without "=": Dockerfile "ENV DB_PASSWORD value", fish "set -gx
+# OPENAI_API_KEY value", "aws configure set aws_secret_access_key VALUE", Windows "setx NAME value",
+# and a Kubernetes env pair ("- name: DB_PASSWORD" then "value: ...").
+_NAMED_SETTING = re.compile(
+    r"(?:ENV|set(?:[ \t]{1,4}-[gUxlu]{1,4}){1,3}|aws[ \t]{1,4}configure[ \t]{1,4}set|setx)[ \t]{1,4}"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,64})[ \t]{1,4}[\"']?(?P<secret>[^\s\"'=][^\s\"']{0,511})"
+)
+_K8S_ENV = re.compile(
+    r"name:[ \t]{1,4}[\"']?(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,64})[\"']?[ \t]{0,4}\r?\n[ \t]{0,32}"
+    r"value:[ \t]{1,4}[\"']?(?P<secret>[^\s\"'][^\s\"']{0,511})"
+)
+_SECRET_NAME = re.compile(
+    r"(?:password|passwd|passphrase|secret|token|api_?key|access_?key|private_?key|auth_?key|credentials?)"
+    r"(?:_?(?:value|string|b64|base64))?[0-9_]*$",
+    re.I,
+)
+
+
+def _named_setting(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start = match.start()
+    if start > 0 and text[start - 1] not in " \t\n\r;&|(":
+        return None  # "RESET", "offset", "envName": inside a word
+    name = match.group("name")
+    if _SECRET_NAME.search(name) is None:
+        return None  # PATH, DB_PASSWORD_FILE, max_tokens_limit
+    secret_start, secret_end = match.span("secret")
+    value = text[secret_start:secret_end]
+    lowered = name.lower()
+    kind = "password" if "pass" in lowered else "token" if "token" in lowered else "secret" if "secret" in lowered else "api_key"
+    if _placeholder(value) or kind != "password" and len(value) < 8:
+        return None
+    return kind, secret_start, secret_end
+
+
+# --- configuration files (base64 blobs) ---------------------------------------------------------
 
 _CONFIG_BLOB = re.compile(
     r"(?P<name>client-key-data|client_key_data|token-data|identitytoken|registrytoken|auth|\.dockerconfigjson"
@@ -308,6 +356,9 @@ def general_rules() -> tuple[Rule, ...]:
         Rule("cookie", _COOKIE, check=_cookie, lower=True, needles=("cookie",), name="cookie"),
         Rule("token", _BOT_TOKEN, group="secret", needles=("/bot",), name="url-bot-token"),
         Rule("token", _PATH_TOKEN, check=_path_token, lower=True, needles=("/",), name="url-path-token"),
+        Rule("token", _TEAMS_WEBHOOK, group="secret", needles=("IncomingWebhook/",), name="teams-webhook"),
+        Rule("secret", _NAMED_SETTING, check=_named_setting, needles=("ENV", "set"), name="named-setting"),
+        Rule("secret", _K8S_ENV, check=_named_setting, needles=("value:",), name="k8s-env-value"),
         Rule("secret", _CONFIG_BLOB, check=_config_blob, lower=True, needles=_CONFIG_NAMES, name="config-blob"),
         Rule("private_key", _DER_KEY, needles=("MII", "MHc", "MC4"), name="der-private-key"),
     )

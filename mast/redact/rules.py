@@ -191,6 +191,18 @@ _PEM = re.compile(
     r"(?:[^-]{0,65536}?-----END[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)"
 )
 _JWT = re.compile(token_start(r"eyJ[A-Za-z0-9_\-]{10,}+\.eyJ[A-Za-z0-9_\-]{10,}+\.[A-Za-z0-9_\-]*+"))
+# A token as the whole user part ("https://<token>@github.com/o/r.git", a Sentry DSN's key).
+_URL_USER_TOKEN = re.compile(r"://(?P<secret>[A-Za-z0-9_\-.~]{20,256}+)@")
+
+
+def _url_user_token(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, end = match.span("secret")
+    value = text[start:end]
+    if not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
+        return None  # https://deploy-automation-user@host: a user name
+    return "token", start, end
+
+
 _URL_PASSWORD = re.compile(r"://[^\s:/@\"'<>]{0,128}:(?P<secret>[^\s/\"'<>]{1,256})@")
 # These run on the lower-cased text; the secret's span is read back from the original.
 _BEARER = re.compile(r"bearer\s{1,8}(?P<secret>[a-z0-9\-._~+/]{12,}+=*)")
@@ -319,6 +331,8 @@ def _assignment(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
         key_start = prefix.start()
         core = prefix.group(0).rstrip("_-") + "key"
     kind = _kind_of(core)
+    if in_userinfo(text, key_start):
+        return None  # https://x-access-token:TOKEN@host: the user name, url-password has the password
     group = "dq" if match.group("dq") is not None else "sq" if match.group("sq") is not None else "bare"
     start, end = match.span(group)
     if kind != "password" and end - start < 8:
@@ -385,6 +399,19 @@ _LOCAL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 _NOT_TLDS = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "py", "js", "ts", "json", "git"})
 
 
+def in_userinfo(text: str, start: int) -> bool:
+    """True when ``start`` sits in a URL's user:password part ("https://user:PASS@host": not an e-mail).
+
+    Looks back at most 256 characters, to the "://" of the same token with no "/", "?" or "#" between.
+    """
+    at = start
+    while at > 2 and start - at < 256 and not text[at - 1].isspace():
+        if text[at - 1] in "/?#":
+            return text[at - 3 : at] == "://"
+        at -= 1
+    return False
+
+
 def _email(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     at = match.start()
     start = at
@@ -395,6 +422,8 @@ def _email(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     while start < at and not text[start].isalnum():
         start += 1  # a local part starts with a letter or digit
     local = text[start:at]
+    if in_userinfo(text, start):
+        return None  # the password of https://user:PASS@host, which url-password replaces
     if start == at or local.endswith(".") or local.lower() == "git" or match.group("tld").lower() in _NOT_TLDS:
         return None  # git@github.com:org/repo, icon@2x.png, @Promise.@resolve
     if start > 0 and text[start - 1] == "@":
@@ -445,6 +474,7 @@ def default_rules() -> tuple[Rule, ...]:
         Rule("jwt", _JWT, check=_prefixed("jwt"), needles=("eyJ",), resume="run", name="jwt"),
         *_provider_rules(),
         Rule("password", _URL_PASSWORD, group="secret", needles=("://",), name="url-password"),
+        Rule("token", _URL_USER_TOKEN, check=_url_user_token, needles=("://",), name="url-user-token"),
         Rule("token", _BEARER, check=_bearer, lower=True, needles=("bearer",), name="bearer"),
         Rule("password", _BASIC, group="secret", lower=True, needles=("authorization",), name="basic-auth"),
         # sig=, signature= (also x-amz- / x-goog-signature=), x-amz-security-token=

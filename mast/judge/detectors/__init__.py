@@ -264,7 +264,8 @@ def detectors_diagnosis(trace: Trace, taxonomy: Taxonomy | None = None, *, repor
         first_failure=first_failure,
         summary=_summary(report, taxonomy),
         usage=DiagnosisUsage(latency_s=round(time.perf_counter() - started, 6), llm_calls=0),
-        warnings=list(report.warnings),
+        # What the normaliser could not read (a body cut at a cap) stays with the verdict, as with an LLM judge.
+        warnings=[*(f"trace: {w}" for w in trace.warnings), *report.warnings],
     )
 
 

@@ -67,11 +67,11 @@ def is_response(data: Any) -> bool:
     )
 
 
-def _interaction_request(interaction: Any) -> tuple[dict[str, Any] | None, str]:
+def _interaction_request(interaction: Any, notes: list[str] | None = None) -> tuple[dict[str, Any] | None, str]:
     request = interaction.get("request") if isinstance(interaction, dict) else None
     if not isinstance(request, dict):
         return None, ""
-    body = body_of(request)
+    body = body_of(request, notes)
     return (body if isinstance(body, dict) else None), str(request.get("uri") or "")
 
 
@@ -126,11 +126,11 @@ def _from_sse(text: str) -> dict[str, Any] | None:
     return message
 
 
-def _response_body(interaction: dict[str, Any]) -> tuple[dict[str, Any] | None, int | None]:
+def _response_body(interaction: dict[str, Any], notes: list[str] | None = None) -> tuple[dict[str, Any] | None, int | None]:
     response = as_dict(interaction.get("response"))
     status = as_dict(response.get("status"))
     code = status.get("code") if isinstance(status.get("code"), int) else None
-    body = raw_body(response)
+    body = raw_body(response, notes)
     if isinstance(body, str) and "event: message_start" in body:
         return _from_sse(body), code
     parsed = maybe_json(body) if isinstance(body, str) else body
@@ -199,15 +199,17 @@ class AnthropicMessages(TraceFormat):
             raise raw.fail("not a VCR cassette of Anthropic Messages calls")
         calls: list[tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]] = []
         other: list[dict[str, Any]] = []
+        notes: list[str] = []  # bodies cut at a cap or kept undecoded: said in the trace's warnings
         for number, interaction in enumerate(data["interactions"]):
-            body, uri = _interaction_request(interaction)
+            body, uri = _interaction_request(interaction, notes)
             if body is None or not is_request(body):
                 request = interaction.get("request") or {}
                 other.append({"index": number, "method": request.get("method"), "uri": uri})
                 continue
-            response, code = _response_body(interaction)
+            response, code = _response_body(interaction, notes)
             calls.append((body, response, {"index": number, "uri": uri, "status": code}))
         trace = self._calls(calls, raw, variant="vcr_cassette")
+        trace.warnings.extend(dict.fromkeys(notes))
         if other:
             trace.metadata["other_interactions"] = other
         trace.metadata["cassette_version"] = data.get("version")

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,13 +30,19 @@ from mast.normalize._common import parse_time
 from mast.normalize._messages import from_anthropic
 from mast.normalize._readable import strip_trailers
 from mast.normalize._sniff import sniffed_json
-from mast.normalize._timeline import Timeline
+from mast.normalize._timeline import Timeline, strip_thinking
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
 
 AGENT = "claude-code"
 SUBAGENT = "subagent"
 LINE_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot"})
+NON_MESSAGE_TYPES = frozenset({
+    "progress", "file-history-snapshot", "queue-operation", "system", "summary", "custom-title", "agent-name",
+    "tag", "last-prompt", "pr-link",
+})
+"""Record types Claude Code writes beside the conversation (hook progress, file snapshots, the input
+queue, local-command notices, titles): counted in ``metadata["non_message_records"]``, never warned."""
 _SESSION_KEYS = ("sessionId", "cwd", "version", "gitBranch", "userType")
 _COMMAND_TAGS = ("<command-name>", "<command-message>", "<local-command-stdout>", "<command-args>", "Caveat:")
 
@@ -49,6 +56,23 @@ def is_line(value: Any) -> bool:
     return isinstance(value.get("message"), dict) and ("sessionId" in value or "uuid" in value)
 
 
+def _retyped(line: Any) -> tuple[Any, str | None]:
+    """A line whose ``type`` is not a string, read as the known type it holds, with a note naming the field.
+
+    A list or number in ``type`` is read as the first known type inside it, else the one its
+    ``message.role`` implies; other lines come back as they are.
+    """
+    if not isinstance(line, dict) or isinstance(line.get("type"), str) or "type" not in line:
+        return line, None
+    value = line["type"]
+    found = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str) and v in LINE_TYPES]
+    role = line.get("message", {}).get("role") if isinstance(line.get("message"), dict) else None
+    chosen = found[0] if found else (role if role in ("user", "assistant") else None)
+    if chosen is None:
+        return line, None
+    return {**line, "type": chosen}, f"type is a {type(value).__name__}, not a string: read as {chosen!r}"
+
+
 def _injected(line: dict[str, Any], text: str) -> bool:
     return bool(line.get("isMeta")) or text.lstrip().startswith(_COMMAND_TAGS)
 
@@ -58,11 +82,11 @@ _DISPATCH_TOOLS = frozenset({"Task", "Agent"})
 
 
 def _last_words(steps: list[Any]) -> str | None:
-    """The last text the main agent wrote (beside a tool call or not); a subagent's only when the main agent wrote none."""
+    """The last text the main agent wrote (beside a tool call or not; thinking is not text); a subagent's only when the main agent wrote none."""
     for agent in (AGENT, SUBAGENT):
         for step in reversed(steps):
-            if step.role == "assistant" and step.agent == agent and step.content.strip():
-                return step.content.strip()
+            if step.role == "assistant" and step.agent == agent and (words := strip_thinking(step.content)):
+                return words
     return None
 
 
@@ -163,15 +187,28 @@ class ClaudeCodeFormat(TraceFormat):
         data = raw.data()
         records = data if isinstance(data, list) else [data]
         session = _Session()
-        skipped = 0
-        for number, line in enumerate(records):
+        skipped: list[int] = []
+        retyped: list[str] = []
+        other: Counter[str] = Counter()
+        for number, record in enumerate(records):
+            line, note = _retyped(record)
+            if note:
+                retyped.append(f"line {number + 1}: {note}")
             if is_line(line):
                 session.add(number, line)
+                if line["type"] == "file-history-snapshot":
+                    other[line["type"]] += 1
+            elif isinstance(line, dict) and isinstance(line.get("type"), str) and line["type"] in NON_MESSAGE_TYPES:
+                other[line["type"]] += 1
             else:
-                skipped += 1
+                skipped.append(number + 1)
         trace = session.trace(self.source(raw))
+        if other:
+            trace.metadata["non_message_records"] = dict(other)
+        trace.warnings.extend(retyped)
         if skipped:
-            trace.warnings.append(f"{skipped} line(s) are not Claude Code session events (unparseable or another shape): skipped")
+            where = ", ".join(map(str, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
+            trace.warnings.append(f"{len(skipped)} line(s) are not Claude Code session events (unparseable or another shape; line {where}): skipped")
         yield trace
 
 

@@ -86,7 +86,7 @@ class _Crew:
                 host = uri.split("/")[2] if uri.count("/") >= 2 else uri
                 self.skipped[f"request to {host}"] += 1
                 continue
-            body = body_of(request, self.notes)
+            body = body_of(request, self.notes, "request.body")
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
                 self.skipped["chat call without a readable request body"] += 1
                 continue
@@ -114,7 +114,7 @@ class _Crew:
                 self.prompts[agent] = step.content
                 step.agent, step.recipient = "system", agent
         status = as_dict(response.get("status")).get("code")
-        reply = body_of(response, self.notes)
+        reply = body_of(response, self.notes, "response.body")
         if is_event_stream(reply):
             reply = chat_completion_from_stream(reply)  # stream: true, recorded as server-sent events
         tools = [as_dict(t.get("function")).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]

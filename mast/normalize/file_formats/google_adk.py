@@ -36,6 +36,14 @@ from mast.trace import Trace, Usage
 _EVENT_KEYS = ("invocation_id", "invocationId")
 
 
+def _empty_session(data: Any) -> bool:
+    """An ADK session record (``app_name`` + ``user_id`` or ``state``) whose ``events`` list is empty."""
+    if not isinstance(data, dict) or data.get("events") != []:
+        return False
+    named = isinstance(data.get("app_name") or data.get("appName"), str)
+    return named and any(k in data for k in ("user_id", "userId", "state", "last_update_time", "lastUpdateTime"))
+
+
 def is_event(value: Any) -> bool:
     """An ADK event: an author, an invocation id, and content (or actions)."""
     return (
@@ -91,13 +99,19 @@ class GoogleADKFormat(TraceFormat):
     example = '{"author": "weather_agent", "invocation_id": "e-..", "content": {"role": "model", "parts": [{"function_call": {...}}]}}'
 
     def detect(self, raw: RawInput) -> float:
-        """0.95 when every record is an ADK event (author + invocation id + content/actions)."""
-        data = sniffed_json(raw, '"author"')
-        return 0.95 if data is not None and events_of(data) is not None else 0.0
+        """0.95 when every record is an ADK event (author + invocation id + content/actions); 0.9 for a session with no events."""
+        data = sniffed_json(raw, '"author"', '"app_name"', '"appName"')
+        if data is not None and events_of(data) is not None:
+            return 0.95
+        return 0.9 if _empty_session(data) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """One trace per session / event list."""
-        found = events_of(raw.data())
+        data = raw.data()
+        if _empty_session(data):
+            app = data.get("app_name") or data.get("appName")
+            raise raw.fail(f"Google ADK session {str(data.get('id') or '')!r} of app {app!r} holds no events: no run to read")
+        found = events_of(data)
         if found is None:
             raise raw.fail("not Google ADK events: expected a session with events or a list of {author, invocation_id, content}")
         events, session = found

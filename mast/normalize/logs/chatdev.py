@@ -44,8 +44,16 @@ _UNSTAMPED_HEAD = re.compile(
 _TURN = re.compile(
     r"^(?P<who>[^:\n*]{1,80}): \*\*(?P<a>[^*\n]{1,120}?)<->(?P<b>[^*\n]{1,120}?) on : (?P<phase>[^,\n]{1,80}), turn (?P<turn>\d+)\*\*"
 )
-_EARLY_TURN = re.compile(r"^\[(?P<turn>\d+)\] AI (?P<side>Assistant|User) \((?P<who>[^()\n]{1,80})\)(?P<end> terminated the chat\.)?:?[ \t]*$")
-"""A turn of the earliest (June 2023, "AgentTech") layout: ``[0] AI Assistant (Programmer):``."""
+_EARLY_TURN = re.compile(
+    r"^(?:\[(?P<turn>\d+)\] )?AI (?P<side>Assistant|User) \((?P<who>[^()\n]{1,80})\)"
+    r"(?P<sys> sys message)?(?P<end> terminated the chat\.?)?:?[ \t]*$"
+)
+"""A turn of the earliest (June-July 2023, "AgentTech") layout: ``[0] AI Assistant (Programmer):``, the
+user side's ``AI User (Chief Executive Officer):`` (no turn number), and each side's
+``AI User (Programmer) sys message:`` (its role prompt, a ``SystemMessage(...)`` repr)."""
+_EARLY_TASK = re.compile(r"^Task prompt:[ \t]*\n?(?P<task>.+)", re.DOTALL)
+_NAMESPACE_TASK = re.compile(r"""^args: Namespace\(.*?\btask=(?P<q>["'])(?P<task>.+?)(?P=q)(?:,|\))""", re.DOTALL)
+_START_END = re.compile(r"^(?:AgentTech|ChatDev) (?:Starts|Ends) \(\d+\)$|^log_filename: ")
 _EVENT = re.compile(r"^(?:(?P<who>[^:\n*]{1,80}): )?\*\*\[(?P<tag>[^\]\n]{1,60})\]\*\*:?")
 _TABLE_ROW = re.compile(r"^\| \*\*(?P<key>\w+)\*\* \| (?P<value>.*?) \|$", re.MULTILINE)
 _TASK = re.compile(r"\*\*task_prompt\*\*:[ \t]*(?P<task>[^\n]+)")
@@ -63,7 +71,9 @@ def looks_like_chatdev(text: str) -> bool:
     head = text[:200_000]
     return "**[Preprocessing]**" in head or bool(
         _TURN.search(head) or re.search(r"<->[^*\n]+ on : \w+, turn \d+\*\*", head)
-        or ("AgentTech Starts" in head and re.search(r"^\[[^\]\n]*\] \[\d+\] AI (?:Assistant|User) \(", head, re.MULTILINE))
+        or ("AgentTech Starts" in head and re.search(r"^\[[^\]\n]*\] (?:\[\d+\] )?AI (?:Assistant|User) \(", head, re.MULTILINE))
+        # a run that stopped before its first turn: only the start and end lines
+        or bool(re.match(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z]+\] (?:AgentTech|ChatDev) Starts \(\d+\)", head.lstrip()))
     )
 
 
@@ -112,7 +122,8 @@ def parse_chatdev(text: str) -> LogParse:
     roles: dict[str, str] = {}
     pending: Usage | None = None
     carried: dict[str, Any] = {}
-    noise = 0
+    noise = repeats = bookends = 0
+    namespace_task: str | None = None
     for match, raw_entry in entries:
         entry = raw_entry.strip("\n")
         when = parse_log_time(match.group("ts"), "%Y-%d-%m %H:%M:%S", "%Y-%m-%d %H:%M:%S") if "ts" in match.groupdict() and match.group("ts") else None
@@ -140,12 +151,33 @@ def parse_chatdev(text: str) -> LogParse:
             pending, carried = None, {}
             continue
         early = _EARLY_TURN.match(head)
+        if early and early.group("sys"):
+            attributes.update(event="sys message", event_kind="sys message", side=early.group("side").lower())
+            out.add(kind="system", role="system", agent=early.group("who").strip(), content=body_text(entry[early.end():]),
+                    started_at=when, source_ref=f"char:{match.start()}", attributes=attributes)
+            carried = {}
+            continue
         if early and not early.group("end"):
-            attributes["turn"] = int(early.group("turn"))
+            if early.group("turn"):
+                attributes["turn"] = int(early.group("turn"))
+            attributes["side"] = early.group("side").lower()
             out.add(kind="message", agent=early.group("who").strip(), role="assistant", content=body_text(entry[early.end():]),
                     started_at=when, usage=pending, source_ref=f"char:{match.start()}", attributes=attributes)
             pending, carried = None, {}
             continue
+        early_task = _EARLY_TASK.match(entry)
+        if early_task:
+            task = body_text(early_task.group("task"))
+            if not out.task:
+                out.task = task
+            if task == out.task:
+                repeats += 1  # each phase repeats the task prompt: the trace's task, said once
+                continue
+        named = _NAMESPACE_TASK.match(entry)
+        if named and not namespace_task:
+            namespace_task = named.group("task").strip()
+        if _START_END.match(head):
+            bookends += 1
         event = _EVENT.match(head)
         tag = event.group("tag").strip() if event else None
         rest = body_text(entry[event.end():]) if event else body_text(entry)
@@ -192,6 +224,14 @@ def parse_chatdev(text: str) -> LogParse:
         carried = {}
     if noise:
         out.metadata["chatdev_noise_lines_dropped"] = noise
+    if repeats > 1:
+        out.metadata["chatdev_task_prompt_repeats"] = repeats
+    if not out.task and namespace_task:
+        out.task = namespace_task.replace("\\n", "\n")
+    if bookends and not any(step.kind == "message" for step in out.steps):
+        # ChatDev's own start/end lines and nothing between: a ChatDev run that logged no turn.
+        out.warnings.append("ChatDev log with no content: only its start and end lines, no turn of any role was logged")
+        out.metadata["no_content"] = True
     return out
 
 

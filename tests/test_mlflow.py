@@ -212,9 +212,25 @@ def test_write_back_one_feedback_per_mode_idempotent_and_updated_in_place(
     diagnosis = {d.trace_id: d for d in read_results(tmp_path / "detectors.jsonl")}[ids[0]]
     assessed = {f"mast.{v.code} {v.name}" for v in diagnosis.failure_modes if v.present is not None}
     assert 0 < len(assessed) < 14
-    mine = _mast_only(feedback(server, ids[:1])[ids[0]])
+    entries = feedback(server, ids[:1])[ids[0]]
+    mine = [e for e in entries if e["source"]["source_id"] == "mast/detectors"]
     assert {e["assessment_name"] for e in mine} - {FIRST_FAILURE_NAME} == assessed | {SUMMARY_NAME}
-    assert {(e["source"]["source_type"], e["source"]["source_id"]) for e in mine} == {("CODE", "mast/detectors")}
+    assert {e["source"]["source_type"] for e in mine} == {"CODE"}
+    # Ownership is exact: the LLM judge's entries stay next to the detectors' ones.
+    judge = [e for e in entries if e["source"]["source_id"] == "mast/openai/fake"]
+    assert sorted(e["assessment_id"] for e in judge) == sorted(e["assessment_id"] for e in first[ids[0]])
+
+    # Another tool whose source id merely starts with mast/ is never touched by a rerun.
+    other = {"assessment": {"assessment_name": SUMMARY_NAME, "trace_id": ids[0], "feedback": {"value": "x"},
+                            "source": {"source_type": "CODE", "source_id": "mast/other-tool"}}}
+    httpx.post(f"{server.base_url}/api/3.0/mlflow/traces/{ids[0]}/assessments", json=other).raise_for_status()
+    with FakeLLMServer(_responder("3.2")) as llm:
+        rerun = _label(url, "-o", tmp_path / "fresh.jsonl", *_judge_args(llm), "--write-back")
+        assert rerun.exit_code == 0, rerun.output
+    last = feedback(server, ids[:1])[ids[0]]
+    assert [e["feedback"]["value"] for e in last if e["source"]["source_id"] == "mast/other-tool"] == ["x"]
+    assert len([e for e in last if e["source"]["source_id"] == "mast/detectors"]) == len(mine)
+    assert len([e for e in last if e["source"]["source_id"] == "mast/openai/fake"]) == 16
 
 
 def _written(out: Path) -> list[str]:

@@ -131,3 +131,13 @@ def test_the_cli_feeds_sinks_through_mast_label_and_reads_no_results_file_back()
             continue  # commands whose input is a results file
         text = path.read_text()
         assert "read_results" not in text and "after_run" not in text, path.name
+
+
+def test_a_store_sink_without_a_store_input_is_refused_not_ignored(corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    for name in ("mlflow", "phoenix"):
+        with pytest.raises(UsageError, match="a sink that writes back to a store needs a store input"):
+            mast.label(EXAMPLES / "clean-sales-total.json", output=out, sinks=[name], judge="detectors")
+    with pytest.raises(UsageError, match="'mlflow'"):  # a Phoenix input is no MLflow input
+        mast.label("phoenix://127.0.0.1:1/p", output=out, sinks=["mlflow"], judge="detectors")
+    assert not out.exists()  # refused before anything ran

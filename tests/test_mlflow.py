@@ -333,3 +333,18 @@ def test_watch_labels_only_new_traces_and_writes_their_feedback(server: MLflowSe
     written = feedback(server, old + new)
     assert all(len(_by_name(written[t])) == 16 for t in old + new)
     assert new[1] in json.loads((tmp_path / "results.jsonl.watch.json").read_text())["position"]
+
+
+def test_a_password_in_the_url_is_kept_out_of_results_and_output_and_write_back_still_works(
+    server: MLflowServer, tmp_path: Path
+) -> None:
+    ids = log_runs(server, "userinfo", load_runs()[:1])
+    plain = server.url("userinfo")
+    url = plain.replace("mlflow://", "mlflow://u:urlpw@")
+    out = tmp_path / "r.jsonl"
+    result = _label(url, "-o", out, "--judge", "detectors", "--write-back")
+    assert result.exit_code == 0, result.output
+    assert "urlpw" not in result.output and f"wrote feedback for 1 traces to {plain}" in result.output
+    assert "urlpw" not in out.read_text()
+    assert [d.source.path for d in read_results(out)] == [plain]
+    assert SUMMARY_NAME in _by_name(_mast_only(feedback(server, ids)[ids[0]]))

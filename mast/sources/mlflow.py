@@ -36,7 +36,7 @@ from urllib.parse import quote, unquote, urlsplit
 import httpx
 
 from mast.errors import SourceError, UsageError
-from mast.sources import RootSpan, TraceQuery
+from mast.sources import RootSpan, TraceQuery, public_url
 from mast.trace import Trace
 
 PAGE = 500
@@ -69,7 +69,7 @@ class MLflowURL:
         http = "https" if parts.scheme.lower() in ("mlflow+https", "mlflows") else "http"
         name = unquote(parts.path.strip("/"))
         if not parts.netloc or not name:
-            raise UsageError(f"{url}: expected mlflow://HOST:PORT/EXPERIMENT_NAME")
+            raise UsageError(f"{public_url(url)}: expected mlflow://HOST:PORT/EXPERIMENT_NAME")
         return cls(base_url=f"{http}://{parts.netloc}", experiment=name)
 
 
@@ -86,9 +86,9 @@ class MLflowClient:
     """The few REST calls mast makes, with one-line errors (shared by the source and the feedback writer)."""
 
     def __init__(self, url: str, client: httpx.Client | None = None) -> None:
-        self.url = url
+        self.url = public_url(url)
         self.location = MLflowURL.parse(url)
-        self.http = client or http_client(self.location.base_url)
+        self.http = client or http_client(self.location.base_url)  # a user:password in the URL is used here
         self._experiment_id: str | None = None
 
     @property
@@ -107,7 +107,7 @@ class MLflowClient:
         Raises:
             SourceError: unreachable, refused, missing, or any other error answer.
         """
-        where = f"{self.location.base_url}/{path}"
+        where = public_url(f"{self.location.base_url}/{path}")
         try:
             response = self.http.request(method, path, params=params, json=json)
         except httpx.HTTPError as exc:
@@ -170,7 +170,7 @@ class MLflowSource:
     """An MLflow experiment as a :class:`~mast.sources.TraceSource`."""
 
     def __init__(self, url: str, *, client: httpx.Client | None = None) -> None:
-        self.url = url
+        self.url = public_url(url)
         self.api = MLflowClient(url, client)
         self.location = self.api.location
 

@@ -348,3 +348,25 @@ def test_a_password_in_the_url_is_kept_out_of_results_and_output_and_write_back_
     assert "urlpw" not in out.read_text()
     assert [d.source.path for d in read_results(out)] == [plain]
     assert SUMMARY_NAME in _by_name(_mast_only(feedback(server, ids)[ids[0]]))
+
+
+def test_watch_counts_the_quiet_period_from_the_end_time_mlflow_gives(server: MLflowServer, tmp_path: Path) -> None:
+    import asyncio
+    from datetime import timedelta
+
+    from mast.batch import ResultsFile, configured_judge
+    from mast.batch.watch import Watcher
+    from mast.judge.config import JudgeConfig
+
+    ids = log_runs(server, "quiet", load_runs()[:1])
+    url = server.url("quiet")
+    judge = configured_judge(JudgeConfig.from_options(judge="detectors"))
+    later = time.time() + 60  # the watcher first looks a minute after the trace ended
+    with ResultsFile(tmp_path / "r.jsonl") as results:
+        watcher = Watcher(url, results, judge, state_path=tmp_path / "state.json", quiet=timedelta(seconds=30),
+                          clock=lambda: later)
+        try:
+            report = asyncio.run(watcher.poll())
+        finally:
+            watcher.close()
+    assert report.new == 1 and [d.trace_id for d in report.labelled] == ids and report.pending == 0

@@ -126,6 +126,9 @@ class RootSpan:
     start: datetime | None
     position: str
     """Where the store received it, opaque, increasing: a durable place to list from next time."""
+    end: datetime | None = None
+    """When the trace ended, where the store says so and its traces arrive whole (MLflow): a watcher
+    counts the quiet period from here rather than from when it first saw the trace."""
 
 
 class TraceSource(Protocol):

@@ -320,8 +320,10 @@ def _end_ms(info: dict[str, Any]) -> int:
 def _root(info: dict[str, Any], position: str | None = None) -> RootSpan:
     trace_id = str(info["trace_id"])
     tags = info.get("tags") or {}
-    return RootSpan(trace_id=trace_id, span_id="", name=str(tags.get("mlflow.traceName") or ""), start=_start(info),
-                    position=position or _encode(_end_ms(info), trace_id, [trace_id]))
+    start, end_ms = _start(info), _end_ms(info)
+    return RootSpan(trace_id=trace_id, span_id="", name=str(tags.get("mlflow.traceName") or ""), start=start,
+                    position=position or _encode(end_ms, trace_id, [trace_id]),
+                    end=datetime.fromtimestamp(end_ms / 1000, UTC) if start is not None else None)
 
 
 def _encode(end_ms: int, trace_id: str, recent: list[str]) -> str:

@@ -348,6 +348,11 @@ def test_a_password_in_the_url_is_kept_out_of_results_and_output_and_write_back_
     assert "urlpw" not in out.read_text()
     assert [d.source.path for d in read_results(out)] == [plain]
     assert SUMMARY_NAME in _by_name(_mast_only(feedback(server, ids)[ids[0]]))
+    watched = CliRunner().invoke(main, ["watch", url, "-o", str(tmp_path / "w.jsonl"), "--once", "--quiet", "0s",
+                                        "--judge", "detectors", "--write-back"], catch_exceptions=False)
+    assert watched.exit_code == 0, watched.output
+    assert "urlpw" not in watched.output and "urlpw" not in (tmp_path / "w.jsonl.watch.json").read_text()
+    assert [d.source.path for d in read_results(tmp_path / "w.jsonl")] == [plain]
 
 
 def test_watch_counts_the_quiet_period_from_the_end_time_mlflow_gives(server: MLflowServer, tmp_path: Path) -> None:

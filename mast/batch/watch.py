@@ -34,7 +34,7 @@ from mast.batch.inputs import scan
 from mast.batch.runner import BatchJudge, BatchRunner
 from mast.batch.store import ResultsFile
 from mast.diagnosis import Diagnosis
-from mast.sources import TraceQuery, TraceSource, open_source
+from mast.sources import TraceQuery, TraceSource, open_source, public_url
 from mast.trace import Trace
 
 WATCH_STATE_VERSION: Final = "mast-watch/1"
@@ -148,7 +148,7 @@ class Watcher:
         self.concurrency = concurrency
         self.source = source or open_source(url)
         self.clock = clock
-        self.state = WatchState.load(state_path, url)
+        self.state = WatchState.load(state_path, public_url(url))  # no password in the state file
 
     async def poll(self) -> PollReport:
         """One round: list, count, label what finished, save."""

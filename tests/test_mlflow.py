@@ -122,8 +122,14 @@ def test_mlflow_traces_normalise_like_the_otlp_export_and_filters_select(
                {t: x.content_hash() for t, x in from_mlflow.items()}
     finally:
         source.close()
+    # Input errors, exit 2 both: an experiment the server lacks, a trace id the experiment lacks.
     bad = _label(server.url("no-such-experiment"), "-o", tmp_path / "r.jsonl", "--judge", "detectors")
-    assert bad.exit_code != 0 and "no experiment 'no-such-experiment'" in bad.output
+    assert bad.exit_code == 2 and "no experiment 'no-such-experiment'" in bad.output
+    missing = _label(url, "-o", tmp_path / "r.jsonl", "--judge", "detectors", "--trace-id", "tr-doesnotexist")
+    assert missing.exit_code == 2, missing.output
+    assert "tr-doesnotexist" in missing.output and "not found in" in missing.output and url in missing.output
+    assert "mast normalize" not in missing.output
+    assert not (tmp_path / "r.jsonl").exists() or (tmp_path / "r.jsonl").read_text() == ""
 
 
 def test_write_back_one_feedback_per_mode_idempotent_and_updated_in_place(

@@ -35,7 +35,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 import httpx
 
-from mast.errors import SourceError, UsageError
+from mast.errors import SourceError, StoreNotFoundError, UsageError
 from mast.sources import RootSpan, TraceQuery, public_url
 from mast.trace import Trace
 
@@ -115,9 +115,10 @@ class MLflowClient:
         if response.status_code in (401, 403):
             raise SourceError(f"{self.url}: MLflow refused the request ({response.status_code}); set "
                               "MLFLOW_TRACKING_TOKEN or MLFLOW_TRACKING_USERNAME/PASSWORD")
+        if response.status_code == 404 and missing == "experiment":
+            raise StoreNotFoundError(f"{self.url}: MLflow has no experiment {self.location.experiment!r} (404)")
         if response.status_code == 404:
-            what = f"experiment {self.location.experiment!r}" if missing == "experiment" else f"{missing} ({path})"
-            raise SourceError(f"{self.url}: MLflow has no {what} (404)")
+            raise SourceError(f"{self.url}: MLflow has no {missing} ({path}) (404)")
         if response.status_code >= 400:
             raise SourceError(f"{self.url}: MLflow answered {response.status_code}: {_message(response)}")
         body: dict[str, Any] = response.json() if response.content else {}

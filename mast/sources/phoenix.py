@@ -24,7 +24,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from mast.errors import SourceError, UsageError
+from mast.errors import SourceError, StoreNotFoundError, UsageError
 from mast.sources import RootSpan, TraceQuery, public_url
 from mast.trace import Trace
 
@@ -175,7 +175,7 @@ class PhoenixSource:
         if response.status_code in (401, 403):
             raise SourceError(f"{self.url}: Phoenix refused the request ({response.status_code}); set PHOENIX_API_KEY")
         if response.status_code == 404:
-            raise SourceError(f"{self.url}: Phoenix has no project {self.location.project!r} (404)")
+            raise StoreNotFoundError(f"{self.url}: Phoenix has no project {self.location.project!r} (404)")
         if response.status_code >= 400:
             raise SourceError(f"{self.url}: Phoenix answered {response.status_code}: {response.text[:200]}")
         body: dict[str, Any] = response.json()

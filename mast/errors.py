@@ -13,6 +13,7 @@ messages (exit 2 for bad input or usage, 1 for other failures)::
     │   │                        every call would fail the same way (never retried; stops a batch)
     │   └── JudgeOutputError  the model answered, but never with valid output
     ├── SourceError           a trace store (Phoenix...) unreachable, refusing, or answering an error
+    │   └── StoreNotFoundError  the URL's experiment or project is not in the store (also a UsageError, exit 2)
     ├── EvaluationError       labels that cannot be read or compared (exit 2)
     └── ResultsFileError      a results file with a bad line (also a UsageError and an EvaluationError)
 
@@ -114,6 +115,16 @@ class JudgeOutputError(JudgeError):
 
 class SourceError(MastError):
     """A trace store could not be reached, refused the request, or answered with an error."""
+
+
+class StoreNotFoundError(SourceError, UsageError):
+    """The store has no experiment or project of the URL's name.
+
+    Bad input (exit 2, as a file that is not there), and still a :class:`SourceError` for code
+    that handles a store's trouble.
+    """
+
+    exit_code = 2
 
 
 class EvaluationError(MastError):

@@ -122,8 +122,14 @@ def test_mlflow_traces_normalise_like_the_otlp_export_and_filters_select(
                {t: x.content_hash() for t, x in from_mlflow.items()}
     finally:
         source.close()
+    # Input errors, exit 2 both: an experiment the server lacks, a trace id the experiment lacks.
     bad = _label(server.url("no-such-experiment"), "-o", tmp_path / "r.jsonl", "--judge", "detectors")
-    assert bad.exit_code != 0 and "no experiment 'no-such-experiment'" in bad.output
+    assert bad.exit_code == 2 and "no experiment 'no-such-experiment'" in bad.output
+    missing = _label(url, "-o", tmp_path / "r.jsonl", "--judge", "detectors", "--trace-id", "tr-doesnotexist")
+    assert missing.exit_code == 2, missing.output
+    assert "tr-doesnotexist" in missing.output and "not found in" in missing.output and url in missing.output
+    assert "mast normalize" not in missing.output
+    assert not (tmp_path / "r.jsonl").exists() or (tmp_path / "r.jsonl").read_text() == ""
 
 
 def test_write_back_one_feedback_per_mode_idempotent_and_updated_in_place(
@@ -212,9 +218,25 @@ def test_write_back_one_feedback_per_mode_idempotent_and_updated_in_place(
     diagnosis = {d.trace_id: d for d in read_results(tmp_path / "detectors.jsonl")}[ids[0]]
     assessed = {f"mast.{v.code} {v.name}" for v in diagnosis.failure_modes if v.present is not None}
     assert 0 < len(assessed) < 14
-    mine = _mast_only(feedback(server, ids[:1])[ids[0]])
+    entries = feedback(server, ids[:1])[ids[0]]
+    mine = [e for e in entries if e["source"]["source_id"] == "mast/detectors"]
     assert {e["assessment_name"] for e in mine} - {FIRST_FAILURE_NAME} == assessed | {SUMMARY_NAME}
-    assert {(e["source"]["source_type"], e["source"]["source_id"]) for e in mine} == {("CODE", "mast/detectors")}
+    assert {e["source"]["source_type"] for e in mine} == {"CODE"}
+    # Ownership is exact: the LLM judge's entries stay next to the detectors' ones.
+    judge = [e for e in entries if e["source"]["source_id"] == "mast/openai/fake"]
+    assert sorted(e["assessment_id"] for e in judge) == sorted(e["assessment_id"] for e in first[ids[0]])
+
+    # Another tool whose source id merely starts with mast/ is never touched by a rerun.
+    other = {"assessment": {"assessment_name": SUMMARY_NAME, "trace_id": ids[0], "feedback": {"value": "x"},
+                            "source": {"source_type": "CODE", "source_id": "mast/other-tool"}}}
+    httpx.post(f"{server.base_url}/api/3.0/mlflow/traces/{ids[0]}/assessments", json=other).raise_for_status()
+    with FakeLLMServer(_responder("3.2")) as llm:
+        rerun = _label(url, "-o", tmp_path / "fresh.jsonl", *_judge_args(llm), "--write-back")
+        assert rerun.exit_code == 0, rerun.output
+    last = feedback(server, ids[:1])[ids[0]]
+    assert [e["feedback"]["value"] for e in last if e["source"]["source_id"] == "mast/other-tool"] == ["x"]
+    assert len([e for e in last if e["source"]["source_id"] == "mast/detectors"]) == len(mine)
+    assert len([e for e in last if e["source"]["source_id"] == "mast/openai/fake"]) == 16
 
 
 def _written(out: Path) -> list[str]:
@@ -317,3 +339,45 @@ def test_watch_labels_only_new_traces_and_writes_their_feedback(server: MLflowSe
     written = feedback(server, old + new)
     assert all(len(_by_name(written[t])) == 16 for t in old + new)
     assert new[1] in json.loads((tmp_path / "results.jsonl.watch.json").read_text())["position"]
+
+
+def test_a_password_in_the_url_is_kept_out_of_results_and_output_and_write_back_still_works(
+    server: MLflowServer, tmp_path: Path
+) -> None:
+    ids = log_runs(server, "userinfo", load_runs()[:1])
+    plain = server.url("userinfo")
+    url = plain.replace("mlflow://", "mlflow://u:urlpw@")
+    out = tmp_path / "r.jsonl"
+    result = _label(url, "-o", out, "--judge", "detectors", "--write-back")
+    assert result.exit_code == 0, result.output
+    assert "urlpw" not in result.output and f"wrote feedback for 1 traces to {plain}" in result.output
+    assert "urlpw" not in out.read_text()
+    assert [d.source.path for d in read_results(out)] == [plain]
+    assert SUMMARY_NAME in _by_name(_mast_only(feedback(server, ids)[ids[0]]))
+    watched = CliRunner().invoke(main, ["watch", url, "-o", str(tmp_path / "w.jsonl"), "--once", "--quiet", "0s",
+                                        "--judge", "detectors", "--write-back"], catch_exceptions=False)
+    assert watched.exit_code == 0, watched.output
+    assert "urlpw" not in watched.output and "urlpw" not in (tmp_path / "w.jsonl.watch.json").read_text()
+    assert [d.source.path for d in read_results(tmp_path / "w.jsonl")] == [plain]
+
+
+def test_watch_counts_the_quiet_period_from_the_end_time_mlflow_gives(server: MLflowServer, tmp_path: Path) -> None:
+    import asyncio
+    from datetime import timedelta
+
+    from mast.batch import ResultsFile, configured_judge
+    from mast.batch.watch import Watcher
+    from mast.judge.config import JudgeConfig
+
+    ids = log_runs(server, "quiet", load_runs()[:1])
+    url = server.url("quiet")
+    judge = configured_judge(JudgeConfig.from_options(judge="detectors"))
+    later = time.time() + 60  # the watcher first looks a minute after the trace ended
+    with ResultsFile(tmp_path / "r.jsonl") as results:
+        watcher = Watcher(url, results, judge, state_path=tmp_path / "state.json", quiet=timedelta(seconds=30),
+                          clock=lambda: later)
+        try:
+            report = asyncio.run(watcher.poll())
+        finally:
+            watcher.close()
+    assert report.new == 1 and [d.trace_id for d in report.labelled] == ids and report.pending == 0

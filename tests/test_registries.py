@@ -131,3 +131,47 @@ def test_the_cli_feeds_sinks_through_mast_label_and_reads_no_results_file_back()
             continue  # commands whose input is a results file
         text = path.read_text()
         assert "read_results" not in text and "after_run" not in text, path.name
+
+
+def test_a_store_sink_without_a_store_input_is_refused_not_ignored(corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    for name in ("mlflow", "phoenix"):
+        with pytest.raises(UsageError, match="a sink that writes back to a store needs a store input"):
+            mast.label(EXAMPLES / "clean-sales-total.json", output=out, sinks=[name], judge="detectors")
+    with pytest.raises(UsageError, match="'mlflow'"):  # a Phoenix input is no MLflow input
+        mast.label("phoenix://127.0.0.1:1/p", output=out, sinks=["mlflow"], judge="detectors")
+    assert not out.exists()  # refused before anything ran
+
+
+def test_a_password_in_a_store_url_is_used_to_connect_but_never_printed() -> None:
+    import base64
+
+    import httpx
+
+    from mast.errors import SourceError
+    from mast.sources import public_url
+    from mast.sources.mlflow import MLflowSource, MLflowURL
+
+    url = "mlflow://u:urlpw@127.0.0.1:5731/agents"
+    assert public_url(url) == "mlflow://127.0.0.1:5731/agents"
+    assert public_url("phoenix://h:6006/p") == "phoenix://h:6006/p"
+    sent: list[str] = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        sent.append(request.headers.get("authorization", ""))
+        return httpx.Response(401)
+
+    base = MLflowURL.parse(url).base_url
+    source = MLflowSource(url, client=httpx.Client(base_url=base, transport=httpx.MockTransport(refuse)))
+    assert source.url == "mlflow://127.0.0.1:5731/agents"  # what each result's source.path gets
+    with pytest.raises(SourceError) as refused:
+        list(source.roots(TraceQuery()))
+    source.close()
+    assert sent == ["Basic " + base64.b64encode(b"u:urlpw").decode()]  # the URL's credentials were sent
+    assert "urlpw" not in str(refused.value) and "401" in str(refused.value)
+    with pytest.raises(UsageError) as bad:
+        open_source("mlflow://u:urlpw@127.0.0.1:5731/")
+    assert "urlpw" not in str(bad.value)
+    phoenix = open_source("phoenix://u:urlpw@127.0.0.1:6006/p")
+    assert phoenix.url == "phoenix://127.0.0.1:6006/p"
+    phoenix.close()

@@ -249,7 +249,8 @@ def _items(files: Iterable[Path], jsonl: Path, format: str, recursive: bool, sha
     """The traces of ``files`` (and the stores' traces), sharded and picked, as a stream."""
     return pick(scan(chain(files, select.traces), format=format, recursive=recursive,
                      shard=parse_shard(shard) if shard else None, skip=[jsonl]),
-                limit=select.limit, sample=select.sample, seed=select.sample_seed, trace_ids=select.trace_ids)
+                limit=select.limit, sample=select.sample, seed=select.sample_seed, trace_ids=select.trace_ids,
+                stores=getattr(select.traces, "urls", ()))
 
 
 def read_work_items(
@@ -362,7 +363,8 @@ def plan(
     input_tokens = output_tokens = 0
     selected = pick(scan(chain(files, select.traces), format=format, recursive=recursive,
                          shard=parse_shard(shard) if shard else None, skip=[jsonl]),
-                    limit=select.limit, sample=select.sample, seed=select.sample_seed, trace_ids=select.trace_ids)
+                    limit=select.limit, sample=select.sample, seed=select.sample_seed, trace_ids=select.trace_ids,
+                stores=getattr(select.traces, "urls", ()))
     reloader = Reloader()
     try:
         for item in selected:

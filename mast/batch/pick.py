@@ -29,14 +29,17 @@ def pick(
     sample: int | None = None,
     seed: int = 0,
     trace_ids: Sequence[str] = (),
+    stores: Sequence[str] = (),
 ) -> Iterable[WorkItem]:
     """The items to judge (see the module docs); unreadable whole files always pass (they are reported).
+
+    ``stores``: the trace store URLs the items were read from too (named when an id is missing).
 
     Raises:
         UsageError: a ``--trace-id`` that matches no trace.
     """
     if trace_ids or sample is not None:
-        return pick_items(list(items), limit=limit, sample=sample, seed=seed, trace_ids=trace_ids)
+        return pick_items(list(items), limit=limit, sample=sample, seed=seed, trace_ids=trace_ids, stores=stores)
     if limit is None:
         return items
     return _first(items, limit)
@@ -64,6 +67,18 @@ def _where(item: WorkItem) -> set[str]:
     return names
 
 
+def _missing_message(trace_id: str, stores: Sequence[str], items: Sequence[WorkItem]) -> str:
+    if not stores:
+        return f"--trace-id {trace_id!r}: no such trace (`mast normalize PATH` lists ids)"
+    from mast.sources import public_url
+
+    urls = [public_url(s) for s in stores]
+    any_files = any(i.source.path not in urls for i in items)
+    files = " or in the files given (`mast normalize PATH` lists a file's ids)" if any_files else ""
+    where = ", ".join(urls)
+    return f"--trace-id {trace_id!r}: trace not found in {where} (among its finished traces){files}"
+
+
 def _absolute(path: str) -> str:
     return os.path.normpath(os.path.abspath(path))
 
@@ -83,6 +98,7 @@ def pick_items(
     sample: int | None = None,
     seed: int = 0,
     trace_ids: Sequence[str] = (),
+    stores: Sequence[str] = (),
 ) -> list[WorkItem]:
     """The items to judge: by id or source, then a seeded random subset, then the first ``limit``.
 
@@ -100,7 +116,7 @@ def pick_items(
         found = set().union(*(_where(i) for i in chosen)) if chosen else set()
         missing = [t for t in trace_ids if t not in found and _canonical(t) not in found]
         if missing:
-            raise UsageError(f"--trace-id {missing[0]!r}: no such trace (`mast normalize PATH` lists ids)")
+            raise UsageError(_missing_message(missing[0], stores, items))
     if sample is not None and sample < len(chosen):
         keep = set(random.Random(seed).sample(range(len(chosen)), sample))
         chosen = [item for n, item in enumerate(chosen) if n in keep]

@@ -34,7 +34,7 @@ from mast.batch.inputs import scan
 from mast.batch.runner import BatchJudge, BatchRunner
 from mast.batch.store import ResultsFile
 from mast.diagnosis import Diagnosis
-from mast.sources import TraceQuery, TraceSource, open_source
+from mast.sources import TraceQuery, TraceSource, open_source, public_url
 from mast.trace import Trace
 
 WATCH_STATE_VERSION: Final = "mast-watch/1"
@@ -52,6 +52,9 @@ class PendingTrace(BaseModel):
     changed_at: float = 0.0
     """Watcher's clock (epoch seconds) when the count last changed."""
     root_span_id: str | None = None
+    ended_at: float | None = None
+    """When the store says the trace ended (epoch seconds), where it says so: the quiet period
+    counts from there until the span count changes."""
     attempts: int = 0
     """Labelling attempts that ended in ``error``."""
 
@@ -145,7 +148,7 @@ class Watcher:
         self.concurrency = concurrency
         self.source = source or open_source(url)
         self.clock = clock
-        self.state = WatchState.load(state_path, url)
+        self.state = WatchState.load(state_path, public_url(url))  # no password in the state file
 
     async def poll(self) -> PollReport:
         """One round: list, count, label what finished, save."""
@@ -166,7 +169,9 @@ class Watcher:
                            trace_ids=self.query.trace_ids, after=self.state.position or "", filter=self.query.filter)
         for root in self.source.roots(query):
             if root.trace_id not in self.state.pending:
-                self.state.pending[root.trace_id] = PendingTrace(changed_at=now, root_span_id=root.span_id)
+                ended = root.end.timestamp() if root.end is not None else None
+                self.state.pending[root.trace_id] = PendingTrace(changed_at=now, root_span_id=root.span_id,
+                                                                 ended_at=ended)
                 report.new += 1
             self.state.position = root.position
         # Saved before anything is judged: the position never runs ahead of the pending set on disk.
@@ -180,7 +185,11 @@ class Watcher:
             entry = self.state.pending[trace_id]
             count = counts.get(trace_id, 0)
             if count != entry.spans:
-                entry.spans, entry.changed_at = count, now
+                # The first count of a trace the store says ended at ended_at: quiet since then (a
+                # trace that ended minutes ago is finished now); any later change starts it again.
+                first = entry.spans == -1 and entry.ended_at is not None
+                entry.spans = count
+                entry.changed_at = min(now, entry.ended_at) if first and entry.ended_at is not None else now
             if count > 0 and now - entry.changed_at >= self.quiet:
                 done.append(trace_id)
         return done

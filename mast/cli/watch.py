@@ -62,7 +62,8 @@ def command(
     """Label every new trace of URL (phoenix://HOST:PORT/PROJECT, mlflow://HOST:PORT/EXPERIMENT, or a FOLDER) once it has finished.
 
     A trace counts as finished when its root span has arrived (spans are sent when they end) and
-    no new span of it arrived for --quiet. In a folder (~/.claude/projects, ~/.codex/sessions), each
+    no new span of it arrived for --quiet (counted from the trace's end time where the store gives it,
+    as MLflow does, so traces that ended long ago are labelled at once). In a folder (~/.claude/projects, ~/.codex/sessions), each
     trace file counts as finished once it has not changed for --quiet. The position in the store, the traces waiting and the
     day's spend are kept in the state file, so a stopped or killed watcher started again labels
     every trace exactly once. SIGINT/SIGTERM stop after the poll in progress.

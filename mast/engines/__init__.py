@@ -170,13 +170,25 @@ def open_run_sinks(
 
 
 def _sink_names(sinks: Sequence[str | Sink], urls: Sequence[str]) -> list[str | Sink]:
-    from mast.sinks import write_back_sinks
+    """The sinks asked for, ``"write-back"`` expanded.
 
+    Raises:
+        UsageError: a store's sink (``mlflow``, ``phoenix``) without an input from that store: it
+            would write nothing, as ``--write-back`` refuses a run without a store input.
+    """
+    from mast.sinks import write_back_sinks
+    from mast.sources import source_scheme
+
+    read = {source_scheme(u) for u in urls}
     out: list[str | Sink] = []
     for sink in sinks:
         if sink == "write-back":
             out.extend(n for n in write_back_sinks(urls) if n not in out)
-        elif sink not in out:
+            continue
+        if isinstance(sink, str) and source_scheme(f"{sink}://") == sink and sink not in read:
+            raise UsageError(f"sink {sink!r} writes back to the {sink}:// traces a run reads, and this run reads "
+                             f"none: a sink that writes back to a store needs a store input ({sink}://HOST:PORT/...)")
+        if sink not in out:
             out.append(sink)
     return out
 

@@ -13,10 +13,11 @@ Per judged trace (:func:`feedback_for`):
 The source is ``LLM_JUDGE`` (``CODE`` for the offline detectors) with id ``mast/<model>``
 (``mast/detectors`` without a model). MLflow keeps every logged feedback as a new entry, so
 writing is idempotent by hand (:meth:`FeedbackWriter.write`): the trace's assessments are read
-first; mast's own entries (source id ``mast/...``, a ``mast`` name) are updated in place when they
-differ, left alone when they do not, duplicates of one name are deleted, and entries mast no longer
-means (a mode no longer assessed, a first failure moved to another span) are deleted. Entries
-written by people or by other judges are never touched.
+first; this judge's own entries (source id exactly ``mast/<model>`` or ``mast/detectors``, a
+``mast`` name) are updated in place when they differ, left alone when they do not, duplicates of one
+name are deleted, and entries this judge no longer means (a mode no longer assessed, a first failure
+moved to another span) are deleted. Entries written by people, by other judges, by another mast
+judge (another model, or the detectors) or by any other ``mast/...`` source are never touched.
 
 Everything goes through MLflow's REST API with ``httpx`` (:class:`mast.sources.mlflow.MLflowClient`);
 no MLflow package is needed.
@@ -43,7 +44,7 @@ from mast.integrations.verdicts import (
 from mast.sources.mlflow import MLflowClient
 
 SOURCE_PREFIX = "mast/"
-"""Source ids of mast's feedback start with this; nothing else is ever changed."""
+"""Source ids of mast's feedback start with this; a run changes only entries whose id is exactly its own."""
 
 
 @dataclass(frozen=True)
@@ -116,12 +117,16 @@ def feedback_for(diagnosis: Diagnosis, spans: Mapping[int, str] | None = None) -
     return out
 
 
-def is_mast_entry(entry: Mapping[str, Any]) -> bool:
-    """An assessment mast wrote: its source id and its name are mast's."""
+def is_mast_entry(entry: Mapping[str, Any], owner: str | None = None) -> bool:
+    """An assessment mast wrote: its source id and its name are mast's.
+
+    ``owner``: only the entries of that source id exactly (``mast/openai/gpt-4o``); the entries a
+    run may change. Without it, any ``mast/...`` source (for reading feedback back).
+    """
     name = str(entry.get("assessment_name") or "")
-    source = entry.get("source") or {}
-    return str(source.get("source_id") or "").startswith(SOURCE_PREFIX) and (
-        name == SUMMARY_NAME or name.startswith("mast."))
+    source_id = str((entry.get("source") or {}).get("source_id") or "")
+    mine = source_id == owner if owner is not None else source_id.startswith(SOURCE_PREFIX)
+    return mine and (name == SUMMARY_NAME or name.startswith("mast."))
 
 
 @dataclass
@@ -148,7 +153,8 @@ class FeedbackWriter:
         """Make the trace's mast feedback say what ``diagnosis`` says: create, update, delete as needed."""
         trace_id = diagnosis.trace_id
         wanted = feedback_for(diagnosis, spans)
-        existing = [e for e in self.api.trace_info(trace_id).get("assessments") or [] if is_mast_entry(e)]
+        owner = source_id(diagnosis)
+        existing = [e for e in self.api.trace_info(trace_id).get("assessments") or [] if is_mast_entry(e, owner)]
         by_name: dict[str, list[Mapping[str, Any]]] = {}
         for entry in sorted(existing, key=lambda e: str(e.get("create_time") or "")):
             by_name.setdefault(str(entry["assessment_name"]), []).append(entry)
@@ -157,9 +163,8 @@ class FeedbackWriter:
             keep, extra = (entries[0], entries[1:]) if entries else (None, [])
             for duplicate in extra:
                 self._delete(trace_id, duplicate)
-            if keep is not None and (keep.get("source") or {}) != {"source_type": feedback.source_type,
-                                                                   "source_id": feedback.source_id}:
-                self._delete(trace_id, keep)  # another model's entry: MLflow cannot change an entry's source
+            if keep is not None and (keep.get("source") or {}).get("source_type") != feedback.source_type:
+                self._delete(trace_id, keep)  # MLflow cannot change an entry's source type
                 keep = None
             if keep is not None and (keep.get("span_id") or None) != feedback.span_id:
                 self._delete(trace_id, keep)  # the first failure moved to another span

@@ -40,6 +40,7 @@ from mast.integrations.verdicts import (
     summary_label,
     summary_text,
 )
+from mast.sources import public_url
 from mast.sources.phoenix import PhoenixSource, PhoenixURL, http_client
 from mast.trace import Trace
 
@@ -179,10 +180,10 @@ def push(
         for chunk in _chunks(span_rows):
             client.spans.log_span_annotations(span_annotations=chunk, sync=True)
     except httpx.HTTPStatusError as exc:
-        raise SourceError(f"{url}: Phoenix refused the annotations ({exc.response.status_code}): "
+        raise SourceError(f"{public_url(url)}: Phoenix refused the annotations ({exc.response.status_code}): "
                           f"{exc.response.text[:200]}") from exc
     except httpx.HTTPError as exc:
-        raise SourceError(f"{url}: cannot reach Phoenix: {exc}") from exc
+        raise SourceError(f"{public_url(url)}: cannot reach Phoenix: {exc}") from exc
     report.trace_annotations = len(trace_rows)
     report.span_annotations = len(span_rows)
     return report
@@ -205,7 +206,7 @@ def _span_maps(
     for diagnosis in judged:
         trace = found.get(diagnosis.trace_id)
         if trace is None:
-            report.skipped.append(f"{diagnosis.trace_id}: not in {url}; no span annotation")
+            report.skipped.append(f"{diagnosis.trace_id}: not in {public_url(url)}; no span annotation")
         elif diagnosis.trace_hash is not None and trace.content_hash() != diagnosis.trace_hash:
             report.skipped.append(f"{diagnosis.trace_id}: trace changed since it was judged; no span annotation")
         else:
@@ -230,7 +231,7 @@ def read_annotations(url: str, trace_ids: Sequence[str], *, api_key: str | None 
                 params["cursor"] = cursor
             response = client.get(f"v1/projects/{location.project}/trace_annotations", params=params)
             if response.status_code >= 400:
-                raise SourceError(f"{url}: Phoenix answered {response.status_code}: {response.text[:200]}")
+                raise SourceError(f"{public_url(url)}: Phoenix answered {response.status_code}: {response.text[:200]}")
             body = response.json()
             rows.extend(body.get("data") or [])
             cursor = body.get("next_cursor")

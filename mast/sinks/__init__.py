@@ -65,7 +65,7 @@ from typing import Any, Protocol
 
 from mast.diagnosis import Diagnosis
 from mast.errors import MastError, UsageError
-from mast.sources import StoreReader, TraceNote, source_scheme
+from mast.sources import StoreReader, TraceNote, public_url, source_scheme
 
 __all__ = ["Sink", "SinkContext", "SinkSet", "open_sinks", "register", "sink_names", "write_back_sinks"]
 
@@ -131,7 +131,7 @@ def write_back_sinks(urls: Sequence[str]) -> list[str]:
         if scheme is None:
             continue
         if scheme not in _REGISTRY:
-            raise UsageError(f"{url}: mast cannot write verdicts back to {scheme}:// stores")
+            raise UsageError(f"{public_url(url)}: mast cannot write verdicts back to {scheme}:// stores")
         if scheme not in names:
             names.append(scheme)
     if not names:
@@ -180,7 +180,7 @@ class SinkSet:
         """
         if note is None and self.reader is not None:
             note = self.reader.pop_note(diagnosis.trace_id)
-        if note is not None and diagnosis.source.path not in (None, note.url):
+        if note is not None and diagnosis.source.path not in (None, note.url, public_url(note.url)):
             note = None  # the same trace id read from a file: not the store's trace
         if self._queue is not None:
             self._queue.put((diagnosis, note, fresh))

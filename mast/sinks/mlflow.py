@@ -11,7 +11,7 @@ from __future__ import annotations
 from mast.diagnosis import Diagnosis
 from mast.integrations.mlflow import FeedbackWriter
 from mast.sinks import SinkContext
-from mast.sources import TraceNote, source_scheme
+from mast.sources import TraceNote, public_url, source_scheme
 
 
 class MLflowSink:
@@ -37,7 +37,7 @@ class MLflowSink:
         lines = []
         for url, writer in self.writers.items():
             r = writer.report
-            lines.append(f"wrote feedback for {r.traces} traces to {url}: {r.created} new, {r.updated} updated, "
+            lines.append(f"wrote feedback for {r.traces} traces to {public_url(url)}: {r.created} new, {r.updated} updated, "
                          f"{r.unchanged} unchanged, {r.deleted} removed")
             writer.close()
         return lines

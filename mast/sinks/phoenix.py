@@ -12,7 +12,7 @@ from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
 from mast.integrations.phoenix import PushReport, push
 from mast.sinks import SinkContext
-from mast.sources import TraceNote, source_scheme
+from mast.sources import TraceNote, public_url, source_scheme
 
 BATCH = 25
 """Traces per write request."""
@@ -62,7 +62,7 @@ class PhoenixSink:
         lines = list(self.skipped)
         for url, r in self.totals.items():
             lines.append(f"wrote {r.trace_annotations} trace and {r.span_annotations} span annotations for "
-                         f"{r.traces} traces to {url}")
+                         f"{r.traces} traces to {public_url(url)}")
         return lines
 
 

@@ -85,6 +85,7 @@ __all__ = [
     "TraceSource",
     "is_source_url",
     "open_source",
+    "public_url",
     "register",
     "source_scheme",
     "step_spans",
@@ -125,13 +126,17 @@ class RootSpan:
     start: datetime | None
     position: str
     """Where the store received it, opaque, increasing: a durable place to list from next time."""
+    end: datetime | None = None
+    """When the trace ended, where the store says so and its traces arrive whole (MLflow): a watcher
+    counts the quiet period from here rather than from when it first saw the trace."""
 
 
 class TraceSource(Protocol):
     """What mast needs from a trace store."""
 
     url: str
-    """The URL the source was opened with, written as each trace's ``source.path``."""
+    """The URL the source was opened with, less any user and password (:func:`public_url`): written
+    as each trace's ``source.path``."""
 
     def roots(self, query: TraceQuery) -> Iterator[RootSpan]:
         """The traces matching ``query`` whose root span has arrived, oldest received first."""
@@ -180,6 +185,20 @@ def source_scheme(url: str) -> str | None:
 def _scheme(text: str) -> str | None:
     head, sep, _ = text.partition("://")
     return head.lower() if sep else None
+
+
+def public_url(url: str) -> str:
+    """``url`` without its user and password (``mlflow://u:pw@h:5000/x`` -> ``mlflow://h:5000/x``).
+
+    What is printed or stored (messages, each result's ``source.path``); the credentials in the URL
+    are still used to connect.
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def is_source_url(text: str) -> bool:

@@ -35,8 +35,8 @@ from urllib.parse import quote, unquote, urlsplit
 
 import httpx
 
-from mast.errors import SourceError, UsageError
-from mast.sources import RootSpan, TraceQuery
+from mast.errors import SourceError, StoreNotFoundError, UsageError
+from mast.sources import RootSpan, TraceQuery, public_url
 from mast.trace import Trace
 
 PAGE = 500
@@ -69,7 +69,7 @@ class MLflowURL:
         http = "https" if parts.scheme.lower() in ("mlflow+https", "mlflows") else "http"
         name = unquote(parts.path.strip("/"))
         if not parts.netloc or not name:
-            raise UsageError(f"{url}: expected mlflow://HOST:PORT/EXPERIMENT_NAME")
+            raise UsageError(f"{public_url(url)}: expected mlflow://HOST:PORT/EXPERIMENT_NAME")
         return cls(base_url=f"{http}://{parts.netloc}", experiment=name)
 
 
@@ -86,9 +86,9 @@ class MLflowClient:
     """The few REST calls mast makes, with one-line errors (shared by the source and the feedback writer)."""
 
     def __init__(self, url: str, client: httpx.Client | None = None) -> None:
-        self.url = url
+        self.url = public_url(url)
         self.location = MLflowURL.parse(url)
-        self.http = client or http_client(self.location.base_url)
+        self.http = client or http_client(self.location.base_url)  # a user:password in the URL is used here
         self._experiment_id: str | None = None
 
     @property
@@ -107,7 +107,7 @@ class MLflowClient:
         Raises:
             SourceError: unreachable, refused, missing, or any other error answer.
         """
-        where = f"{self.location.base_url}/{path}"
+        where = public_url(f"{self.location.base_url}/{path}")
         try:
             response = self.http.request(method, path, params=params, json=json)
         except httpx.HTTPError as exc:
@@ -115,9 +115,10 @@ class MLflowClient:
         if response.status_code in (401, 403):
             raise SourceError(f"{self.url}: MLflow refused the request ({response.status_code}); set "
                               "MLFLOW_TRACKING_TOKEN or MLFLOW_TRACKING_USERNAME/PASSWORD")
+        if response.status_code == 404 and missing == "experiment":
+            raise StoreNotFoundError(f"{self.url}: MLflow has no experiment {self.location.experiment!r} (404)")
         if response.status_code == 404:
-            what = f"experiment {self.location.experiment!r}" if missing == "experiment" else f"{missing} ({path})"
-            raise SourceError(f"{self.url}: MLflow has no {what} (404)")
+            raise SourceError(f"{self.url}: MLflow has no {missing} ({path}) (404)")
         if response.status_code >= 400:
             raise SourceError(f"{self.url}: MLflow answered {response.status_code}: {_message(response)}")
         body: dict[str, Any] = response.json() if response.content else {}
@@ -170,7 +171,7 @@ class MLflowSource:
     """An MLflow experiment as a :class:`~mast.sources.TraceSource`."""
 
     def __init__(self, url: str, *, client: httpx.Client | None = None) -> None:
-        self.url = url
+        self.url = public_url(url)
         self.api = MLflowClient(url, client)
         self.location = self.api.location
 
@@ -320,8 +321,10 @@ def _end_ms(info: dict[str, Any]) -> int:
 def _root(info: dict[str, Any], position: str | None = None) -> RootSpan:
     trace_id = str(info["trace_id"])
     tags = info.get("tags") or {}
-    return RootSpan(trace_id=trace_id, span_id="", name=str(tags.get("mlflow.traceName") or ""), start=_start(info),
-                    position=position or _encode(_end_ms(info), trace_id, [trace_id]))
+    start, end_ms = _start(info), _end_ms(info)
+    return RootSpan(trace_id=trace_id, span_id="", name=str(tags.get("mlflow.traceName") or ""), start=start,
+                    position=position or _encode(end_ms, trace_id, [trace_id]),
+                    end=datetime.fromtimestamp(end_ms / 1000, UTC) if start is not None else None)
 
 
 def _encode(end_ms: int, trace_id: str, recent: list[str]) -> str:

@@ -24,8 +24,8 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from mast.errors import SourceError, UsageError
-from mast.sources import RootSpan, TraceQuery
+from mast.errors import SourceError, StoreNotFoundError, UsageError
+from mast.sources import RootSpan, TraceQuery, public_url
 from mast.trace import Trace
 
 PAGE = 1000
@@ -55,7 +55,7 @@ class PhoenixURL:
         http = "https" if scheme in ("phoenixs", "phoenix+https") else "http"
         path = parts.path.strip("/")
         if not parts.netloc or not path:
-            raise UsageError(f"{url}: expected phoenix://HOST:PORT/PROJECT")
+            raise UsageError(f"{public_url(url)}: expected phoenix://HOST:PORT/PROJECT")
         prefix, _, project = path.rpartition("/")
         base = f"{http}://{parts.netloc}" + (f"/{prefix}" if prefix else "")
         return cls(base_url=base, project=project)
@@ -72,7 +72,7 @@ class PhoenixSource:
     """A Phoenix project as a :class:`~mast.sources.TraceSource`."""
 
     def __init__(self, url: str, *, api_key: str | None = None, client: httpx.Client | None = None) -> None:
-        self.url = url
+        self.url = public_url(url)
         self.location = PhoenixURL.parse(url)
         self.client = client or http_client(self.location.base_url, api_key)
 
@@ -167,7 +167,7 @@ class PhoenixSource:
                 return
 
     def _get(self, path: str, params: dict[str, Any]) -> dict[str, Any]:
-        where = f"{self.location.base_url}/{path}"
+        where = public_url(f"{self.location.base_url}/{path}")
         try:
             response = self.client.get(path, params=params)
         except httpx.HTTPError as exc:
@@ -175,7 +175,7 @@ class PhoenixSource:
         if response.status_code in (401, 403):
             raise SourceError(f"{self.url}: Phoenix refused the request ({response.status_code}); set PHOENIX_API_KEY")
         if response.status_code == 404:
-            raise SourceError(f"{self.url}: Phoenix has no project {self.location.project!r} (404)")
+            raise StoreNotFoundError(f"{self.url}: Phoenix has no project {self.location.project!r} (404)")
         if response.status_code >= 400:
             raise SourceError(f"{self.url}: Phoenix answered {response.status_code}: {response.text[:200]}")
         body: dict[str, Any] = response.json()

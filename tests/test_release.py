@@ -54,9 +54,11 @@ def test_the_wheel_carries_mast_and_its_prompts_but_no_data(dist: tuple[Path, Pa
     outside = [n for n in names if not n.startswith(("mast/", "mast_judge-"))]
     assert not outside, outside  # no tests/, data/ or other top-level folders
     # The data files the package needs at run time: the redaction rules (mast/redact/pii.py and
-    # mast/redact/gitleaks.py read them; the gitleaks file carries its MIT notice).
+    # mast/redact/gitleaks.py read them; the gitleaks file carries its MIT notice) and the real-file
+    # coverage that `mast formats` shows (generated from tests/data/real, which the wheel does not carry).
     assert sorted(n for n in names if "/data/" in n or n.startswith("tests/")) == [
         "mast/data/credential_rules.yaml",
+        "mast/data/format_coverage.json",
         "mast/data/gitleaks_rules.json",
     ]
 

@@ -79,7 +79,7 @@ def test_html_report_without_gold_and_cost_totals(tmp_path: Path) -> None:
     assert "agreement" not in page.sections and "disagreements" not in page.sections
     assert "Judge run &lt;1&gt;" in html_text  # titles are escaped
     assert "14,091" in html_text  # input tokens: sum of 1000..1013
-    assert "0.1300" in html_text and "1 traces have no known price" in html_text
+    assert "0.1300" in html_text and "1 trace with no known price" in html_text
 
 
 def test_cli_report_writes_the_page(tmp_path: Path) -> None:

@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 from _phoenix import free_port
+from _servers import stop_group, wait_until_healthy
 
 STARTUP_TIMEOUT_S = 180.0
 AGENT = Path(__file__).with_name("_mlflow_agent.py")
@@ -54,26 +52,10 @@ def mlflow_server(workdir: Path) -> Iterator[MLflowServer]:
                                 cwd=workdir)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"mlflow server exited with {proc.returncode}: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"mlflow server did not answer within {STARTUP_TIMEOUT_S}s")
-            time.sleep(0.25)  # polling a process we started for readiness, not synchronising a test
+        wait_until_healthy(proc, f"{base}/health", log, "mlflow server", STARTUP_TIMEOUT_S)
         yield MLflowServer(base_url=base, pid=proc.pid, log=log)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc)
 
 
 def agent(server: MLflowServer, request: dict[str, Any]) -> Any:

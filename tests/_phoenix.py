@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from _servers import stop_group, wait_until_healthy
 
 STARTUP_TIMEOUT_S = 180.0
 
@@ -62,26 +62,10 @@ def phoenix_server(workdir: Path) -> Iterator[PhoenixServer]:
                                 start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"phoenix serve exited with {proc.returncode}: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"phoenix serve did not answer within {STARTUP_TIMEOUT_S}s")
-            time.sleep(0.25)  # polling a process we started for readiness, not synchronising a test
+        wait_until_healthy(proc, f"{base}/healthz", log, "phoenix serve", STARTUP_TIMEOUT_S)
         yield PhoenixServer(base_url=base, pid=proc.pid, log=log)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc)
 
 
 # --- a multi-agent run as OpenInference spans -------------------------------------------------------

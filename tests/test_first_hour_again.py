@@ -711,3 +711,39 @@ def test_the_readme_sample_verdict_does_not_contradict_itself() -> None:
     below = set(re.findall(r"(\d\.\d) \(", sample.split("below 0.4:")[1].split(":")[0]))
     unmeasurable = set(re.findall(r"\d\.\d", sample.split("not measurable here")[1]))
     assert below and unmeasurable and not below & unmeasurable
+
+
+def test_an_html_page_sent_as_text_html_stops_the_run_like_a_401(tmp_path: Path) -> None:
+    # A proxy's login page: HTTP 200, Content-Type text/html. litellm reports it as an
+    # InternalServerError (HTTP 500) carrying the received body; it is a setup error, never retried.
+    import http.server
+
+    hits: list[str] = []
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            hits.append(self.path)
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            page = b"<html><body>Proxy login</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        runs = write_runs(tmp_path / "runs.jsonl", 6)
+        result = cli("label", runs, "-o", tmp_path / "r.jsonl", "-m", MODEL, "-j", "1", "--no-cache",
+                     "--api-base", f"http://127.0.0.1:{server.server_address[1]}/v1", "--api-key", "test")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.exit_code != 0
+    assert "HTML page, not JSON" in result.stderr and "HTTP 500" not in result.stderr
+    assert "stopped after 3 traces failed the same way" in result.stderr
+    assert len(hits) == 3  # one request per trace, none retried

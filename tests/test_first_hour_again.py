@@ -119,7 +119,9 @@ def test_a_second_ctrl_c_stops_at_once_and_the_abandoned_trace_is_judged_on_resu
         run.wait_for(lambda: "interrupted: finishing" in run.stderr, "the interrupted line")
         run.proc.send_signal(signal.SIGINT)
         assert run.finish(timeout=100) == 130, run.stderr  # the hang (120 s) was not waited for
-        assert "stopping now" in run.stderr and "5 traces not started" in run.stderr
+        assert "stopping now" in run.stderr and "4 traces not started" in run.stderr, run.stderr
+        assert "1 abandoned (redone on resume)" in run.stderr  # the one in flight, not "not started"
+        assert run.stderr.rstrip().endswith("run the same command again to continue"), run.stderr
         assert len(read_results(out)) == 1  # the abandoned trace has no line
     with FakeLLMServer() as server:
         again = cli("label", runs, "-o", out, *llm_args(server))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from contextlib import nullcontext
@@ -207,6 +208,12 @@ def command(
     _print_summary(report, judge_config, jsonl, output)
     if as_json:
         write_line(report.model_dump_json())
+    if report.abandoned:
+        # A second Ctrl-C: everything is written and said. Threads still blocked in the HTTP calls
+        # abandoned would hold the interpreter's exit for seconds; leave at once.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
     sys.exit(gate_exit(_exit_code(report), _gated(report, gate)))
 
 
@@ -383,6 +390,8 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
         table.add_row(status, str(report.statuses.get(status, 0)))
     if report.resumed:
         table.add_row("  of which resumed", str(report.resumed))
+    if report.abandoned:
+        table.add_row("abandoned (redone on resume)", str(report.abandoned))
     if report.not_started:
         table.add_row("not started", ("at least " if report.not_started_partial else "") + str(report.not_started))
     if report.file_errors:
@@ -422,7 +431,9 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
     if report.stopped == "interrupted":
         left = f"at least {report.not_started}" if report.not_started_partial else str(report.not_started)
         stderr.print(
-            f"mast: interrupted: {plural(report.done - report.resumed, 'result')} written this run, {left} "
+            f"mast: interrupted: {plural(report.done - report.resumed, 'result')} written this run, "
+            + (f"{report.abandoned} abandoned (redone on resume), " if report.abandoned else "")
+            + f"{left} "
             f"{'trace' if report.not_started == 1 and not report.not_started_partial else 'traces'} not started; "
             "run the same command again to continue",
             markup=False, highlight=False,

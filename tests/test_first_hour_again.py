@@ -535,6 +535,21 @@ def test_off_a_terminal_label_prints_plain_progress_lines_and_tables_are_not_cut
     assert "mast: progress:" not in labelled_.stderr
 
 
+def test_off_a_terminal_a_short_run_says_at_once_that_it_started_and_after_its_first_result(tmp_path: Path) -> None:
+    folder = tmp_path / "three"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"run{i}.json").write_bytes(orjson.dumps([{"role": "user", "content": f"task {i}"},
+                                                            {"role": "assistant", "content": f"done {i}"}]))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "PYTHONUNBUFFERED": "1"}
+    done = subprocess.run([sys.executable, "-m", "mast", "label", str(folder), "-o", str(tmp_path / "r.jsonl")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("mast: progress:")]
+    assert lines[0] == "mast: progress: 0/3 traces, starting", done.stderr
+    assert lines[1].startswith("mast: progress: 1/3 traces"), done.stderr
+
+
 def test_the_progress_total_under_limit_is_the_limit(tmp_path: Path) -> None:
     folder = tmp_path / "many"
     folder.mkdir()

@@ -251,6 +251,7 @@ class _ProgressBar:
         self.started = time.monotonic()
         self.last_line = self.started
         self.next_mark = 0
+        self.first_shown = False
         self.progress = Progress(
             TextColumn("[bold]labelling"),
             BarColumn(),
@@ -271,6 +272,9 @@ class _ProgressBar:
 
     def __enter__(self) -> _ProgressBar:
         self.progress.start()
+        if self.plain:  # a CI log shows at once that the run began, and how big it is
+            of = f"/{self.expected}" if self.expected else ""
+            stderr.print(f"mast: progress: 0{of} traces, starting", markup=False, highlight=False)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -311,13 +315,17 @@ class _ProgressBar:
 
 
     def _plain_line(self, report: BatchReport) -> None:
-        """One line every tenth of the run (20 traces or more) or every :data:`PLAIN_EVERY_S` seconds."""
+        """One line after the first result, then every tenth of the run (20 traces or more) or every
+        :data:`PLAIN_EVERY_S` seconds."""
         now = time.monotonic()
         total = max(self.expected, report.total)
         step = total // 10 if total >= 20 else 0
-        due = (step and report.done >= self.next_mark) or now - self.last_line >= PLAIN_EVERY_S
+        # The first result gets a line too: a short run would otherwise show nothing until its end.
+        first = not self.first_shown
+        due = first or (step and report.done >= self.next_mark) or now - self.last_line >= PLAIN_EVERY_S
         if not due or report.done == 0:
             return
+        self.first_shown = True
         if step:
             self.next_mark = (report.done // step + 1) * step
         self.last_line = now

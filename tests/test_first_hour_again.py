@@ -452,6 +452,14 @@ def test_a_gold_error_names_the_file_line(tmp_path: Path) -> None:
     assert result.exit_code == 2 and f"{gold} line 3" in result.stderr, result.stderr
 
 
+def test_a_gold_error_after_a_blank_line_names_the_physical_file_line(tmp_path: Path) -> None:
+    out, ids = labelled(tmp_path)
+    gold = tmp_path / "gold.csv"
+    gold.write_text(f"trace_id,1.3,3.1\n\n{ids[0]},0,1\n{ids[1]},0,maybe\n")  # the bad cell is on line 4
+    result = cli("evaluate", "--pred", out, "--gold", gold)
+    assert result.exit_code == 2 and f"{gold} line 4" in result.stderr, result.stderr
+
+
 def test_long_form_gold_under_other_names_is_read(tmp_path: Path) -> None:
     out, ids = labelled(tmp_path)
     gold = tmp_path / "gold.csv"

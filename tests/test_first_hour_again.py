@@ -307,6 +307,7 @@ def test_a_budget_below_the_first_estimate_says_so_not_reached(tmp_path: Path) -
     assert result.exit_code == 1
     assert "the next trace alone is estimated at $" in result.stderr and "no trace was started" in result.stderr
     assert "reached" not in result.stderr
+    assert "above the whole budget of $0.00001:" in result.stderr  # not "$0.00"
 
 
 def short_answers(body: dict[str, Any]) -> Reply:

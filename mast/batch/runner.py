@@ -20,7 +20,7 @@ from typing import Literal
 
 from mast.batch.breaker import CircuitBreaker
 from mast.batch.inputs import WorkItem
-from mast.batch.limits import Budget, RateLimiter
+from mast.batch.limits import Budget, RateLimiter, usd
 from mast.batch.mixing import check_one_judge
 from mast.batch.report import BatchReport, Outcome, file_error_line, result_error_line
 from mast.batch.resume import (
@@ -375,11 +375,11 @@ class BatchRunner:
             # Nothing was reached: one trace alone is estimated above the whole budget.
             return (
                 f"the next trace alone is estimated at ${estimate_usd:.4f}, above the whole budget of "
-                f"${self.budget.limit_usd:.2f}: no trace was started. Give a larger --budget-usd "
+                f"{usd(self.budget.limit_usd or 0.0)}: no trace was started. Give a larger --budget-usd "
                 "(mast label --dry-run estimates the whole run)"
             )
         return (
-            f"budget of ${self.budget.limit_usd:.2f} reached (about ${spent:.4f} spent or in flight); "
+            f"budget of {usd(self.budget.limit_usd or 0.0)} reached (about ${spent:.4f} spent or in flight); "
             "no new traces started. Run the same command again with a higher --budget-usd to continue"
         )
 

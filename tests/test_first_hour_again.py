@@ -555,7 +555,7 @@ def test_off_a_terminal_a_short_run_says_at_once_that_it_started_and_after_its_f
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.startswith("mast: progress:")]
-    assert lines[0] == "mast: progress: 0/3 traces, starting", done.stderr
+    assert lines[0] == "mast: progress: 0 traces, starting on 3 input files", done.stderr
     assert lines[1].startswith("mast: progress: 1/3 traces"), done.stderr
 
 

@@ -273,8 +273,9 @@ class _ProgressBar:
     def __enter__(self) -> _ProgressBar:
         self.progress.start()
         if self.plain:  # a CI log shows at once that the run began, and how big it is
-            of = f"/{self.expected}" if self.expected else ""
-            stderr.print(f"mast: progress: 0{of} traces, starting", markup=False, highlight=False)
+            # ``expected`` counts input files (a JSONL file may hold many traces): said as such.
+            files = f" on {plural(self.expected, 'input file')}" if self.expected else ""
+            stderr.print(f"mast: progress: 0 traces, starting{files}", markup=False, highlight=False)
         return self
 
     def __exit__(self, *exc: object) -> None:

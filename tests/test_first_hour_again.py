@@ -773,3 +773,14 @@ def test_an_html_page_sent_as_text_html_stops_the_run_like_a_401(tmp_path: Path)
     assert "HTML page, not JSON" in result.stderr and "HTTP 500" not in result.stderr
     assert "stopped after 3 traces failed the same way" in result.stderr
     assert len(hits) == 3  # one request per trace, none retried
+
+
+def test_one_judged_trace_is_singular_and_an_undefined_kappa_reads_n_a(tmp_path: Path) -> None:
+    from mast.cli.validate import _f
+
+    assert _f(float("nan")) == "n/a" and _f(None) == "–" and _f(-0.001) == "0.00"
+    runs = write_runs(tmp_path / "runs.jsonl", 1)
+    result = cli("label", runs, "-o", tmp_path / "r.jsonl", env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "failure modes in 1 judged trace\n" in result.stderr or "failure modes in 1 judged trace " in result.stderr
+    assert "1 judged traces" not in result.stderr

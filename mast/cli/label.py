@@ -316,8 +316,7 @@ class _ProgressBar:
 
 
     def _plain_line(self, report: BatchReport) -> None:
-        """One line after the first result, then every tenth of the run (20 traces or more) or every
-        :data:`PLAIN_EVERY_S` seconds."""
+        """One line after the first result, then every tenth (20 traces or more) or :data:`PLAIN_EVERY_S` s."""
         now = time.monotonic()
         total = max(self.expected, report.total)
         step = total // 10 if total >= 20 else 0
@@ -416,7 +415,7 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
     if judged:
         taxonomy = load_taxonomy(config.taxonomy)
         modes = Table(
-            title=f"failure modes in {judged} judged traces",
+            title=f"failure modes in {plural(judged, 'judged trace')}",
             title_justify="left",
             caption=f"share: of the traces in which the mode was assessed; {NOT_ASSESSED} not assessed by this judge",
             caption_justify="left",

@@ -183,6 +183,10 @@ def diff(
         left = old.assign(_key=_keyed(old, pair_on))
         right = fresh.assign(_key=_keyed(fresh, pair_on))
         joined = left[["_key", *wanted]].merge(right[["_key", *wanted]], on="_key", suffixes=("_base", "_new"))
+        if "source_path" in fresh.columns:  # the file name beside a hashed id, for the changed list
+            names = dict(zip(right["_key"], fresh["source_path"].map(
+                lambda p: Path(str(p)).name if isinstance(p, str) and p else None), strict=True))
+            joined["_file"] = joined["_key"].map(names)
     for code in wanted:
         row = _mode_row(code, tax, old, fresh, joined, level, z, changed)
         rows.append(row)
@@ -230,12 +234,14 @@ def _mode_row(
     rose = fell = 0
     if joined is not None:
         both = joined[joined[f"{code}_base"].notna() & joined[f"{code}_new"].notna()]
+        files = dict(zip(both["_key"], both["_file"], strict=True)) if "_file" in both.columns else {}
         was, now = both[f"{code}_base"].astype(bool), both[f"{code}_new"].astype(bool)
         rose, fell = int((~was & now).sum()), int((was & ~now).sum())
         difference, low, high, p = _paired(rose, fell, len(both), z)
         for task, before, after in zip(both["_key"], was, now, strict=True):
             if before != after:
-                changed.append({"key": task, "code": code, "base": bool(before), "new": bool(after)})
+                changed.append({"key": task, "code": code, "base": bool(before), "new": bool(after),
+                                "file": files.get(task)})
     else:
         difference, low, high, p = _unpaired(k_base, n_base, k_new, n_new, level)
     base_low, base_high = _wilson(k_base, n_base, level)
@@ -265,8 +271,11 @@ def holm(p_values: np.ndarray) -> np.ndarray:
 
 
 def changed_traces(result: pd.DataFrame) -> pd.DataFrame:
-    """The tasks whose verdict changed between the runs (paired diffs only): ``key, code, base, new``."""
-    return pd.DataFrame.from_records(result.attrs.get("changed", []), columns=["key", "code", "base", "new"])
+    """The tasks whose verdict changed between the runs (paired diffs only): ``key, code, base, new, file``.
+
+    ``file`` is the new run's source file name for the task (``None`` when unknown).
+    """
+    return pd.DataFrame.from_records(result.attrs.get("changed", []), columns=["key", "code", "base", "new", "file"])
 
 
 def worse_modes(result: pd.DataFrame, codes: Sequence[str], *, threshold: float = 0.05) -> list[str]:

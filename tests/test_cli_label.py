@@ -231,7 +231,7 @@ def test_budget_stops_starting_traces_says_so_and_resumes(tmp_path: Path) -> Non
     with FakeLLMServer() as server:
         result = label(runs, "-o", out, *llm_args(server), "-j", "2", "--budget-usd", "0.006", "--json")
         assert result.exit_code == 1, result.output
-        assert "budget of $0.01 reached" in result.stderr
+        assert "budget of $0.006 reached" in result.stderr
         report = orjson.loads(result.stdout.strip().splitlines()[-1])
         judged = report["statuses"]["judged"]
         assert report["stopped"] == "budget" and 0 < judged < 12 and report["cost_usd"] <= 0.006

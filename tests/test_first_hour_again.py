@@ -119,7 +119,9 @@ def test_a_second_ctrl_c_stops_at_once_and_the_abandoned_trace_is_judged_on_resu
         run.wait_for(lambda: "interrupted: finishing" in run.stderr, "the interrupted line")
         run.proc.send_signal(signal.SIGINT)
         assert run.finish(timeout=100) == 130, run.stderr  # the hang (120 s) was not waited for
-        assert "stopping now" in run.stderr and "5 traces not started" in run.stderr
+        assert "stopping now" in run.stderr and "4 traces not started" in run.stderr, run.stderr
+        assert "1 abandoned (redone on resume)" in run.stderr  # the one in flight, not "not started"
+        assert run.stderr.rstrip().endswith("run the same command again to continue"), run.stderr
         assert len(read_results(out)) == 1  # the abandoned trace has no line
     with FakeLLMServer() as server:
         again = cli("label", runs, "-o", out, *llm_args(server))
@@ -305,6 +307,7 @@ def test_a_budget_below_the_first_estimate_says_so_not_reached(tmp_path: Path) -
     assert result.exit_code == 1
     assert "the next trace alone is estimated at $" in result.stderr and "no trace was started" in result.stderr
     assert "reached" not in result.stderr
+    assert "above the whole budget of $0.00001:" in result.stderr  # not "$0.00"
 
 
 def short_answers(body: dict[str, Any]) -> Reply:
@@ -450,6 +453,14 @@ def test_a_gold_error_names_the_file_line(tmp_path: Path) -> None:
     assert result.exit_code == 2 and f"{gold} line 3" in result.stderr, result.stderr
 
 
+def test_a_gold_error_after_a_blank_line_names_the_physical_file_line(tmp_path: Path) -> None:
+    out, ids = labelled(tmp_path)
+    gold = tmp_path / "gold.csv"
+    gold.write_text(f"trace_id,1.3,3.1\n\n{ids[0]},0,1\n{ids[1]},0,maybe\n")  # the bad cell is on line 4
+    result = cli("evaluate", "--pred", out, "--gold", gold)
+    assert result.exit_code == 2 and f"{gold} line 4" in result.stderr, result.stderr
+
+
 def test_long_form_gold_under_other_names_is_read(tmp_path: Path) -> None:
     out, ids = labelled(tmp_path)
     gold = tmp_path / "gold.csv"
@@ -533,6 +544,21 @@ def test_off_a_terminal_label_prints_plain_progress_lines_and_tables_are_not_cut
     assert "mast: progress:" not in labelled_.stderr
 
 
+def test_off_a_terminal_a_short_run_says_at_once_that_it_started_and_after_its_first_result(tmp_path: Path) -> None:
+    folder = tmp_path / "three"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"run{i}.json").write_bytes(orjson.dumps([{"role": "user", "content": f"task {i}"},
+                                                            {"role": "assistant", "content": f"done {i}"}]))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "PYTHONUNBUFFERED": "1"}
+    done = subprocess.run([sys.executable, "-m", "mast", "label", str(folder), "-o", str(tmp_path / "r.jsonl")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("mast: progress:")]
+    assert lines[0] == "mast: progress: 0 traces, starting on 3 input files", done.stderr
+    assert lines[1].startswith("mast: progress: 1/3 traces"), done.stderr
+
+
 def test_the_progress_total_under_limit_is_the_limit(tmp_path: Path) -> None:
     folder = tmp_path / "many"
     folder.mkdir()
@@ -541,7 +567,7 @@ def test_the_progress_total_under_limit_is_the_limit(tmp_path: Path) -> None:
                                                                  {"role": "assistant", "content": f"done {i}"}]))
     result = cli("label", folder, "-o", tmp_path / "r.jsonl", "--limit", "20", env={"COLUMNS": ""})
     assert result.exit_code == 0, result.output
-    lines = [line for line in result.stderr.splitlines() if line.startswith("mast: progress:")]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("mast: progress:") and "starting" not in line]
     assert lines and all("/20 traces" in line for line in lines), result.stderr
 
 
@@ -711,3 +737,50 @@ def test_the_readme_sample_verdict_does_not_contradict_itself() -> None:
     below = set(re.findall(r"(\d\.\d) \(", sample.split("below 0.4:")[1].split(":")[0]))
     unmeasurable = set(re.findall(r"\d\.\d", sample.split("not measurable here")[1]))
     assert below and unmeasurable and not below & unmeasurable
+
+
+def test_an_html_page_sent_as_text_html_stops_the_run_like_a_401(tmp_path: Path) -> None:
+    # A proxy's login page: HTTP 200, Content-Type text/html. litellm reports it as an
+    # InternalServerError (HTTP 500) carrying the received body; it is a setup error, never retried.
+    import http.server
+
+    hits: list[str] = []
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            hits.append(self.path)
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            page = b"<html><body>Proxy login</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        runs = write_runs(tmp_path / "runs.jsonl", 6)
+        result = cli("label", runs, "-o", tmp_path / "r.jsonl", "-m", MODEL, "-j", "1", "--no-cache",
+                     "--api-base", f"http://127.0.0.1:{server.server_address[1]}/v1", "--api-key", "test")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.exit_code != 0
+    assert "HTML page, not JSON" in result.stderr and "HTTP 500" not in result.stderr
+    assert "stopped after 3 traces failed the same way" in result.stderr
+    assert len(hits) == 3  # one request per trace, none retried
+
+
+def test_one_judged_trace_is_singular_and_an_undefined_kappa_reads_n_a(tmp_path: Path) -> None:
+    from mast.cli.validate import _f
+
+    assert _f(float("nan")) == "n/a" and _f(None) == "–" and _f(-0.001) == "0.00"
+    runs = write_runs(tmp_path / "runs.jsonl", 1)
+    result = cli("label", runs, "-o", tmp_path / "r.jsonl", env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "failure modes in 1 judged trace\n" in result.stderr or "failure modes in 1 judged trace " in result.stderr
+    assert "1 judged traces" not in result.stderr

@@ -143,3 +143,14 @@ def test_holm_matches_statsmodels() -> None:
 
     p = np.array([0.01, 0.04, 0.03, 0.5, 0.001, 0.04, 1.0])
     assert holm(p) == pytest.approx(multipletests(p, method="holm")[1])
+
+
+def test_cli_diff_names_the_file_beside_a_hashed_trace_id(tmp_path: Path) -> None:
+    def hashed(present: dict[str, set[int]]) -> list[Diagnosis]:
+        return [d.model_copy(update={"trace_id": f"sha256:{i:016x}"}) for i, d in enumerate(run(present, n=4))]
+
+    base = write(tmp_path / "v1.jsonl", hashed({"1.3": set()}))
+    new = write(tmp_path / "v2.jsonl", hashed({"1.3": {2}}))
+    result = CliRunner().invoke(main, ["diff", str(base), str(new)])
+    assert result.exit_code == 0, result.output
+    assert "sha256:0000000000000002 (task-002.json)  1.3 gained" in result.output, result.output

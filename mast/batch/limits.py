@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 
 @dataclass
@@ -126,3 +127,16 @@ class Budget:
         """Release a trace's reservation and book what it cost (the estimate when unknown)."""
         self.in_flight_usd = max(0.0, self.in_flight_usd - estimate)
         self.spent_usd += estimate if actual is None else actual
+
+
+def usd(amount: float) -> str:
+    """A budget in dollars with the digits it needs: ``$5.00``, ``$0.01``, ``$0.0001`` (not ``$0.00``).
+
+    >>> usd(5), usd(0.01), usd(0.0001), usd(0.015)
+    ('$5.00', '$0.01', '$0.0001', '$0.015')
+    """
+    text = f"{amount:.2f}"
+    if amount and float(text) != amount and abs(amount) < 1:
+        exact = format(Decimal(f"{amount:.8f}").normalize(), "f")
+        text = exact if Decimal(exact) != 0 else f"{amount:.2g}"
+    return f"${text}"

@@ -34,6 +34,8 @@ class BatchReport(BaseModel):
     """Input records that could not be read (written as ``error`` results)."""
     not_started: int = 0
     """Traces left for a later run (budget reached or interrupted)."""
+    abandoned: int = 0
+    """Traces in flight when a second Ctrl-C stopped the run: no result, judged again on resume."""
     not_started_partial: bool = False
     """``not_started`` is a lower bound: after Ctrl-C the rest of a large input was not all counted."""
     file_errors: list[str] = Field(default_factory=list)
@@ -84,7 +86,7 @@ class BatchReport(BaseModel):
         """2: inputs unreadable; 1: a trace not judged (error, unjudgeable, not started) or not in a sink; 0."""
         if self.file_errors or self.unreadable:
             return 2
-        if self.failed or self.not_started or self.stopped or self.sink_failures:
+        if self.failed or self.not_started or self.abandoned or self.stopped or self.sink_failures:
             return 1
         return 0
 

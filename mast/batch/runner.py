@@ -20,7 +20,7 @@ from typing import Literal
 
 from mast.batch.breaker import CircuitBreaker
 from mast.batch.inputs import WorkItem
-from mast.batch.limits import Budget, RateLimiter
+from mast.batch.limits import Budget, RateLimiter, usd
 from mast.batch.mixing import check_one_judge
 from mast.batch.report import BatchReport, Outcome, file_error_line, result_error_line
 from mast.batch.resume import (
@@ -144,6 +144,8 @@ class BatchRunner:
         self._tasks: set[asyncio.Task[None]] = set()
         self._failure: BaseException | None = None
         self._interrupts = 0
+        self._abandon_left = 0
+        """Model calls in flight at the second Ctrl-C: the traces cancelled then count as abandoned."""
         self._judge_started = False
         self._gate: CallGate | None = None
         self._index = ResumeIndex()
@@ -212,6 +214,8 @@ class BatchRunner:
                       "those in flight are then judged on the next run)")
         else:
             self._say("interrupted again: stopping now; the traces in flight get no result and are judged on the next run")
+            # Those waiting at the gate never called the model: they stay "not started".
+            self._abandon_left = self._gate.holders if self._gate is not None else 0
             self.abort()
 
     def _say(self, line: str) -> None:
@@ -314,6 +318,12 @@ class BatchRunner:
             if self._stopping:
                 break
 
+    def _abandoned(self, item: WorkItem) -> None:
+        self.report.abandoned += 1
+        if self.keep_results:
+            item.trace = None
+            self._unstarted.append(item)
+
     def _not_started(self, item: WorkItem) -> None:
         self.report.not_started += 1
         if self.keep_results:
@@ -365,11 +375,11 @@ class BatchRunner:
             # Nothing was reached: one trace alone is estimated above the whole budget.
             return (
                 f"the next trace alone is estimated at ${estimate_usd:.4f}, above the whole budget of "
-                f"${self.budget.limit_usd:.2f}: no trace was started. Give a larger --budget-usd "
+                f"{usd(self.budget.limit_usd or 0.0)}: no trace was started. Give a larger --budget-usd "
                 "(mast label --dry-run estimates the whole run)"
             )
         return (
-            f"budget of ${self.budget.limit_usd:.2f} reached (about ${spent:.4f} spent or in flight); "
+            f"budget of {usd(self.budget.limit_usd or 0.0)} reached (about ${spent:.4f} spent or in flight); "
             "no new traces started. Run the same command again with a higher --budget-usd to continue"
         )
 
@@ -379,7 +389,13 @@ class BatchRunner:
         try:
             diagnosis = await self.judge.classify(trace, raise_on_error=self.raise_on_error, gate=self._gate)
         except asyncio.CancelledError:
-            self._not_started(item)  # abandoned (second Ctrl-C, or a fast failure): judged on the next run
+            # Abandoned (second Ctrl-C, or a fast failure): judged on the next run. A second Ctrl-C
+            # counts it apart from the traces never started, so the summary says what happened.
+            if self._abandon_left > 0:
+                self._abandon_left -= 1
+                self._abandoned(item)
+            else:
+                self._not_started(item)
             raise
         except RunStopped:
             self._not_started(item)

@@ -58,6 +58,7 @@ class CallGate:
         if limit < 1:
             raise ValueError("a gate needs room for at least one call")
         self.closed = False
+        self._limit = limit
         self._free = limit
         self._waiting: deque[asyncio.Future[None]] = deque()
 
@@ -78,6 +79,11 @@ class CallGate:
         if self.closed:
             self._leave()
             raise RunStopped("the run stopped before this trace was sent")
+
+    @property
+    def holders(self) -> int:
+        """Calls in flight now (entered, not yet left)."""
+        return self._limit - self._free
 
     async def __aexit__(self, *exc: object) -> None:
         self._leave()

@@ -116,6 +116,10 @@ def _print(result: Any, changed: Any, base: str, new: str, level: float, max_cha
         stdout.print(f"{len(changed)} {what}:", markup=False)
         for entry in changed.head(max_changed).to_dict("records"):
             arrow = "gained" if entry["new"] else "lost"
-            stdout.print(f"  {entry['key']}  {entry['code']} {arrow}", markup=False, highlight=False)
+            name = entry.get("file")
+            # A hashed id (sha256:...) says nothing to a reader: the file name goes beside it.
+            named = isinstance(name, str) and name and str(entry["key"]) not in (name, name.rsplit(".", 1)[0])
+            where = f"{entry['key']} ({name})" if named else entry["key"]
+            stdout.print(f"  {where}  {entry['code']} {arrow}", markup=False, highlight=False)
         if len(changed) > max_changed:
             stdout.print(f"  ... {len(changed) - max_changed} more (--json lists all)", markup=False)

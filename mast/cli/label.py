@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from contextlib import nullcontext
@@ -207,6 +208,12 @@ def command(
     _print_summary(report, judge_config, jsonl, output)
     if as_json:
         write_line(report.model_dump_json())
+    if report.abandoned:
+        # A second Ctrl-C: everything is written and said. Threads still blocked in the HTTP calls
+        # abandoned would hold the interpreter's exit for seconds; leave at once.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
     sys.exit(gate_exit(_exit_code(report), _gated(report, gate)))
 
 
@@ -244,6 +251,7 @@ class _ProgressBar:
         self.started = time.monotonic()
         self.last_line = self.started
         self.next_mark = 0
+        self.first_shown = False
         self.progress = Progress(
             TextColumn("[bold]labelling"),
             BarColumn(),
@@ -264,6 +272,10 @@ class _ProgressBar:
 
     def __enter__(self) -> _ProgressBar:
         self.progress.start()
+        if self.plain:  # a CI log shows at once that the run began, and how big it is
+            # ``expected`` counts input files (a JSONL file may hold many traces): said as such.
+            files = f" on {plural(self.expected, 'input file')}" if self.expected else ""
+            stderr.print(f"mast: progress: 0 traces, starting{files}", markup=False, highlight=False)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -304,13 +316,16 @@ class _ProgressBar:
 
 
     def _plain_line(self, report: BatchReport) -> None:
-        """One line every tenth of the run (20 traces or more) or every :data:`PLAIN_EVERY_S` seconds."""
+        """One line after the first result, then every tenth (20 traces or more) or :data:`PLAIN_EVERY_S` s."""
         now = time.monotonic()
         total = max(self.expected, report.total)
         step = total // 10 if total >= 20 else 0
-        due = (step and report.done >= self.next_mark) or now - self.last_line >= PLAIN_EVERY_S
+        # The first result gets a line too: a short run would otherwise show nothing until its end.
+        first = not self.first_shown
+        due = first or (step and report.done >= self.next_mark) or now - self.last_line >= PLAIN_EVERY_S
         if not due or report.done == 0:
             return
+        self.first_shown = True
         if step:
             self.next_mark = (report.done // step + 1) * step
         self.last_line = now
@@ -383,6 +398,8 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
         table.add_row(status, str(report.statuses.get(status, 0)))
     if report.resumed:
         table.add_row("  of which resumed", str(report.resumed))
+    if report.abandoned:
+        table.add_row("abandoned (redone on resume)", str(report.abandoned))
     if report.not_started:
         table.add_row("not started", ("at least " if report.not_started_partial else "") + str(report.not_started))
     if report.file_errors:
@@ -398,7 +415,7 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
     if judged:
         taxonomy = load_taxonomy(config.taxonomy)
         modes = Table(
-            title=f"failure modes in {judged} judged traces",
+            title=f"failure modes in {plural(judged, 'judged trace')}",
             title_justify="left",
             caption=f"share: of the traces in which the mode was assessed; {NOT_ASSESSED} not assessed by this judge",
             caption_justify="left",
@@ -422,7 +439,9 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
     if report.stopped == "interrupted":
         left = f"at least {report.not_started}" if report.not_started_partial else str(report.not_started)
         stderr.print(
-            f"mast: interrupted: {plural(report.done - report.resumed, 'result')} written this run, {left} "
+            f"mast: interrupted: {plural(report.done - report.resumed, 'result')} written this run, "
+            + (f"{report.abandoned} abandoned (redone on resume), " if report.abandoned else "")
+            + f"{left} "
             f"{'trace' if report.not_started == 1 and not report.not_started_partial else 'traces'} not started; "
             "run the same command again to continue",
             markup=False, highlight=False,

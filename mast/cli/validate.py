@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import click
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 
 
 def _f(value: float | None) -> str:
+    if value is not None and math.isnan(value):
+        return "n/a"  # undefined (a mode with no positives): the row's caveat says why
     return "–" if value is None else f"{value:z.2f}"
 
 

@@ -41,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import csv
 import math
 import os
 from array import array
@@ -443,13 +444,32 @@ def _read_tabular(path: Path) -> pd.DataFrame:
             return pd.DataFrame.from_records(data)
         sep = "\t" if path.suffix.lower() == ".tsv" else ","
         frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
-        # Errors name the file line (the header is line 1); a quoted cell spanning lines would shift it.
-        frame[LINE_COLUMN] = range(2, len(frame) + 2)
+        # Errors name the physical file line (the header is line 1): blank lines, which pandas
+        # skips, and quoted cells spanning lines are counted by the csv module's own line count.
+        starts = _record_lines(path, sep)
+        frame[LINE_COLUMN] = starts if len(starts) == len(frame) else range(2, len(frame) + 2)
         return frame
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         if isinstance(exc, EvaluationError):
             raise
         raise EvaluationError(f"cannot read {path}: {' '.join(str(exc).split())}") from exc
+
+
+def _record_lines(path: Path, sep: str) -> list[int]:
+    """The file line each data record of a CSV/TSV starts on, blank lines skipped (as pandas does)."""
+    starts: list[int] = []
+    with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
+        reader = csv.reader(handle, delimiter=sep)
+        previous = 0
+        header_seen = False
+        for row in reader:
+            start, previous = previous + 1, reader.line_num
+            if not row:
+                continue
+            if header_seen:
+                starts.append(start)
+            header_seen = True
+    return starts
 
 
 def _load_json(path: Path) -> Any:

@@ -36,6 +36,7 @@ from mast.batch.labelling import (
     results_path,
     walk_selected,
 )
+from mast.batch.limits import usd
 from mast.batch.mixing import check_one_judge
 from mast.batch.report import BatchReport, Outcome
 from mast.batch.resume import ResumeIndex
@@ -205,7 +206,7 @@ def label_files(
     if ledger is not None and report.not_started:
         state = ray.get(ledger.state.remote())
         report.stopped = "budget"
-        report.message = (f"budget of ${budget_usd:.2f} reached (about ${state['spent_usd']:.4f} spent); "
+        report.message = (f"budget of {usd(budget_usd)} reached (about ${state['spent_usd']:.4f} spent); "
                           f"{report.not_started} traces not started. Run again with a higher --budget-usd to continue")
     report.wall_s = time.monotonic() - started
     return report

@@ -103,6 +103,9 @@ _MISSING_KEY_TEXT = ("missing credentials", "api_key client option must be set",
 # A 200 whose body is not JSON (a proxy's or login portal's HTML page): the OpenAI client fails to
 # parse it and litellm reports that as HTTP 500. Every call would get the same page.
 _NOT_JSON_TEXT = ("expecting value: line 1 column 1",)
+# With a text/html content type litellm words it "Empty or invalid response from LLM endpoint.
+# Received: '<html>...'" (an InternalServerError, status 500): the received body is the tell.
+_HTML_TEXT = ("received: '<", 'received: "<', "<html", "<!doctype")
 _ENDPOINT_PATHS = ("/chat/completions", "/completions", "/messages", "/responses")
 """Paths the client adds to ``--api-base`` itself: a base ending in one names the endpoint twice."""
 _REFUSED_TEXT = ("connection refused", "connect call failed")
@@ -155,7 +158,7 @@ def _setup_reason(exc: BaseException) -> SetupReason | None:
         return "unknown_model"
     if any(isinstance(e, ConnectionRefusedError) for e in chain) or any(t in text for t in _REFUSED_TEXT):
         return "connection_refused"
-    if any(t in text for t in _NOT_JSON_TEXT):
+    if any(t in text for t in _NOT_JSON_TEXT) or any(t in text for t in _HTML_TEXT):
         return "not_json"
     return None
 
@@ -210,6 +213,9 @@ def setup_error(
                    f"give the base URL, --api-base {base}")
     elif reason == "unknown_model":
         message = f"unknown model {model!r} at {api_base or provider}: check the model name (litellm's provider/model form)"
+    elif reason == "not_json" and any(t in " ".join(str(e) for e in _chain(exc)).lower() for t in _HTML_TEXT):
+        message = (f"{api_base or provider} answered {model} with HTTP 200 and an HTML page, not JSON "
+                   "(a proxy login page or a wrong --api-base?)")
     elif reason == "not_json":
         message = (f"{api_base or provider} answered {model} with a body that is not JSON (an HTML page from a proxy "
                    "or login portal?): check --api-base and the network path to the provider")

@@ -27,9 +27,9 @@ from typing import TextIO
 
 import pandas as pd
 
-from mast._words import plural
 from mast.__about__ import __version__
 from mast._outputs import csp_meta
+from mast._words import plural
 from mast.diagnosis import Diagnosis
 from mast.errors import EvaluationError, ResultsFileError
 from mast.evaluation.digest import ResultsDigest, compact_frame

@@ -672,10 +672,10 @@ def _agg(fig: Any) -> Any:
 
 
 def test_the_report_kappa_plot_keeps_its_legend_off_the_dots() -> None:
+    from test_first_hour import diagnosis
+
     from mast.evaluation.plots import agreement_figure
     from mast.evaluation.report import EvaluationReport
-
-    from test_first_hour import diagnosis
 
     pred = [diagnosis(f"t{i}", codes=("1.3",) if i % 2 else ()) for i in range(6)]
     gold = [{"trace_id": f"t{i}", "1.3": bool(i % 3)} for i in range(6)]

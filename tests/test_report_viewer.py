@@ -222,6 +222,6 @@ def test_first_failure_without_agent_file_names_and_disagreement_links_in_chromi
     link = page.locator("#disagreements a[href^='#trace=']").first
     wanted = link.inner_text()
     link.click()
-    page.wait_for_function(f"document.querySelector('#trace-detail') && !document.querySelector('#trace-detail').hidden")
+    page.wait_for_function("document.querySelector('#trace-detail') && !document.querySelector('#trace-detail').hidden")
     assert wanted in page.inner_text("#trace-detail")
     assert errors == []

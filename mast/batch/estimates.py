@@ -42,8 +42,10 @@ def _same_judge(diagnosis: Diagnosis, info: JudgeInfo) -> bool:
 
 
 def learn_from_output(judge: Any, jsonl: Path) -> int:
-    """Teach ``judge`` (when it learns: :meth:`mast.judge.Judge.learn_answer_tokens`) the answer size of
-    its earlier results in ``jsonl``; returns how many results it learnt from."""
+    """Teach ``judge`` the answer size of its earlier results in ``jsonl``; how many it learnt from.
+
+    Only a judge that learns does (:meth:`mast.judge.Judge.learn_answer_tokens`).
+    """
     learn = getattr(judge, "learn_answer_tokens", None)
     if learn is None or not jsonl.is_file():
         return 0

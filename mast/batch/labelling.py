@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from mast.batch.breaker import CircuitBreaker
+from mast.batch.estimates import last_estimate_check, learn_from_output, record_estimate
 from mast.batch.inputs import Reloader, WorkItem, parse_shard, scan
 from mast.batch.judges import BatchJudge, configured_judge
 from mast.batch.mixing import check_one_judge
@@ -36,7 +37,6 @@ from mast.batch.pick import pick
 from mast.batch.report import BatchReport
 from mast.batch.resume import ResumeIndex
 from mast.batch.router import router_judge
-from mast.batch.estimates import last_estimate_check, learn_from_output, record_estimate
 from mast.batch.runner import BatchRunner, Breaker, ProgressCallback, ResultCallback
 from mast.batch.table import TABLE_SUFFIXES, check_table_writer, write_table
 from mast.batch.walk import FileSelection, no_traces_error, select_files, walk_files

@@ -35,12 +35,12 @@ from mast.evaluation.metrics import (
     percentile_interval,
 )
 from mast.evaluation.report import (
+    LISTED_IDS,
     AnnotatorAgreement,
     BootstrapInfo,
     Disagreement,
     EvaluationReport,
     Exclusions,
-    LISTED_IDS,
     Interval,
     ModeAgreement,
 )

@@ -20,7 +20,7 @@ import binascii
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -28,9 +28,13 @@ from mast.caps import (
     MAX_DECOMPRESSED_BYTES,  # the most a compressed body may inflate to: a gzip bomb stops there
     decompress_prefix,
 )
+from mast.errors import TraceFormatError
 from mast.normalize._common import usage_from
 from mast.normalize._msg_common import Msg
 from mast.normalize._timeline import Timeline
+
+if TYPE_CHECKING:
+    from mast.normalize.base import RawInput
 
 
 def _header(headers: Any, name: str) -> str:
@@ -257,6 +261,21 @@ def is_cassette_of(data: Any, *paths: str) -> bool:
     items = interactions(data)
     return items is not None and any(
         any(p in str(i["request"].get("uri") or "") for p in paths) and isinstance(body_of(i["request"]), dict) for i in items)
+
+
+def yaml_cassette_score(raw: RawInput, *paths: str) -> float | None:
+    """How surely a YAML file is a cassette of calls to ``paths``; ``None`` when it is no YAML cassette.
+
+    The chat-completions and Responses readers both ask this first; CrewAI claims its own cassettes
+    with a higher score, so 0.9 here leaves those to it.
+    """
+    if raw.path is None or raw.path.suffix not in (".yaml", ".yml") or "interactions:" not in raw.head:
+        return None
+    try:
+        data = raw.data()
+    except TraceFormatError:
+        return 0.0
+    return 0.9 if is_cassette_of(data, *paths) else 0.0
 
 
 def rebuild_conversation(

@@ -40,6 +40,7 @@ from mast.normalize._vcr import (
     is_event_stream,
     rebuild_conversation,
     recorded_calls,
+    yaml_cassette_score,
 )
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
@@ -133,12 +134,9 @@ class OpenAIChat(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        if raw.path is not None and raw.path.suffix in (".yaml", ".yml") and "interactions:" in raw.head:
-            try:
-                data = raw.data()
-            except TraceFormatError:
-                return 0.0
-            return 0.9 if is_cassette_of(data, CHAT_PATH) else 0.0  # CrewAI claims its own cassettes more surely
+        cassette = yaml_cassette_score(raw, CHAT_PATH)
+        if cassette is not None:
+            return cassette
         data = sniffed_json(raw, '"role"', '"choices"')
         if data is None:
             return 0.0

@@ -23,7 +23,7 @@ from mast.normalize._common import usage_from
 from mast.normalize._messages import RESPONSES_ITEM_TYPES, Msg, from_responses, type_of
 from mast.normalize._sniff import sniffed_json
 from mast.normalize._timeline import Timeline
-from mast.normalize._vcr import is_cassette_of, rebuild_conversation, recorded_calls
+from mast.normalize._vcr import is_cassette_of, rebuild_conversation, recorded_calls, yaml_cassette_score
 from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, Trace
 
@@ -96,12 +96,9 @@ class OpenAIResponses(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        if raw.path is not None and raw.path.suffix in (".yaml", ".yml") and "interactions:" in raw.head:
-            try:
-                data = raw.data()
-            except TraceFormatError:
-                return 0.0
-            return 0.9 if is_cassette_of(data, RESPONSES_PATH) else 0.0
+        cassette = yaml_cassette_score(raw, RESPONSES_PATH)
+        if cassette is not None:
+            return cassette
         data = sniffed_json(raw, '"type"', '"role"')
         if data is None:
             return 0.0

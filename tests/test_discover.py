@@ -131,6 +131,7 @@ def test_rerun_makes_no_call_and_gives_the_same_decisions(run):
     assert again.manifest["totals"]["calls"] == 0 and again.manifest["totals"]["cached"] > 0
 
 
+@pytest.mark.corpus  # validates on the mad-human set
 def test_taxonomy_labels_a_folder_and_validate_and_evaluate_accept_it(run, tmp_path):
     out, corpus, server = run["root"] / "out", run["corpus"], run["server"]
     taxonomy_file = out / "taxonomy.yaml"

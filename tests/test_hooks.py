@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _data import REAL, TRACES
 from click.testing import CliRunner
 
 import mast
@@ -27,8 +28,8 @@ from mast.integrations import hooks
 from mast.testing import FakeLLMServer, Reply, judge_answer
 
 ROOT = Path(__file__).resolve().parent.parent
-CLAUDE = ROOT / "tests" / "data" / "real" / "claude_code" / "claude_code_log_representative_messages.jsonl"
-CODEX = ROOT / "tests" / "data" / "traces" / "codex_rollout" / "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"
+CLAUDE = REAL / "claude_code" / "claude_code_log_representative_messages.jsonl"
+CODEX = TRACES / "codex_rollout" / "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"
 CODEX_THREAD = "019b7f94-51b4-7593-922e-ba12b5b73b52"
 
 SETTINGS = {

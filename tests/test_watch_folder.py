@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from _data import REAL, TRACES
 
 from mast.batch import ResultsFile, configured_judge
 from mast.batch.watch import Watcher
@@ -21,9 +22,9 @@ from mast.results import read_results
 from mast.sources.folder import FolderSource
 
 ROOT = Path(__file__).resolve().parent.parent
-REAL_CLAUDE = ROOT / "tests" / "data" / "real" / "claude_code"
+REAL_CLAUDE = REAL / "claude_code"
 CLAUDE = [REAL_CLAUDE / "claude_code_log_representative_messages.jsonl", REAL_CLAUDE / "claude_code_log_sidechain_integrated.jsonl"]
-CODEX = ROOT / "tests" / "data" / "traces" / "codex_rollout" / "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"
+CODEX = TRACES / "codex_rollout" / "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"
 
 
 class Clock:

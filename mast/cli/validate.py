@@ -32,7 +32,8 @@ def _f(value: float | None) -> str:
 @click.option("-o", "--output", default="validation", show_default=True, type=click.Path(file_okay=False),
               help="Folder for per-set results and the figures (a rerun resumes it).")
 @click.option("--data", "data_dir", type=click.Path(exists=True, file_okay=False), default=None,
-              help="Folder holding the sets (default: MAST_VALIDATION_DIR, then the checkout's data/validation).")
+              help="Folder holding the sets, one sub-folder each (default: MAST_VALIDATION_DIR, else the cache, "
+                   "downloading each set from its public home on first use, checked by sha256).")
 @click.option("--dry-run", is_flag=True, help="Count traces and estimate tokens and cost; call nothing.")
 @click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Stop starting traces past this spend.")
 @click.option("-j", "--concurrency", type=click.IntRange(min=1), default=8, show_default=True, envvar="MAST_CONCURRENCY",

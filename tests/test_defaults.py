@@ -1,0 +1,202 @@
+"""Issue 33: defaults a user can trust (endpoint in the cache key, strict MAST_* variables,
+litellm kept off the network, a lazy provider layer, and the cosmetic fixes)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner, Result
+
+from mast._json import canonical_hash
+from mast.cli import main
+from mast.diagnosis import Diagnosis
+from mast.judge.config import JudgeConfig, public_endpoint
+from mast.testing import FakeLLMServer, judge_answer
+
+ANSWER = judge_answer(
+    ["1.3"],
+    evidence={"1.3": [(2, "I will run ls -la ./logs now")]},
+    first_failure={
+        "step": 2,
+        "agent": "assistant",
+        "code": "1.3",
+        "explanation": "says the same thing again",
+    },
+    summary="The assistant repeated itself.",
+)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """The test's environment without litellm's switches (conftest sets one), so mast must set them."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra)
+    return env
+
+
+# An audit hook records, then refuses, every name lookup and connection to anything but this machine.
+_NETWORK_AUDIT = textwrap.dedent(
+    """
+    import sys
+
+    LOCAL = {"127.0.0.1", "localhost", "::1", None, ""}
+    attempts = []
+
+    def audit(event, args):
+        if event == "socket.getaddrinfo" and args[0] not in LOCAL:
+            attempts.append(f"resolve {args[0]}")
+            raise OSError("network blocked by the test")
+        if event == "socket.connect":
+            address = args[1]
+            if isinstance(address, tuple) and address[0] not in LOCAL:
+                attempts.append(f"connect {address}")
+                raise OSError("network blocked by the test")
+
+    sys.addaudithook(audit)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "first_import",
+    [
+        "mast.judge.backend_router",
+        "mast.judge.batch_api",
+        "mast.judge.backend_errors",
+        "mast.judge.backend",
+        "mast.integrations.inspect",
+    ],
+)
+def test_litellm_never_reaches_the_network_on_import_or_lookups(first_import: str) -> None:
+    """Whichever mast module imports litellm first, litellm fetches nothing (price map, tokenizers...)."""
+    script = _NETWORK_AUDIT + textwrap.dedent(
+        f"""
+        import importlib
+        importlib.import_module({first_import!r})
+        from mast.judge.backend import LiteLLMBackend
+        for model in ("openai/gpt-4o-mini", "anthropic/claude-3-5-sonnet-20240620",
+                      "huggingface/meta-llama/Meta-Llama-3-8B-Instruct", "cohere/command-r"):
+            backend = LiteLLMBackend(model)
+            backend.count_tokens("how many tokens is this?")
+            backend.context_window()
+            backend.prices()
+        import litellm
+        print("ATTEMPTS", attempts)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ATTEMPTS []" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+# --- 1. the answer cache and resume know the endpoint ---------------------------------------------
+
+
+@pytest.fixture
+def trace_file(tmp_path: Path) -> Path:
+    path = tmp_path / "run.json"
+    messages = [
+        {"role": "user", "content": "List the files in ./logs"},
+        {"role": "assistant", "content": "I will run ls -la ./logs now"},
+        {"role": "assistant", "content": "I will run ls -la ./logs now"},
+    ]
+    path.write_bytes(orjson.dumps(messages))
+    return path
+
+
+def _run(*args: object, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(main, [str(a) for a in args], env=env, catch_exceptions=False)
+
+
+def _llm(base_url: str) -> list[str]:
+    return ["--model", "openai/fake-judge", "--api-base", base_url, "--api-key", "k", "--no-hints", "--json"]
+
+
+def test_an_answer_from_one_endpoint_is_not_served_for_another(trace_file: Path, tmp_path: Path) -> None:
+    env = {"MAST_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeLLMServer(lambda body: ANSWER) as first, FakeLLMServer(lambda body: ANSWER) as second:
+        assert _run("classify", trace_file, *_llm(first.base_url), env=env).exit_code == 0
+        again = _run("classify", trace_file, *_llm(first.base_url), env=env)
+        assert Diagnosis.model_validate_json(again.stdout).usage.cached is True  # same endpoint: cached
+        other = _run("classify", trace_file, *_llm(second.base_url), env=env)
+        assert other.exit_code == 0, other.output
+        assert len(second.chat_requests) == 1  # the second server was asked
+        assert Diagnosis.model_validate_json(other.stdout).usage.cached is False
+
+
+def test_a_dead_endpoint_errors_instead_of_printing_a_cached_answer(trace_file: Path, tmp_path: Path) -> None:
+    env = {"MAST_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeLLMServer(lambda body: ANSWER) as server:
+        assert _run("classify", trace_file, *_llm(server.base_url), env=env).exit_code == 0
+    dead = _run("classify", trace_file, *_llm("http://127.0.0.1:9/v1"), "--max-retries", "0", env=env)
+    assert dead.exit_code != 0
+    diagnosis = Diagnosis.model_validate_json(dead.stdout)
+    assert diagnosis.status == "error" and not diagnosis.usage.cached
+    assert "127.0.0.1:9" in dead.stderr
+
+
+def test_the_judge_record_holds_the_endpoint_without_credentials(trace_file: Path, tmp_path: Path) -> None:
+    with FakeLLMServer(lambda body: ANSWER) as server:
+        with_user = server.base_url.replace("http://", "http://alice:hunter2@")
+        # The OpenAI client refuses credentials in the URL with a key given: the record is written either way.
+        done = _run(
+            "classify",
+            trace_file,
+            *_llm(with_user),
+            "--max-retries",
+            "0",
+            env={"MAST_CACHE_DIR": str(tmp_path)},
+        )
+    params = Diagnosis.model_validate_json(done.stdout).judge.params
+    assert params["endpoint"] == server.base_url.rstrip("/")
+    assert "hunter2" not in done.stdout and "alice" not in done.stdout
+
+
+def test_public_endpoint_drops_userinfo_and_secret_query_values() -> None:
+    url = "https://me:pw@llm.example:8443/openai/?api-key=s3cret&api-version=2024-06-01&sig=abc&token=t"
+    assert public_endpoint(url) == "https://llm.example:8443/openai?api-version=2024-06-01"
+    assert public_endpoint(None) is None
+
+
+def test_cache_keys_keep_runs_without_an_endpoint_and_separate_extra_options() -> None:
+    plain = JudgeConfig(model="openai/gpt-4o-mini").answer_params()
+    assert "endpoint" not in plain and "extra" not in plain  # keys of runs without them are unchanged
+    here = JudgeConfig(model="openai/gpt-4o-mini", api_base="http://127.0.0.1:1/v1").answer_params()
+    there = JudgeConfig(model="openai/gpt-4o-mini", api_base="http://127.0.0.1:2/v1").answer_params()
+    assert len({canonical_hash(plain), canonical_hash(here), canonical_hash(there)}) == 3
+    a = JudgeConfig(model="openai/gpt-4o-mini", extra={"top_p": 0.5}).answer_params()
+    b = JudgeConfig(model="openai/gpt-4o-mini", extra={"top_p": 0.9}).answer_params()
+    assert a["extra"] != b["extra"] and "0.5" not in str(a)
+    # Same server under other credentials is the same endpoint.
+    keyed = JudgeConfig(model="openai/x", api_base="http://u:p@127.0.0.1:1/v1", api_key="k1").answer_params()
+    assert keyed["endpoint"] == here["endpoint"]
+
+
+def test_resume_does_not_take_results_from_another_endpoint_as_done(trace_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    env = {"MAST_CACHE_DIR": str(tmp_path / "cache")}
+    base = ["--model", "openai/fake-judge", "--api-key", "k", "--no-hints", "-o", out]
+    with FakeLLMServer(lambda body: ANSWER) as first, FakeLLMServer(lambda body: ANSWER) as second:
+        assert _run("label", trace_file, *base, "--api-base", first.base_url, env=env).exit_code == 0
+        again = _run("label", trace_file, *base, "--api-base", second.base_url, env=env)
+        # Another endpoint is another judge: its results are not "done" for this one.
+        assert again.exit_code == 2 and "another judge or settings" in again.stderr
+        fresh = _run(
+            "label", trace_file, *base[:-1], tmp_path / "new.jsonl", "--api-base", second.base_url, env=env
+        )
+        assert fresh.exit_code == 0, fresh.output
+        assert len(second.chat_requests) == 1

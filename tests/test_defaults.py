@@ -13,9 +13,11 @@ import orjson
 import pytest
 from click.testing import CliRunner, Result
 
+from mast._env import parse_bool
 from mast._json import canonical_hash
 from mast.cli import main
 from mast.diagnosis import Diagnosis
+from mast.errors import UsageError
 from mast.judge.config import JudgeConfig, public_endpoint
 from mast.testing import FakeLLMServer, judge_answer
 
@@ -200,3 +202,88 @@ def test_resume_does_not_take_results_from_another_endpoint_as_done(trace_file: 
         )
         assert fresh.exit_code == 0, fresh.output
         assert len(second.chat_requests) == 1
+
+
+# --- 2. every MAST_* variable read strictly, with the rules of its flag ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [
+        ("MAST_REDACT", "enabled"),
+        ("MAST_REDACT", "always"),
+        ("MAST_REDACT", "2"),
+        ("MAST_HINTS", "maybe"),
+        ("MAST_CACHE", "sometimes"),
+        ("MAST_REDACT_IPS", "ipv4"),
+    ],
+)
+def test_an_unrecognised_boolean_variable_is_a_one_line_error(trace_file: Path, var: str, value: str) -> None:
+    result = _run("classify", trace_file, "--judge", "detectors", env={var: value})
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"{var}='{value}'" in lines[0]
+    assert "true" in lines[0] and "false" in lines[0]  # the accepted values
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "flag"),
+    [
+        ("MAST_TIMEOUT", "0", "--timeout"),
+        ("MAST_TIMEOUT", "soon", "--timeout"),
+        ("MAST_MAX_OUTPUT_TOKENS", "10", "--max-output-tokens"),
+        ("MAST_CONTEXT_WINDOW", "100", "--context-window"),
+        ("MAST_MAX_RETRIES", "-1", "--max-retries"),
+        ("MAST_TEMPERATURE", "nan", "--temperature"),
+        ("MAST_SAMPLES", "0", "--samples"),
+    ],
+)
+def test_a_number_variable_is_refused_where_its_flag_is(
+    trace_file: Path, var: str, value: str, flag: str
+) -> None:
+    by_flag = _run("classify", trace_file, "--judge", "detectors", flag, value)
+    by_env = _run("classify", trace_file, "--judge", "detectors", env={var: value})
+    assert by_flag.exit_code == 2 and by_env.exit_code == 2
+    lines = [line for line in by_env.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and var in lines[0]
+
+
+def test_boolean_words_are_the_same_everywhere() -> None:
+    for word in ("1", "true", "YES", "on", "y", "T"):
+        assert parse_bool("MAST_X", word) is True
+    for word in ("0", "false", "No", "off", "n", "F"):
+        assert parse_bool("MAST_X", word) is False
+    with pytest.raises(UsageError, match=r"MAST_X='enabled'"):
+        parse_bool("MAST_X", "enabled")
+
+
+def test_redaction_is_off_only_by_a_recognised_word_and_the_run_says_so(
+    trace_file: Path, tmp_path: Path
+) -> None:
+    with FakeLLMServer(lambda body: ANSWER) as server:
+        on = _run("classify", trace_file, *_llm(server.base_url), env={"MAST_REDACT": "Y", "MAST_CACHE": "0"})
+        off = _run(
+            "classify", trace_file, *_llm(server.base_url), env={"MAST_REDACT": "off", "MAST_CACHE": "0"}
+        )
+    assert on.exit_code == 0 and "redaction is off" not in on.stderr, on.output
+    assert Diagnosis.model_validate_json(on.stdout).judge.params["redact"] is True
+    assert off.exit_code == 0, off.output
+    assert off.stderr.count("redaction is off") == 1
+    assert Diagnosis.model_validate_json(off.stdout).judge.params["redact"] is False
+
+
+def test_other_variables_are_read_strictly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mast.judge.local import threads_for_now
+    from mast.otel import _tracer
+
+    monkeypatch.setenv("MAST_LOCAL_THREADS", "0")
+    with pytest.raises(UsageError, match="MAST_LOCAL_THREADS='0'"):
+        threads_for_now()
+    monkeypatch.setenv("MAST_LOCAL_THREADS", "3")
+    assert threads_for_now() == 3
+    monkeypatch.setenv("MAST_OTEL_JUDGE_SPANS", "maybe")
+    with pytest.raises(UsageError, match="MAST_OTEL_JUDGE_SPANS='maybe'"):
+        _tracer()
+    monkeypatch.setenv("MAST_TIMEOUT", "-5")
+    with pytest.raises(UsageError, match="MAST_TIMEOUT='-5'"):
+        JudgeConfig.from_options()

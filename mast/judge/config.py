@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from mast._env import env_value, parse_bool, parse_number
 from mast._json import canonical_hash
 from mast.errors import UsageError
 
@@ -60,6 +61,42 @@ ENV_VARS: dict[str, str] = {
     "quorum": "MAST_QUORUM",
 }
 """Each option that a ``MAST_*`` variable sets, and the variable (``--help`` shows them)."""
+
+NumberRule = tuple[type[int] | type[float], float | None, bool]
+"""``(kind, minimum, minimum excluded)`` of a number option."""
+
+FLAG_RANGES: dict[str, NumberRule] = {
+    "timeout": (float, 0, True),
+    "max_retries": (int, 0, False),
+    "max_reasks": (int, 0, False),
+    "temperature": (float, 0, False),
+    "seed": (int, None, False),
+    "max_output_tokens": (int, 64, False),
+    "context_window": (int, 512, False),
+    "price_input": (float, 0, False),
+    "price_output": (float, 0, False),
+    "samples": (int, 1, False),
+    "quorum": (int, 1, False),
+}
+"""The range of each number option, as its flag and its ``MAST_*`` variable both check it (the CLI's
+click types are built from this table). The Python API checks only what the model itself needs."""
+
+BOOL_OPTIONS = frozenset({"cache", "hints", "redact", "redact_ips"})
+"""Options a ``MAST_*`` variable switches on or off (read by :func:`mast._env.parse_bool`)."""
+
+
+def _env_option(name: str, var: str, raw: str) -> Any:
+    """The value of option ``name`` from its variable ``var``, read with the rules of its flag.
+
+    Raises:
+        UsageError: a boolean or number the flag would refuse.
+    """
+    if name in BOOL_OPTIONS:
+        return parse_bool(var, raw)
+    if name in FLAG_RANGES:
+        kind, minimum, min_open = FLAG_RANGES[name]
+        return parse_number(var, raw, kind, minimum=minimum, min_open=min_open)
+    return raw
 
 
 class JudgeConfig(BaseModel):
@@ -166,13 +203,9 @@ class JudgeConfig(BaseModel):
         values: dict[str, Any] = {}
         from_env: set[str] = set()
         for name, var in ENV_VARS.items():
-            if options.get(name) is None and os.environ.get(var) not in (None, ""):
-                raw = os.environ[var]
-                values[name] = (
-                    raw.lower() in ("1", "true", "yes", "on")
-                    if cls.model_fields[name].annotation is bool
-                    else raw
-                )
+            raw = env_value(var)
+            if options.get(name) is None and raw is not None:
+                values[name] = _env_option(name, var, raw)
                 from_env.add(name)
         values.update({k: v for k, v in options.items() if v is not None})
         try:

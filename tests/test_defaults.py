@@ -287,3 +287,113 @@ def test_other_variables_are_read_strictly(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("MAST_TIMEOUT", "-5")
     with pytest.raises(UsageError, match="MAST_TIMEOUT='-5'"):
         JudgeConfig.from_options()
+
+
+# --- 14. cosmetics ----------------------------------------------------------------------------------
+
+HAND_MADE = """{
+  "model":   "opus",
+  "permissions": { "allow": ["Bash(ls:*)", "Bash(git status)"] },
+  "hooks": {"Stop": [ {"hooks": [{"type": "command", "command": "notify-send done"}]} ]}
+}
+"""
+
+
+def test_hooks_uninstall_gives_back_a_hand_formatted_settings_file_byte_for_byte(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text(HAND_MADE)
+    for _ in range(2):  # installing twice still remembers the file as the user wrote it
+        assert _run("hooks", "install", "claude-code", "--settings", path).exit_code == 0
+    assert orjson.loads(path.read_bytes())["model"] == "opus"
+    done = _run("hooks", "uninstall", "claude-code", "--settings", path)
+    assert done.exit_code == 0 and "removed 3" in done.stdout
+    assert path.read_text() == HAND_MADE
+    assert [p.name for p in tmp_path.iterdir()] == ["settings.json"]  # install's memory is gone too
+
+
+def test_hooks_uninstall_keeps_what_the_user_changed_since_install(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text(HAND_MADE)
+    _run("hooks", "install", "claude-code", "--settings", path)
+    edited = orjson.loads(path.read_bytes())
+    edited["model"] = "sonnet"
+    path.write_bytes(orjson.dumps(edited))
+    _run("hooks", "uninstall", "claude-code", "--settings", path)
+    after = orjson.loads(path.read_bytes())
+    assert after["model"] == "sonnet" and "mast" not in path.read_text()
+
+
+def test_hooks_uninstall_deletes_a_settings_file_install_created(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    _run("hooks", "install", "claude-code", "--settings", path)
+    assert path.exists()
+    done = _run("hooks", "uninstall", "claude-code", "--settings", path)
+    assert done.exit_code == 0 and "had created" in done.stdout
+    assert not path.exists() and list(path.parent.iterdir()) == []
+    mine = tmp_path / "mine.json"
+    mine.write_text("{}\n")  # the user's own empty file stays
+    _run("hooks", "install", "claude-code", "--settings", mine)
+    _run("hooks", "uninstall", "claude-code", "--settings", mine)
+    assert mine.read_text() == "{}\n"
+
+
+def test_two_sessions_are_told_apart_in_the_hook_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mast.integrations import hooks
+
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text("")
+    monkeypatch.setattr(hooks, "check_transcript", lambda event: None)
+    monkeypatch.setattr(hooks, "spawn_labeller", lambda *args: None)
+    lines = []
+    for session in ("11111111-aaaa-4000-8000-000000000001", "11111111-aaab-4000-8000-000000000002"):
+        payload = {"session_id": session, "transcript_path": str(transcript), "hook_event_name": "SessionEnd"}
+        lines.append(
+            hooks.handle_event(payload, tool="claude-code", output=tmp_path / "r.jsonl", quiet=0, judge={})
+        )
+    assert "11111111-aaaa-4000-8000-000000000001" in lines[0]
+    assert "11111111-aaab-4000-8000-000000000002" in lines[1]
+
+
+def test_a_bad_mast_format_is_one_error_before_any_file(tmp_path: Path) -> None:
+    files = []
+    for n in range(3):
+        files.append(tmp_path / f"run{n}.json")
+        files[-1].write_text('[{"role": "user", "content": "hi"}]')
+    for command in ("classify", "normalize", "label"):
+        extra = ["-o", tmp_path / "out.jsonl"] if command == "label" else []
+        result = _run(command, *files, *extra, env={"MAST_FORMAT": "bogus"})
+        assert result.exit_code == 2, command
+        assert result.stderr.count("unknown format 'bogus'") == 1 and "MAST_FORMAT" in result.stderr, command
+
+
+def test_the_report_says_zero_cost_for_the_detectors_as_the_cli_does(
+    trace_file: Path, tmp_path: Path
+) -> None:
+    from mast.report import render_report
+
+    out = tmp_path / "results.jsonl"
+    labelled = _run("label", trace_file, "--judge", "detectors", "-o", out)
+    assert labelled.exit_code == 0, labelled.output
+    page = render_report(out)
+    assert "unknown" not in page.split("cost (USD)", 1)[1][:200]
+    assert "0.0000" in page.split("cost (USD)", 1)[1][:200]
+
+
+def test_redact_patterns_help_does_not_name_itself_as_its_variable() -> None:
+    help_text = " ".join(_run("classify", "--help").stdout.split())
+    start = help_text.index("--redact-patterns")
+    entry = help_text[start : start + 260]
+    assert "MAST_REDACT_PATTERNS" in entry and "[env: MAST_REDACT_PATTERNS]" not in entry
+
+
+def test_compare_reading_never_shows_nan_for_a_missing_caveat() -> None:
+    from mast.cli.validate import _reading
+
+    assert _reading({"reading": "A better", "caveat": float("nan")}) == "A better"
+    assert _reading({"reading": "A better", "caveat": None}) == "A better"
+    assert (
+        _reading({"reading": "no clear difference", "caveat": "few positives"})
+        == "no clear difference; few positives"
+    )

@@ -176,8 +176,9 @@ def test_outputs_are_written_and_a_rerun_calls_nothing(fake_validation, tmp_path
     page = (out / "report.html").read_text()
     assert "<circle class='kappa' data-code='1.2'" in page
     assert not re.search(r"(src|href)=['\"]?https?:", page)  # self-contained: nothing fetched
+    endpoint = report.judge["params"]["endpoint"]  # the same endpoint (its server is gone: nothing may be asked)
     with FakeLLMServer(ScriptedJudge()) as server:
-        again = validate(model="openai/fake-judge", api_base=server.base_url, api_key="test", context_window=400_000,
+        again = validate(model="openai/fake-judge", api_base=endpoint, api_key="test", context_window=400_000,
                          output=out, n_boot=0, cache=False)
         assert server.chat_requests == []  # resumed from each set's results.jsonl
     assert [m.kappa for m in again.modes] == [m.kappa for m in report.modes]

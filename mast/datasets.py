@@ -240,8 +240,8 @@ def _mirrored(url: str, mirror: str | None) -> str:
     return f"{mirror.rstrip('/')}/{parts.netloc}{parts.path}"
 
 
-def _download_pinned(url: str, target: Path, expected_sha256: str) -> None:
-    """Fetch ``url`` into ``target`` atomically, refusing bytes whose sha256 is not ``expected_sha256``."""
+def _download_pinned(url: str, target: Path, expected_sha256: str, expected_bytes: int | None = None) -> None:
+    """Fetch ``url`` into ``target`` atomically, refusing bytes whose sha256 (or size) is not the pinned one."""
     import tempfile
 
     import httpx
@@ -254,7 +254,11 @@ def _download_pinned(url: str, target: Path, expected_sha256: str) -> None:
         with os.fdopen(fd, "wb") as out, httpx.stream("GET", url, timeout=DOWNLOAD_TIMEOUT_S, follow_redirects=True) as response:
             if response.status_code != 200:
                 raise OSError(f"HTTP {response.status_code}")
+            written = 0
             for block in response.iter_bytes(1 << 16):
+                written += len(block)
+                if expected_bytes is not None and written > expected_bytes:  # a server that never stops fills no disk
+                    raise EvaluationError(f"{url}: more than the pinned {expected_bytes:,} bytes; refused (nothing was cached)")
                 digest.update(block)
                 out.write(block)
         got = digest.hexdigest()
@@ -313,7 +317,7 @@ def fetch_label_set(
             continue
         url = _mirrored(entry.url, mirror)
         try:
-            _download_pinned(url, path, entry.sha256)
+            _download_pinned(url, path, entry.sha256, entry.bytes)
         except (httpx.HTTPError, OSError) as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise UsageError(

@@ -142,7 +142,9 @@ def test_a_wrong_checksum_is_refused_in_one_line_and_nothing_is_cached(mirror: M
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     (entry,) = datasets.label_set_files("mad-human")
     target = _mirror_path(tmp_path / "mirror", entry.url)  # the fixture's tree (same tmp_path)
-    target.write_bytes(target.read_bytes() + b" ")  # one byte more: the same JSON, not the published file
+    data = bytearray(target.read_bytes())
+    data[-1] ^= 1  # the same size, one bit changed: not the published file
+    target.write_bytes(bytes(data))
     monkeypatch.setenv("MAST_DATA_MIRROR", mirror.url)
     result = CliRunner().invoke(main, ["validate", "--judge", "detectors", "--set", "mad-human", "-o", str(tmp_path / "v")])
     assert result.exit_code != 0

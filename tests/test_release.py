@@ -56,12 +56,14 @@ def test_the_wheel_carries_mast_and_its_prompts_but_no_data(dist: tuple[Path, Pa
     # The data files the package needs at run time: the redaction rules (mast/redact/pii.py and
     # mast/redact/gitleaks.py read them; the gitleaks file carries its MIT notice) and the real-file
     # coverage that `mast formats` shows (generated from the goldens in tests/goldens, which the wheel does not carry)
-    # and the pinned homes of the validation sets (mast/data/label_sets.json: URLs and sha256, no data).
+    # the pinned homes of the validation sets (mast/data/label_sets.json: URLs and sha256, no data) and the
+    # published figures mast compares with (mast/data/paper_numbers.json, each with its source).
     assert sorted(n for n in names if "/data/" in n or n.startswith("tests/")) == [
         "mast/data/credential_rules.yaml",
         "mast/data/format_coverage.json",
         "mast/data/gitleaks_rules.json",
         "mast/data/label_sets.json",
+        "mast/data/paper_numbers.json",
     ]
 
 

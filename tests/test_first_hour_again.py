@@ -123,7 +123,8 @@ def test_a_second_ctrl_c_stops_at_once_and_the_abandoned_trace_is_judged_on_resu
         assert "1 abandoned (redone on resume)" in run.stderr  # the one in flight, not "not started"
         assert run.stderr.rstrip().endswith("run the same command again to continue"), run.stderr
         assert len(read_results(out)) == 1  # the abandoned trace has no line
-    with FakeLLMServer() as server:
+        port = server.port
+    with FakeLLMServer(port=port) as server:  # the same endpoint: the same command again
         again = cli("label", runs, "-o", out, *llm_args(server))
         assert again.exit_code == 0, again.output
         assert len(server.chat_requests) == 5 and len(read_results(out)) == 6

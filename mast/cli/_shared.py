@@ -85,6 +85,18 @@ def check_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
+format_option = click.option(
+    "--format",
+    "format_",
+    default="auto",
+    show_default=True,
+    envvar="MAST_FORMAT",
+    callback=check_format,
+    help="Source format (see `mast formats`).",
+)
+"""``--format`` / ``MAST_FORMAT``, the same option on every command that reads traces."""
+
+
 def boot_seed_option(command: Callable[..., Any]) -> Callable[..., Any]:
     """``--boot-seed``: the bootstrap's seed, named as in ``mast validate``.
 

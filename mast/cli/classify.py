@@ -14,7 +14,7 @@ from mast._outputs import terminal_safe
 from mast.batch.walk import no_traces_error, select_files
 from mast.cli._judge_options import judge_options
 from mast.cli._run_control import fail_on_option, file_options, gate_exit, modes_found, parse_fail_on
-from mast.cli._shared import check_format, plural, safe_text, stderr, stdout, write_line
+from mast.cli._shared import format_option, plural, safe_text, stderr, stdout, write_line
 from mast.diagnosis import Diagnosis
 from mast.errors import TraceFormatError
 from mast.judge.classify import judge_notice
@@ -150,15 +150,7 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
 
 @click.command("classify")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option(
-    "--format",
-    "format_",
-    default="auto",
-    show_default=True,
-    envvar="MAST_FORMAT",
-    callback=check_format,
-    help="Source format (see `mast formats`).",
-)
+@format_option
 @click.option("--json", "as_json", is_flag=True, help="Print each Diagnosis as one JSON line.")
 @judge_options
 @file_options

@@ -37,7 +37,7 @@ from mast.batch import (
 from mast.batch.breaker import DEFAULT_MAX_CONSECUTIVE_ERRORS, CircuitBreaker
 from mast.cli._judge_options import judge_options
 from mast.cli._run_control import fail_on_option, file_options, gate_exit, parse_fail_on, selection_options
-from mast.cli._shared import check_format, plural, stderr, write_line
+from mast.cli._shared import format_option, plural, stderr, write_line
 from mast.cli._source_options import SourceInputs, source_options
 from mast.diagnosis import Diagnosis
 from mast.engines import label
@@ -100,15 +100,7 @@ NOT_ASSESSED = "—"
 )
 @click.option("--dry-run", is_flag=True, help="Count traces and estimate tokens and cost; call no LLM.")
 @click.option("--overwrite", is_flag=True, help="Start over: empty the results file instead of resuming.")
-@click.option(
-    "--format",
-    "format_",
-    default="auto",
-    show_default=True,
-    envvar="MAST_FORMAT",
-    callback=check_format,
-    help="Source format (see `mast formats`).",
-)
+@format_option
 @click.option("--recursive/--no-recursive", default=True, show_default=True, help="Walk sub-folders.")
 @click.option(
     "--shard",

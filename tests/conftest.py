@@ -12,6 +12,10 @@ import pytest
 from _data import CORPUS, CORPUS_NAMES, SKIP_REASON, VALIDATION, build_label_sets, remove_label_sets
 from hypothesis import HealthCheck, settings
 
+# The CLI sizes its tables to COLUMNS when it is set (mast/cli/_shared.py); pytest-xdist's workers
+# set COLUMNS=80, which would wrap the lines tests read. Tests see the off-terminal width, as CI does.
+os.environ.pop("COLUMNS", None)
+
 # Property tests must not fail because the machine is busy: no per-example deadline, and no health
 # check on slow data generation (both measure the machine, not the code).
 settings.register_profile("mast", deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -38,16 +42,23 @@ _USES_CORPUS = re.compile(r"\b(?:" + "|".join(CORPUS_NAMES) + r")\b")
 _CORPUS_SKIPPED = pytest.StashKey[int]()
 
 
+def _xdist_worker(config: pytest.Config) -> bool:
+    """True in a pytest-xdist worker: the controller builds and removes what all workers share."""
+    return hasattr(config, "workerinput")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "corpus: needs the third-party corpus beside the checkout (tests/_data.py)")
     config.stash[_CORPUS_SKIPPED] = 0
     if CORPUS is not None:
-        build_label_sets()
+        if not _xdist_worker(config):  # built once, before any worker starts
+            build_label_sets()
         os.environ["MAST_VALIDATION_DIR"] = str(VALIDATION)  # for module-scoped fixtures too (set again per test)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    remove_label_sets()
+    if not _xdist_worker(config):  # a worker that ends first must not remove what the others read
+        remove_label_sets()
 
 
 def _source(func: Callable[..., Any] | None) -> str:

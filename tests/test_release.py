@@ -51,11 +51,13 @@ def test_the_wheel_carries_mast_and_its_prompts_but_no_data(dist: tuple[Path, Pa
     names = zipfile.ZipFile(dist[0]).namelist()
     assert "mast/__init__.py" in names and "mast/py.typed" in names
     assert any(n.startswith("mast/prompts/taxonomy/") for n in names)
-    outside = [n for n in names if not n.startswith(("mast/", "mast_judge-"))]
+    outside = [n for n in names if not n.startswith(("mast/", "mast_judge/", "mast_judge-"))]
     assert not outside, outside  # no tests/, data/ or other top-level folders
+    # mast_judge/ holds only the names other tools' registries find mast by (the Scout scanner).
+    assert sorted(n for n in names if n.startswith("mast_judge/")) == ["mast_judge/__init__.py", "mast_judge/scout.py"]
     # The data files the package needs at run time: the redaction rules (mast/redact/pii.py and
     # mast/redact/gitleaks.py read them; the gitleaks file carries its MIT notice) and the real-file
-    # coverage that `mast formats` shows (generated from the goldens in tests/goldens, which the wheel does not carry)
+    # coverage that `mast formats` shows (generated from the goldens in tests/golden, which the wheel does not carry)
     # the pinned homes of the validation sets (mast/data/label_sets.json: URLs and sha256, no data) and the
     # published figures mast compares with (mast/data/paper_numbers.json, each with its source).
     assert sorted(n for n in names if "/data/" in n or n.startswith("tests/")) == [

@@ -166,7 +166,7 @@ CANDIDATE_DROPS = {
 def drop_counts(open_coding: dict[str, Any], candidates: Iterable[Candidate]) -> dict[str, dict[str, int]]:
     """Open codes and candidates dropped, by reason (the ``open_coding`` stage's counts and the refusals)."""
     coded = open_coding.get("open_coding", {})
-    refused = Counter(c.refused_for for c in candidates if c.status == "refused" and c.refused_for)
+    refused = Counter(str(c.refused_for) for c in candidates if c.status == "refused" and c.refused_for)
     return {
         "codes": {key: int(coded.get(key, 0)) for key in CODE_DROPS},
         "candidates": {key: refused.get(key, 0) for key in CANDIDATE_DROPS},

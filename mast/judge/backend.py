@@ -30,7 +30,7 @@ from mast.judge._litellm_offline import pin_offline
 from mast.judge.backend_errors import classify_error, retry_after_seconds, setup_failure, translate_error
 from mast.judge.config import JudgeConfig, StructuredOutput
 from mast.judge.pricing import Prices, call_cost, list_cost, usage_parts
-from mast.judge.protocol import Backend, Completion, Mode, UsageMeter
+from mast.judge.protocol import Backend, Completion, Mode, UsageMeter, is_constrained
 from mast.judge.schema import OutputSpec
 from mast.otel import judge_call_span
 
@@ -69,7 +69,6 @@ RETRY_AFTER_MAX = 120.0
 _STRICT_PROVIDERS = ("openai", "azure")
 # Providers whose model info litellm fetches from the network rather than its bundled table.
 _HUB_INFO_PREFIXES = ("huggingface/",)
-_SELF_HOSTED_PREFIXES = ("openai/", "hosted_vllm/", "llamafile/", "llama_cpp/")
 # Keywords OpenAI's strict structured outputs reject; kept for grammar-based servers (llama.cpp).
 _UNSUPPORTED_STRICT = ("maxLength", "minLength")
 # Providers whose Claude models take Anthropic's cache_control breakpoints (litellm passes them on).
@@ -116,7 +115,7 @@ class LiteLLMBackend:
         """List prices given by the user (``--price-input``/``--price-output``, dollars per million
         tokens); they win over litellm's table, cache and batch rates derived by the documented factors."""
         # A self-hosted OpenAI-compatible server (llama.cpp, vLLM) turns json_schema into a grammar.
-        self.constrained = free or (api_base is not None and model.startswith(_SELF_HOSTED_PREFIXES))
+        self.constrained = is_constrained(model, api_base, free=free)
 
     @classmethod
     def from_config(cls, config: JudgeConfig, **overrides: Any) -> LiteLLMBackend:

@@ -27,6 +27,11 @@ TRACES_GOLDEN = REPO / "tests" / "data" / "traces_golden"
 because the sample-corpus test reads every file in those folders as a trace."""
 COVERAGE_FILE = REPO / "mast" / "data" / "format_coverage.json"
 KEEP = {"MANIFEST.md", "GOLDEN.yaml"}
+UNTRACKED = REPO / "tests" / "untracked" / "real"
+"""Real files kept out of git (third-party bytes): ``tests/untracked/real/<format>/``, else the shared corpus."""
+SHARED = REPO.parent / "shared" / "real"
+UNTRACKED_GOLDENS = REPO / "tests" / "goldens"
+"""Goldens (our writing, committed) of the untracked real files, with each file's repository, path, commit and sha256."""
 WRITTEN_FOR_MAST = "written for mast"
 _CELL_CODE = re.compile(r"^`(.*)`$")
 
@@ -78,7 +83,15 @@ def manifest_rows(folder: Path) -> dict[str, ManifestRow]:
         if len(cells) < 7 or cells[0] in ("file", "") or set(cells[0]) <= set("-: "):
             continue
         size = cells[1].replace(",", "").strip()
-        rows[cells[0]] = ManifestRow(cells[0], int(size) if size.isdigit() else None, cells[2], cells[3], cells[4], cells[5], cells[6].lower())
+        rows[cells[0]] = ManifestRow(
+            cells[0],
+            int(size) if size.isdigit() else None,
+            cells[2],
+            cells[3],
+            cells[4],
+            cells[5],
+            cells[6].lower(),
+        )
     return rows
 
 
@@ -90,8 +103,52 @@ def goldens(folder: Path) -> dict[str, dict[str, Any]]:
     return {str(k): v for k, v in data.items() if isinstance(v, dict)}
 
 
+def untracked_file(folder: str, name: str) -> Path | None:
+    """A real file kept out of git, from ``tests/untracked/real/`` or ``../shared/real/``; ``None`` when neither has it."""
+    for root in (UNTRACKED, SHARED):
+        path = root / folder / name
+        if path.is_file():
+            return path
+    return None
+
+
+def untracked_goldens(folder: str) -> dict[str, dict[str, Any]]:
+    """The goldens of ``tests/goldens/<folder>/GOLDEN.yaml``, by file name."""
+    return goldens(UNTRACKED_GOLDENS / folder)
+
+
+def untracked_real_files() -> list[RealFile]:
+    """The files ``tests/goldens/`` describes, present or not: their goldens say where each came from.
+
+    Coverage counts them either way (it must not change with what one checkout happens to hold);
+    ``tests/test_real_untracked.py`` checks each one where it is present.
+    """
+    found: list[RealFile] = []
+    folders = (
+        sorted(p for p in UNTRACKED_GOLDENS.iterdir() if p.is_dir()) if UNTRACKED_GOLDENS.is_dir() else []
+    )
+    for folder in folders:
+        for name, golden in sorted(goldens(folder).items()):
+            row = ManifestRow(
+                name,
+                None,
+                str(golden.get("repo")),
+                str(golden.get("path")),
+                str(golden.get("commit")),
+                str(golden.get("licence")),
+                str(golden.get("sha256")),
+            )
+            path = untracked_file(folder.name, name) or UNTRACKED / folder.name / name
+            found.append(RealFile(folder.name, path, row, golden))
+    return found
+
+
 def folders() -> list[Path]:
-    return sorted(p for p in REAL.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))) if REAL.is_dir() else []
+    return (
+        sorted(p for p in REAL.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+        if REAL.is_dir()
+        else []
+    )
 
 
 def real_files() -> list[RealFile]:
@@ -140,7 +197,11 @@ def agent_names(traces: list[Trace]) -> set[str]:
 
 def step_count(trace: Trace) -> int:
     """Steps as a reader counts them: system prompts are an agent's set-up, not steps of the run (framework events are)."""
-    return sum(1 for s in trace.steps if not (s.role in ("system", "developer") and s.kind == "system" and not s.attributes.get("event")))
+    return sum(
+        1
+        for s in trace.steps
+        if not (s.role in ("system", "developer") and s.kind == "system" and not s.attributes.get("event"))
+    )
 
 
 def tool_calls(traces: list[Trace]) -> list[str]:
@@ -150,7 +211,7 @@ def tool_calls(traces: list[Trace]) -> list[str]:
 def coverage(files: list[RealFile] | None = None) -> dict[str, dict[str, Any]]:
     """Per format: real files, source repositories and framework versions of the corpus."""
     out: dict[str, dict[str, Any]] = {}
-    for item in files if files is not None else [*real_files(), *sample_files()]:
+    for item in files if files is not None else [*real_files(), *sample_files(), *untracked_real_files()]:
         if not is_real(item) or item.golden is None or not item.golden.get("format"):
             continue  # a file that is no trace (its golden names no format) proves no reader
         fmt = str(item.golden["format"])
@@ -176,7 +237,7 @@ def coverage_document(files: list[RealFile] | None = None) -> dict[str, Any]:
     """What ``mast/data/format_coverage.json`` holds (no dates: it changes only when the corpus does)."""
     return {
         "schema": "mast-format-coverage/1",
-        "source": "tests/data/real/<format>/MANIFEST.md (files, repositories) and GOLDEN.yaml (versions)",
+        "source": "tests/data/real/<format>/MANIFEST.md (files, repositories) and GOLDEN.yaml (versions); tests/goldens/<format>/GOLDEN.yaml for real files kept out of git",
         "formats": coverage(files),
     }
 

@@ -1,10 +1,13 @@
-"""The real-file corpus (``tests/data/real/<format>/``): its MANIFESTs, its goldens, and what a trace shows.
+"""The real-file corpus (``real/<format>/`` beside the checkout): its MANIFESTs, its goldens, and what a trace shows.
 
-Each folder holds files found in public repositories, byte for byte, a ``MANIFEST.md`` table (file,
-bytes, source repo, path in repo, commit, licence, sha256) and a ``GOLDEN.yaml`` of what a careful
-reader sees in each file, written without reading mast's code. ``tests/test_real_files.py`` checks
-mast against the goldens; ``tests/test_real_mutations.py`` mutates the files; the coverage that
-``mast formats`` shows (``mast/data/format_coverage.json``) is computed here.
+Each corpus folder holds files found in public repositories, byte for byte, with a ``MANIFEST.md`` table
+(file, bytes, source repo, path in repo, commit, licence, sha256); it lives outside the repository
+(``tests/_data.py`` finds it). The goldens, what a careful reader sees in each file, written without
+reading mast's code, are the project's own and live in ``tests/golden/real/<format>/GOLDEN.yaml``; each
+entry names its file's ``source`` (repo, path, commit, sha256, licence), checked against the bytes read.
+``tests/test_real_files.py`` checks mast against the goldens; ``tests/test_real_mutations.py`` mutates
+the files; the coverage that ``mast formats`` shows (``mast/data/format_coverage.json``) is computed
+from the goldens alone, so it is the same with or without the corpus.
 """
 
 from __future__ import annotations
@@ -16,22 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _data import REPO
+from _data import GOLDENS, REAL, REPO, TRACES, verified
 
 from mast.trace import Trace
 
-REAL = REPO / "tests" / "data" / "real"
-TRACES = REPO / "tests" / "data" / "traces"
-TRACES_GOLDEN = REPO / "tests" / "data" / "traces_golden"
-"""Goldens for the real files of the older sample folders (``tests/data/traces/<folder>/``), kept apart
-because the sample-corpus test reads every file in those folders as a trace."""
+REAL_GOLDEN = GOLDENS / "real"
+TRACES_GOLDEN = GOLDENS / "traces"
+"""Goldens for the real files of the older sample folders (``traces/<folder>/`` of the corpus)."""
 COVERAGE_FILE = REPO / "mast" / "data" / "format_coverage.json"
 KEEP = {"MANIFEST.md", "GOLDEN.yaml"}
-UNTRACKED = REPO / "tests" / "untracked" / "real"
-"""Real files kept out of git (third-party bytes): ``tests/untracked/real/<format>/``, else the shared corpus."""
-SHARED = REPO.parent / "shared" / "real"
-UNTRACKED_GOLDENS = REPO / "tests" / "goldens"
-"""Goldens (our writing, committed) of the untracked real files, with each file's repository, path, commit and sha256."""
 WRITTEN_FOR_MAST = "written for mast"
 _CELL_CODE = re.compile(r"^`(.*)`$")
 
@@ -83,15 +79,7 @@ def manifest_rows(folder: Path) -> dict[str, ManifestRow]:
         if len(cells) < 7 or cells[0] in ("file", "") or set(cells[0]) <= set("-: "):
             continue
         size = cells[1].replace(",", "").strip()
-        rows[cells[0]] = ManifestRow(
-            cells[0],
-            int(size) if size.isdigit() else None,
-            cells[2],
-            cells[3],
-            cells[4],
-            cells[5],
-            cells[6].lower(),
-        )
+        rows[cells[0]] = ManifestRow(cells[0], int(size) if size.isdigit() else None, cells[2], cells[3], cells[4], cells[5], cells[6].lower())
     return rows
 
 
@@ -103,75 +91,48 @@ def goldens(folder: Path) -> dict[str, dict[str, Any]]:
     return {str(k): v for k, v in data.items() if isinstance(v, dict)}
 
 
-def untracked_file(folder: str, name: str) -> Path | None:
-    """A real file kept out of git, from ``tests/untracked/real/`` or ``../shared/real/``; ``None`` when neither has it."""
-    for root in (UNTRACKED, SHARED):
-        path = root / folder / name
-        if path.is_file():
-            return path
-    return None
-
-
-def untracked_goldens(folder: str) -> dict[str, dict[str, Any]]:
-    """The goldens of ``tests/goldens/<folder>/GOLDEN.yaml``, by file name."""
-    return goldens(UNTRACKED_GOLDENS / folder)
-
-
-def untracked_real_files() -> list[RealFile]:
-    """The files ``tests/goldens/`` describes, present or not: their goldens say where each came from.
-
-    Coverage counts them either way (it must not change with what one checkout happens to hold);
-    ``tests/test_real_untracked.py`` checks each one where it is present.
-    """
-    found: list[RealFile] = []
-    folders = (
-        sorted(p for p in UNTRACKED_GOLDENS.iterdir() if p.is_dir()) if UNTRACKED_GOLDENS.is_dir() else []
-    )
-    for folder in folders:
-        for name, golden in sorted(goldens(folder).items()):
-            row = ManifestRow(
-                name,
-                None,
-                str(golden.get("repo")),
-                str(golden.get("path")),
-                str(golden.get("commit")),
-                str(golden.get("licence")),
-                str(golden.get("sha256")),
-            )
-            path = untracked_file(folder.name, name) or UNTRACKED / folder.name / name
-            found.append(RealFile(folder.name, path, row, golden))
-    return found
-
-
 def folders() -> list[Path]:
-    return (
-        sorted(p for p in REAL.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
-        if REAL.is_dir()
-        else []
-    )
+    return sorted(p for p in REAL.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))) if REAL.is_dir() else []
+
+
+def _checked(path: Path, golden: dict[str, Any] | None) -> Path:
+    source = (golden or {}).get("source") or {}
+    return verified(path, str(source["sha256"])) if source.get("sha256") else path
 
 
 def real_files() -> list[RealFile]:
-    """Every data file of the corpus (everything in a folder but its MANIFEST and GOLDEN)."""
+    """Every data file of the corpus (everything in a folder but its MANIFEST), each checked against its golden's sha256."""
     found: list[RealFile] = []
     for folder in folders():
-        rows, gold = manifest_rows(folder), goldens(folder)
+        rows, gold = manifest_rows(folder), goldens(REAL_GOLDEN / folder.name)
         for path in sorted(folder.iterdir()):
             if path.is_file() and path.name not in KEEP and not path.name.startswith("."):
-                found.append(RealFile(folder.name, path, rows.get(path.name), gold.get(path.name)))
+                golden = gold.get(path.name)
+                found.append(RealFile(folder.name, _checked(path, golden), rows.get(path.name), golden))
     return found
 
 
+def golden_entries() -> list[tuple[str, str, dict[str, Any]]]:
+    """(folder, file name, golden) for every golden of the real corpus and the sample folders; no corpus needed."""
+    entries: list[tuple[str, str, dict[str, Any]]] = []
+    for root, prefix in ((REAL_GOLDEN, ""), (TRACES_GOLDEN, "traces/")):
+        for folder in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
+            entries += [(prefix + folder.name, name, golden) for name, golden in sorted(goldens(folder).items())]
+    return entries
+
+
 def sample_files() -> list[RealFile]:
-    """The files of ``tests/data/traces/<folder>/`` that have a golden in ``tests/data/traces_golden/<folder>/``."""
+    """The files of the corpus' ``traces/<folder>/`` that have a golden in ``tests/golden/traces/<folder>/``."""
     found: list[RealFile] = []
-    if not TRACES_GOLDEN.is_dir():
+    if not TRACES_GOLDEN.is_dir() or not TRACES.is_dir():
         return found
     for golden_dir in sorted(p for p in TRACES_GOLDEN.iterdir() if p.is_dir()):
         folder = TRACES / golden_dir.name
         rows = manifest_rows(folder)
         for name, golden in sorted(goldens(golden_dir).items()):
-            found.append(RealFile(f"traces/{golden_dir.name}", folder / name, rows.get(name), golden))
+            path = folder / name
+            found.append(RealFile(f"traces/{golden_dir.name}", _checked(path, golden) if path.is_file() else path,
+                                  rows.get(name), golden))
     return found
 
 
@@ -197,30 +158,27 @@ def agent_names(traces: list[Trace]) -> set[str]:
 
 def step_count(trace: Trace) -> int:
     """Steps as a reader counts them: system prompts are an agent's set-up, not steps of the run (framework events are)."""
-    return sum(
-        1
-        for s in trace.steps
-        if not (s.role in ("system", "developer") and s.kind == "system" and not s.attributes.get("event"))
-    )
+    return sum(1 for s in trace.steps if not (s.role in ("system", "developer") and s.kind == "system" and not s.attributes.get("event")))
 
 
 def tool_calls(traces: list[Trace]) -> list[str]:
     return [c.name for t in traces for s in t.steps for c in s.tool_calls]
 
 
-def coverage(files: list[RealFile] | None = None) -> dict[str, dict[str, Any]]:
-    """Per format: real files, source repositories and framework versions of the corpus."""
+def coverage(entries: list[tuple[str, str, dict[str, Any]]] | None = None) -> dict[str, dict[str, Any]]:
+    """Per format: real files, source repositories and framework versions, read from the goldens' ``source``."""
     out: dict[str, dict[str, Any]] = {}
-    for item in files if files is not None else [*real_files(), *sample_files(), *untracked_real_files()]:
-        if not is_real(item) or item.golden is None or not item.golden.get("format"):
-            continue  # a file that is no trace (its golden names no format) proves no reader
-        fmt = str(item.golden["format"])
+    for _folder, _name, golden in entries if entries is not None else golden_entries():
+        source = golden.get("source") or {}
+        repo = str(source.get("repo") or "")
+        if not repo or WRITTEN_FOR_MAST in repo.lower() or not golden.get("format"):
+            continue  # a file written for mast, or no trace (its golden names no format), proves no reader
+        fmt = str(golden["format"])
         entry = out.setdefault(fmt, {"files": 0, "repositories": [], "versions": []})
         entry["files"] += 1
-        assert item.row is not None
-        if item.row.repo not in entry["repositories"]:
-            entry["repositories"].append(item.row.repo)
-        version = str(item.golden.get("version") or "").strip()
+        if repo not in entry["repositories"]:
+            entry["repositories"].append(repo)
+        version = str(golden.get("version") or "").strip()
         if version and version not in entry["versions"]:
             entry["versions"].append(version)
     for entry in out.values():
@@ -233,12 +191,12 @@ README_START = "<!-- format-coverage: written by MAST_UPDATE_GOLDEN=1 pytest tes
 README_END = "<!-- /format-coverage -->"
 
 
-def coverage_document(files: list[RealFile] | None = None) -> dict[str, Any]:
+def coverage_document(entries: list[tuple[str, str, dict[str, Any]]] | None = None) -> dict[str, Any]:
     """What ``mast/data/format_coverage.json`` holds (no dates: it changes only when the corpus does)."""
     return {
         "schema": "mast-format-coverage/1",
-        "source": "tests/data/real/<format>/MANIFEST.md (files, repositories) and GOLDEN.yaml (versions); tests/goldens/<format>/GOLDEN.yaml for real files kept out of git",
-        "formats": coverage(files),
+        "source": "tests/golden/{real,traces}/<folder>/GOLDEN.yaml (each entry's source repository, format and version)",
+        "formats": coverage(entries),
     }
 
 

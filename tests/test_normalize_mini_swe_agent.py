@@ -1,4 +1,4 @@
-"""mini-SWE-agent's v2 envelope (written for mast from the documented shape; the real bare lists are in test_real_untracked)."""
+"""mini-SWE-agent's v2 envelope (written for mast from the documented shape; the real bare lists are in the corpus, read by test_real_files)."""
 
 from __future__ import annotations
 

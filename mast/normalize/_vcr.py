@@ -11,6 +11,8 @@ response's body in one of several ways, and a format that reads cassettes must t
 
 :func:`body_of` returns the parsed JSON value when the body is JSON, else its text. Gzip and
 deflate are inflated up to :data:`MAX_DECOMPRESSED_BYTES`; a larger body is cut there, with a note.
+A streamed reply (server-sent events) is joined by :mod:`mast.normalize._streams` into the body the
+same call returns unstreamed, whatever the dialect.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from mast.caps import (
     decompress_prefix,
 )
 from mast.errors import TraceFormatError
-from mast.normalize._common import usage_from
+from mast.normalize._common import as_dict, usage_from
 from mast.normalize._msg_common import Msg
+from mast.normalize._streams import assemble_stream, is_event_stream
 from mast.normalize._timeline import Timeline
 
 if TYPE_CHECKING:
@@ -63,8 +66,10 @@ def inflate(blob: bytes, notes: list[str] | None = None, *, limit: int | None = 
             notes.append(f"a recorded body is compressed but does not inflate ({exc}): kept as it is")
         return blob
     if cut and notes is not None:
-        notes.append(f"a recorded body inflates to more than {limit // 2**20} MiB: cut there "
-                     f"(the MAX_DECOMPRESSED_BYTES cap, {limit:,} bytes)")
+        notes.append(
+            f"a recorded body inflates to more than {limit // 2**20} MiB: cut there "
+            f"(the MAX_DECOMPRESSED_BYTES cap, {limit:,} bytes)"
+        )
     return out
 
 
@@ -152,70 +157,6 @@ def body_text(part: Any, notes: list[str] | None = None) -> str | None:
     return orjson.dumps(body, default=str).decode()
 
 
-def is_event_stream(text: Any) -> bool:
-    """A server-sent-events body (``data: {...}`` lines), as streamed completions are recorded."""
-    return isinstance(text, str) and text.lstrip().startswith(("data:", "event:"))
-
-
-def chat_completion_from_stream(text: str) -> dict[str, Any] | None:
-    """An OpenAI chat-completions stream (``chat.completion.chunk`` events) joined into one completion.
-
-    Text deltas are concatenated, tool-call deltas joined by their ``index`` (id, name, argument
-    pieces); the usage of the last chunk that has one is kept. ``None`` when no chunk is found.
-    """
-    completion: dict[str, Any] | None = None
-    choices: dict[int, dict[str, Any]] = {}
-    for line in text.splitlines():
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if not payload or payload == "[DONE]":
-            continue
-        try:
-            chunk = orjson.loads(payload)
-        except orjson.JSONDecodeError:
-            continue
-        if not isinstance(chunk, dict):
-            continue
-        if completion is None:
-            completion = {k: v for k, v in chunk.items() if k not in ("choices", "object")}
-            completion["object"] = "chat.completion"
-        if isinstance(chunk.get("usage"), dict):
-            completion["usage"] = chunk["usage"]
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict):
-                continue
-            index = choice.get("index", 0) if isinstance(choice.get("index"), int) else 0
-            joined = choices.setdefault(index, {"index": index, "message": {"role": "assistant", "content": ""}, "finish_reason": None})
-            message = joined["message"]
-            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
-            if isinstance(delta.get("role"), str):
-                message["role"] = delta["role"]
-            if isinstance(delta.get("content"), str):
-                message["content"] += delta["content"]
-            for call in delta.get("tool_calls") or []:
-                if not isinstance(call, dict):
-                    continue
-                calls = message.setdefault("tool_calls", [])
-                position = call.get("index", len(calls)) if isinstance(call.get("index"), int) else len(calls)
-                while len(calls) <= position:
-                    calls.append({"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
-                target = calls[position]
-                if call.get("id"):
-                    target["id"] = call["id"]
-                function = call.get("function") if isinstance(call.get("function"), dict) else {}
-                if isinstance(function.get("name"), str):
-                    target["function"]["name"] += function["name"]
-                if isinstance(function.get("arguments"), str):
-                    target["function"]["arguments"] += function["arguments"]
-            if choice.get("finish_reason"):
-                joined["finish_reason"] = choice["finish_reason"]
-    if completion is None:
-        return None
-    completion["choices"] = [choices[i] for i in sorted(choices)]
-    return completion
-
-
 # --- a conversation rebuilt from a cassette's model calls ---------------------------------------
 
 
@@ -233,12 +174,18 @@ class RecordedCall:
 def interactions(data: Any) -> list[dict[str, Any]] | None:
     """A cassette's ``interactions`` list (each with a ``request``), else ``None``."""
     items = data.get("interactions") if isinstance(data, dict) else None
-    if isinstance(items, list) and items and all(isinstance(i, dict) and isinstance(i.get("request"), dict) for i in items):
+    if (
+        isinstance(items, list)
+        and items
+        and all(isinstance(i, dict) and isinstance(i.get("request"), dict) for i in items)
+    ):
         return items
     return None
 
 
-def recorded_calls(data: Any, *paths: str, notes: list[str] | None = None) -> tuple[list[RecordedCall], list[dict[str, Any]]]:
+def recorded_calls(
+    data: Any, *paths: str, notes: list[str] | None = None
+) -> tuple[list[RecordedCall], list[dict[str, Any]]]:
     """The interactions whose URI contains one of ``paths`` (``/chat/completions``...), and the others (where they went)."""
     calls: list[RecordedCall] = []
     other: list[dict[str, Any]] = []
@@ -249,10 +196,14 @@ def recorded_calls(data: Any, *paths: str, notes: list[str] | None = None) -> tu
         if not any(p in uri for p in paths) or not isinstance(body, dict):
             other.append({"index": number, "method": request.get("method"), "uri": uri})
             continue
-        response = interaction.get("response") if isinstance(interaction.get("response"), dict) else {}
-        status = response.get("status") if isinstance(response.get("status"), dict) else {}
+        response = as_dict(interaction.get("response"))
+        status = as_dict(response.get("status"))
         code = status.get("code") if isinstance(status.get("code"), int) else None
-        calls.append(RecordedCall(number, uri, body, body_of(response, notes), code))
+        reply = body_of(response, notes)
+        if is_event_stream(reply):
+            # stream: true, recorded as server-sent events: joined into the reply an unstreamed call gets
+            reply = assemble_stream(reply) or reply
+        calls.append(RecordedCall(number, uri, body, reply, code))
     return calls, other
 
 
@@ -260,7 +211,10 @@ def is_cassette_of(data: Any, *paths: str) -> bool:
     """A cassette with at least one interaction to one of ``paths`` whose request body is readable."""
     items = interactions(data)
     return items is not None and any(
-        any(p in str(i["request"].get("uri") or "") for p in paths) and isinstance(body_of(i["request"]), dict) for i in items)
+        any(p in str(i["request"].get("uri") or "") for p in paths)
+        and isinstance(body_of(i["request"]), dict)
+        for i in items
+    )
 
 
 def yaml_cassette_score(raw: RawInput, *paths: str) -> float | None:
@@ -294,15 +248,29 @@ def rebuild_conversation(
         ref = f"interactions[{call.index}]"
         timeline.add_new(request_msgs(call.request), source_ref=f"{ref}.request")
         response = call.response
-        facts["calls"].append({"index": call.index, "uri": call.uri, "status": call.status, "model": call.request.get("model")})
+        facts["calls"].append(
+            {"index": call.index, "uri": call.uri, "status": call.status, "model": call.request.get("model")}
+        )
         error = None
-        if isinstance(response, dict) and response.get("error") and not (response.get("choices") or response.get("output") or response.get("content")):
-            error = str(response["error"].get("message") if isinstance(response["error"], dict) else response["error"])
+        if (
+            isinstance(response, dict)
+            and response.get("error")
+            and not (response.get("choices") or response.get("output") or response.get("content"))
+        ):
+            error = str(
+                response["error"].get("message") if isinstance(response["error"], dict) else response["error"]
+            )
         elif not isinstance(response, dict) or (call.status is not None and call.status >= 400):
             error = f"HTTP {call.status}: no reply recorded" if call.status else "no reply recorded"
         if error:
             facts["errors"].append(error)
-            timeline.add_step(kind="error", agent=timeline.default_agent, content=error, error=error, source_ref=f"{ref}.response")
+            timeline.add_step(
+                kind="error",
+                agent=timeline.default_agent,
+                content=error,
+                error=error,
+                source_ref=f"{ref}.response",
+            )
             continue
         assert isinstance(response, dict)
         usage = usage_from(response.get("usage"))

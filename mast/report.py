@@ -115,7 +115,7 @@ def _write_page(
     if path is not None and not path.is_file():
         raise ResultsFileError(f"{path}: no such results file")
     gold_table = read_labels(gold, role="gold", taxonomy=tax) if gold is not None else None
-    digest, view = ResultsDigest(tax, keys=base is not None), TraceView(gold_table, redact_patterns=tuple(redact_patterns))
+    digest, view = ResultsDigest(tax, keys=base is not None), TraceView(gold_table, redact_patterns=tuple(redact_patterns), results=path)
     # The disagreements name each trace's file beside its id (often a sha256: content hash).
     names: dict[str, str] = {}
     try:

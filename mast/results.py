@@ -67,6 +67,7 @@ __all__ = [
     "iter_records",
     "iter_results",
     "read_results",
+    "results_files",
     "to_dataframe",
 ]
 
@@ -109,6 +110,16 @@ def iter_lines(path: str | os.PathLike[str]) -> Iterator[ResultLine]:
             raw = line[:-1] if complete else line
             if raw.strip():
                 yield ResultLine(number, start, raw, complete)
+
+
+def results_files(folder: str | os.PathLike[str]) -> list[Path]:
+    """The results files (``*.jsonl``) directly in ``folder``, oldest first (by last change).
+
+    A folder holds one results file per judge (what ``mast hooks`` writes per project), so commands
+    that read one run take the folder and pick from these.
+    """
+    found = [p for p in Path(folder).glob("*.jsonl") if p.is_file()]
+    return sorted(found, key=lambda p: (p.stat().st_mtime_ns, p.name))
 
 
 def iter_numbered(path: str | os.PathLike[str]) -> Iterator[tuple[int, Diagnosis]]:

@@ -3,8 +3,8 @@
 A Claude Code session that runs the same ``pytest`` three times with the same failure is step
 repetition (1.3) though the ``Bash`` tool's free-text ``description`` differs each time; a tool
 that answers ``{"status": "error", ...}`` or a non-zero exit code in JSON failed. Proven on real
-sessions of the shared real-file corpus (read-only, never copied into the repository; the tests
-skip when it is absent), with precision kept on every real session and on the clean examples.
+sessions of the real-file corpus beside the repository (reached through ``tests/_data.py``, never
+copied into it; the tests skip when it is absent), with precision kept on every real session and on the clean examples.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _data import REAL, SKIP_REASON, TRACES
 
 from mast.judge.detectors import run_detectors
 from mast.judge.detectors._view import json_error
@@ -22,8 +23,6 @@ from mast.normalize import load_traces
 from mast.trace import Trace
 
 REPO = Path(__file__).resolve().parents[1]
-REAL = Path(__file__).parents[1].parent / "shared" / "real"
-SHARED_TRACES = Path(__file__).parents[1].parent / "shared" / "traces"
 SESSION = REAL / "claude_code" / "claude_code_spotter_tool_heavy.jsonl"
 FAILURE = (
     "============================= test session starts ==============================\n"
@@ -40,9 +39,7 @@ DESCRIPTIONS = (
 
 def _real_session() -> list[dict[str, Any]]:
     if not SESSION.is_file():
-        pytest.skip(
-            f"the real-file corpus is absent ({SESSION}); it lives in /work/shared, outside the repository"
-        )
+        pytest.skip(SKIP_REASON)
     return [json.loads(line) for line in SESSION.read_text().splitlines() if line.strip()]
 
 
@@ -152,10 +149,10 @@ def test_errors_as_json_and_exit_codes_are_errors() -> None:
 
 def _real_sessions() -> list[Path]:
     found = sorted((REAL / "claude_code").glob("*.jsonl")) + sorted(
-        (SHARED_TRACES / "codex_rollout").glob("*.jsonl")
+        (TRACES / "codex_rollout").glob("*.jsonl")
     )
     if not found:
-        pytest.skip("the real-file corpus (/work/shared) is absent")
+        pytest.skip(SKIP_REASON)
     return found
 
 

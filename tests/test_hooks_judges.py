@@ -1,7 +1,7 @@
 """``mast hooks`` (issue 33, point 3): one results file per judge, one result per session, reasons in the log.
 
 The labeller is called in-process (what the detached process runs) on a real Claude Code transcript
-from the repository's sample corpus; a model judge is the local fake server.
+of the real-file corpus beside the repository (``tests/_data.py``); a model judge is the local fake server.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _data import REAL, SKIP_REASON
 from click.testing import CliRunner
 
 from mast.cli import main
@@ -20,14 +21,13 @@ from mast.integrations import hooks
 from mast.normalize import load_traces
 from mast.testing import FakeLLMServer, Reply, judge_answer
 
-ROOT = Path(__file__).resolve().parent.parent
-CLAUDE = ROOT / "tests" / "data" / "real" / "claude_code" / "claude_code_log_representative_messages.jsonl"
+CLAUDE = REAL / "claude_code" / "claude_code_log_representative_messages.jsonl"
 
 
 @pytest.fixture
 def transcript(tmp_path: Path) -> Path:
     if not CLAUDE.is_file():
-        pytest.skip(f"{CLAUDE} is not in this checkout")
+        pytest.skip(SKIP_REASON)
     path = tmp_path / "session.jsonl"
     shutil.copy(CLAUDE, path)
     return path

@@ -126,7 +126,7 @@ def _write_page(
     gold_table = read_labels(gold, role="gold", taxonomy=tax) if gold is not None else None
     digest, view = (
         ResultsDigest(tax, keys=base is not None),
-        TraceView(gold_table, redact_patterns=tuple(redact_patterns)),
+        TraceView(gold_table, redact_patterns=tuple(redact_patterns), results=path),
     )
     # The disagreements name each trace's file beside its id (often a sha256: content hash).
     names: dict[str, str] = {}

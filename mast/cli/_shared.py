@@ -118,3 +118,34 @@ def boot_seed_option(command: Callable[..., Any]) -> Callable[..., Any]:
 def bootstrap_seed(seed: int, old_seed: int | None) -> int:
     """The bootstrap seed: ``--boot-seed``, or the older ``--seed`` when that was given."""
     return old_seed if old_seed is not None else seed
+
+
+def results_path(given: str, *, newest: int = 1) -> list[str]:
+    """``given`` as results files: a file as it is; a folder's results files, the ``newest`` last changed.
+
+    ``mast hooks`` writes one results file per judge into a folder per project; ``mast report`` and
+    ``mast diff`` take that folder. When it holds more files than asked for, the choice is said on
+    stderr, with the way to choose another.
+
+    Raises:
+        UsageError: a folder with fewer results files than asked for.
+    """
+    from pathlib import Path
+
+    from mast.errors import UsageError
+    from mast.results import results_files
+
+    if not Path(given).is_dir():
+        return [given]
+    found = results_files(given)
+    if len(found) < newest:
+        what = "no results file (*.jsonl)" if not found else f"only {plural(len(found), 'results file')}"
+        raise UsageError(f"{given} holds {what}; pass a results file or a folder of them (one per judge)")
+    chosen = found[-newest:]
+    if len(found) > newest:
+        names = ", ".join(p.name for p in found)
+        picked = " and ".join(p.name for p in chosen)
+        stderr.print(terminal_safe(f"mast: {given} holds {len(found)} results files, one per judge ({names}); "
+                                   f"reading the last changed: {picked} (pass a file to choose another)"),
+                     markup=False, highlight=False)
+    return [str(p) for p in chosen]

@@ -99,6 +99,12 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
         console.print(table)
     else:
         console.print("  no failure mode judged present")
+    hinted = [v for v in diagnosis.failure_modes if v.hints and not v.present]
+    if hinted:
+        console.print(safe_text("  hints (seen by the detectors, not verdicts: the mode is not theirs to judge):"))
+        for verdict in hinted:
+            for hint in verdict.hints or []:
+                console.print(safe_text(f"    {verdict.code} {verdict.name}: {_short(hint, 160)}"))
     unassessed = [v.code for v in diagnosis.failure_modes if v.present is None]
     if unassessed:
         console.print(safe_text(f"  not assessed: {', '.join(unassessed)}", style="dim"))

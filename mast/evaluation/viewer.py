@@ -79,9 +79,13 @@ class TraceView:
     """
 
     def __init__(
-        self, gold: pd.DataFrame | None = None, *, redact_patterns: tuple[tuple[str, str], ...] = ()
+        self,
+        gold: pd.DataFrame | None = None,
+        *,
+        redact_patterns: tuple[tuple[str, str], ...] = (),
+        results: Path | None = None,
     ) -> None:
-        self._transcripts = _TranscriptReader(redact_patterns)
+        self._transcripts = _TranscriptReader(redact_patterns, results=results)
         self._gold = _gold_votes(gold) if gold is not None else {}
         self._spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES, mode="w+", encoding="utf-8")
         self.count = 0
@@ -193,7 +197,9 @@ def _row(diagnosis: Diagnosis, transcripts: _TranscriptReader, gold: dict[str, l
         if diagnosis.judge.params.get("redact") is False:
             note = _UNREDACTED_RUN
     first = diagnosis.first_failure
-    if first and first.agent and scrub(first.agent) not in agents:
+    # The agent filter offers the trace's own agents; a first failure's agent joins them only when
+    # the trace could not be read (an older result may name one the trace does not have).
+    if trace is None and first and first.agent and scrub(first.agent) not in agents:
         agents.append(scrub(first.agent))
     modes = [
         {
@@ -203,6 +209,7 @@ def _row(diagnosis: Diagnosis, transcripts: _TranscriptReader, gold: dict[str, l
             "confidence": v.confidence,
             "explanation": scrub(v.explanation),
             "gold": gold.get(v.code),
+            "hints": [scrub(h) for h in v.hints or []],
             "evidence": [
                 {"step": e.step, "quote": scrub(e.quote), "verified": e.verified} for e in v.evidence
             ],
@@ -233,10 +240,11 @@ def _compact_row(diagnosis: Diagnosis, gold: dict[str, list[bool]], scrub: Scrub
             "confidence": v.confidence,
             "explanation": scrub(v.explanation),
             "gold": gold.get(v.code),
+            "hints": [scrub(h) for h in v.hints or []],
             "evidence": [],
         }
         for v in diagnosis.failure_modes
-        if v.present or v.code in gold
+        if v.present or v.code in gold or v.hints
     ]
     return _view_row(
         diagnosis,
@@ -263,6 +271,7 @@ def _view_row(
     first = diagnosis.first_failure
     usage = diagnosis.usage
     return {
+        "key": row_key(diagnosis),
         "id": diagnosis.trace_id,
         "status": diagnosis.status,
         "error": scrub(diagnosis.error.message) if diagnosis.error else None,
@@ -356,8 +365,9 @@ class _TranscriptReader:
     content hash is never looked up, and a file is shown only through a trace with that hash.
     """
 
-    def __init__(self, patterns: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(self, patterns: tuple[tuple[str, str], ...] = (), *, results: Path | None = None) -> None:
         self._files: OrderedDict[str, list[Trace] | str] = OrderedDict()
+        self._results_dir = results.parent if results is not None else None
         self._patterns = patterns
         self._fingerprint: str | None = None
         self._fingerprinted = False
@@ -408,6 +418,31 @@ class _TranscriptReader:
                 None,
                 f"{path}: the result has no content hash, so the file is not read (transcript not shown)",
             )
+        # The path as the run was given it holds from where the run started; the one relative to
+        # the results file holds when both moved together; the absolute one holds on the same
+        # machine. Each is read only through the content hash, so a wrong file is never shown.
+        places = list(dict.fromkeys(self._places(diagnosis)))
+        if not any(Path(place).is_file() for place in places):
+            return None, f"{path}: source file not found, transcript not available"
+        note = None
+        for place in places:
+            if not Path(place).is_file():
+                continue
+            trace, note = self._find(place, diagnosis)
+            if trace is not None:
+                return trace, None
+        return None, note
+
+    def _places(self, diagnosis: Diagnosis) -> list[str]:
+        source = diagnosis.source
+        places = [source.path] if source.path else []
+        if source.results_relative_path and self._results_dir is not None:
+            places.append(str(self._results_dir / source.results_relative_path))
+        if source.absolute_path:
+            places.append(source.absolute_path)
+        return places
+
+    def _find(self, path: str, diagnosis: Diagnosis) -> tuple[Trace | None, str | None]:
         if path in self._files:
             self._files.move_to_end(path)
         else:
@@ -448,6 +483,16 @@ def _gold_votes(gold: pd.DataFrame) -> dict[str, dict[str, list[bool]]]:
             continue
         votes[str(trace_id)][str(code)].append(bool(present))
     return {t: dict(m) for t, m in votes.items()}
+
+
+def row_key(diagnosis: Diagnosis) -> str:
+    """What tells one row of the trace view from another: source file, record and trace id.
+
+    Two files may hold traces of the same id (two runs of one task): the id alone would open the
+    first one's transcript for both.
+    """
+    source = diagnosis.source
+    return f"{source.path or ''}#{source.record if source.record is not None else ''}#{diagnosis.trace_id}"
 
 
 def _source_label(diagnosis: Diagnosis) -> str:
@@ -492,7 +537,7 @@ function draw(){
     const ff = f ? [f.step != null ? `step ${f.step}` : '', f.agent || '', f.code || ''].filter(Boolean).join(', ') : '';
     const cost = r.usage.cost_usd == null ? '–' : r.usage.cost_usd.toFixed(4);
     const file = r.source ? ` <span class="src">${esc(r.source.split('/').pop())}</span>` : '';
-    return `<tr data-id="${esc(r.id)}"><td class="text">${esc(r.id)}${file}</td><td class="text">${esc(r.status)}</td>` +
+    return `<tr data-key="${esc(r.key)}" data-id="${esc(r.id)}"><td class="text">${esc(r.id)}${file}</td><td class="text">${esc(r.status)}</td>` +
       `<td class="text">${esc(found(r).join(', '))}</td><td>${found(r).length}</td><td class="text">${esc(ff)}</td>` +
       `<td>${cost}</td><td class="text">${esc(r.agents.join(', '))}</td></tr>`;
   }).join('');
@@ -508,18 +553,21 @@ function marked(step){
   }
   return html + esc(step.text.slice(at));
 }
-function open(id){
-  const r = rows.find((x) => x.id === id);
+// A row is found by its key (file, record, id); a link that carries only a trace id (older pages,
+// the disagreements table) opens the first row of that id.
+function open(key){
+  const r = rows.find((x) => x.key === key) || rows.find((x) => x.id === key);
   if (!r) return;
   const cited = new Set(r.modes.flatMap((m) => m.evidence.map((e) => e.step)));
-  const verdicts = r.modes.filter((m) => m.present !== null || m.gold).map((m) => {
+  const verdicts = r.modes.filter((m) => m.present !== null || m.gold || (m.hints || []).length).map((m) => {
     const gold = m.gold ? m.gold.map((v) => v ? 'yes' : 'no').join('/') : '–';
     const miss = m.gold && m.present !== null && m.gold.filter((v) => v === m.present).length * 2 <= m.gold.length;
+    const hints = (m.hints || []).map((h) => `<div class="hint">hint: ${esc(h)}</div>`).join('');
     const ev = m.evidence.map((e) => `<div class="${e.verified ? '' : 'unverified'}">S${esc(e.step)}: “${esc(e.quote)}”${e.verified ? '' : ' (not found in the step)'}</div>`).join('');
     return `<tr class="${miss ? 'gold-miss' : ''}" data-code="${esc(m.code)}"><td class="text">${esc(m.code)} ${esc(m.name)}</td>` +
-      `<td class="text verdict ${m.present ? 'present' : ''}">${m.present === null ? 'not assessed' : m.present ? 'present' : 'absent'}</td>` +
+      `<td class="text verdict ${m.present ? 'present' : ''}">${m.present === null ? ((m.hints || []).length ? 'not assessed (hint)' : 'not assessed') : m.present ? 'present' : 'absent'}</td>` +
       `<td>${m.confidence == null ? '–' : m.confidence.toFixed(2)}</td><td class="text">${gold}</td>` +
-      `<td class="text">${esc(m.explanation)}${ev}</td></tr>`;
+      `<td class="text">${esc(m.explanation)}${hints}${ev}</td></tr>`;
   }).join('');
   const ff = r.first_failure;
   const u = r.usage;
@@ -537,13 +585,13 @@ function open(id){
     `<div class="transcript">${r.steps.map((s) => `<div class="step${cited.has(s.i) ? ' cited' : ''}" data-step="${s.i}">` +
       `${marked(s)}</div>`).join('')}</div>`;
   $('trace-detail').hidden = false;
-  history.replaceState(null, '', '#trace=' + encodeURIComponent(id));
+  history.replaceState(null, '', '#trace=' + encodeURIComponent(r.key));
   $('trace-detail').scrollIntoView();
 }
 for (const id of ['f-mode', 'f-status', 'f-agent', 'f-sort']) $(id).addEventListener('change', () => { page = 0; draw(); });
 $('prev').addEventListener('click', () => { page = Math.max(0, page - 1); draw(); });
 $('next').addEventListener('click', () => { page += 1; draw(); });
-$('trace-table').tBodies[0].addEventListener('click', (ev) => { const tr = ev.target.closest('tr'); if (tr) open(tr.dataset.id); });
+$('trace-table').tBodies[0].addEventListener('click', (ev) => { const tr = ev.target.closest('tr'); if (tr) open(tr.dataset.key); });
 draw();
 // A link to `report.html#trace=ID` opens that trace, on load and when the hash changes; a fragment
 // that is not valid percent-encoding (decodeURIComponent throws URIError) is ignored.

@@ -20,11 +20,16 @@ and never fails the hook: it starts a detached process (:func:`label_session`) a
 it after a quiet period (``--quiet``, default 5 minutes) in which its transcript did not change: one
 process per session waits (it starts its wait again whenever the transcript changed), and the
 processes of later events find it waiting and leave at once. Results go
-to one results file per project (default ``<user data dir>/mast/hooks/<project>-<hash>.jsonl``;
-``-o`` chooses), through the batch runner, so a repeated event, a rerun or the same transcript seen
-twice adds nothing (resume keys), and a session labelled again after it grew replaces its older
-result: one result per session. The detectors judge unless a model is configured (``--model`` at
-install, or ``MAST_MODEL`` in the agent's environment).
+to one folder per project and one results file per judge in it (default
+``<user data dir>/mast/hooks/<project>-<hash>/<judge>.jsonl``, e.g. ``detectors.jsonl`` beside
+``openai-gpt-4o-mini.jsonl``; ``-o`` chooses a file), so trying the detectors first and adding a
+model later never mixes two judges in one file, and ``mast report`` / ``mast diff`` take the
+folder. Labelling goes through the batch runner, so a repeated event, a rerun or the same
+transcript seen twice adds nothing (resume keys); the transcript is read once the results file is
+locked, so of two processes for one session the later one reads the later transcript, and its
+result replaces the session's older ones: one result per session and judge, the latest. The
+detectors judge unless a model is configured (``--model`` at install, or ``MAST_MODEL`` in the
+agent's environment).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -95,12 +100,42 @@ def hooks_dir() -> Path:
     return Path(platformdirs.user_data_dir("mast")) / "hooks"
 
 
-def default_results(cwd: str | os.PathLike[str] | None) -> Path:
-    """The results file of the project at ``cwd``: its folder name and a hash of its path."""
+def project_dir(cwd: str | os.PathLike[str] | None) -> Path:
+    """The results folder of the project at ``cwd``: its folder name and a hash of its path."""
     where = str(cwd or "unknown-project")
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(where).name).strip("-.") or "project"
+    name = _file_name(Path(where).name) or "project"
     digest = hashlib.sha256(where.encode()).hexdigest()[:10]
-    return hooks_dir() / f"{name}-{digest}.jsonl"
+    return hooks_dir() / f"{name}-{digest}"
+
+
+def judge_name(judge: Mapping[str, str | None] | None = None) -> str:
+    """The file name (without ``.jsonl``) of a judge's results: ``detectors``, the model, or a jury.
+
+    Read from the hook's options and ``MAST_MODEL`` / ``MAST_JUDGE`` alone, without loading the
+    judge (the hook must answer at once); the labelling process judges with the same settings.
+    """
+    options = judge or {}
+    kind = options.get("judge") or os.environ.get("MAST_JUDGE") or "auto"
+    model = options.get("model") or os.environ.get("MAST_MODEL")
+    jury = options.get("jury")
+    if kind == "detectors" or not (model or jury):
+        name = "detectors"
+    else:
+        name = f"jury-{hashlib.sha256(str(jury).encode()).hexdigest()[:8]}" if jury else str(model)
+        name += "+detectors" if kind == "both" else ""
+    taxonomy = options.get("taxonomy") or os.environ.get("MAST_TAXONOMY")
+    if taxonomy:
+        name += f"-{Path(taxonomy).stem}"
+    return _file_name(name) or "judge"
+
+
+def _file_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+-]+", "-", text).strip("-.")
+
+
+def default_results(cwd: str | os.PathLike[str] | None, judge: Mapping[str, str | None] | None = None) -> Path:
+    """The results file of the project at ``cwd`` for ``judge``: ``<project folder>/<judge>.jsonl``."""
+    return project_dir(cwd) / f"{judge_name(judge)}.jsonl"
 
 
 def log_path(results: Path) -> Path:
@@ -670,7 +705,7 @@ def handle_event(
     """
     event = parse_event(tool, payload)
     check_transcript(event)
-    results = Path(output).expanduser() if output is not None else default_results(event.cwd)
+    results = Path(output).expanduser() if output is not None else default_results(event.cwd, judge)
     spawn_labeller(event, results, quiet, judge)
     when = "now" if event.final or quiet <= 0 else f"once its transcript is quiet for {quiet:g}s"
     verdict = last_verdict(results, event.session_id)
@@ -772,16 +807,19 @@ def _label_now(
     from mast.judge.config import JudgeConfig
 
     config = JudgeConfig.from_options(**judge_options)
-    items = list(scan([transcript], format=format))
-    if not items:
-        return f"session {session_id}: {transcript} holds no trace"
-    unreadable = [item.error for item in items if item.error is not None]
-    if format != "auto" and unreadable:  # not the tool's own transcript: nothing is judged or written
-        return f"session {session_id}: not labelled: {transcript} is not a {format} transcript ({one_line(unreadable[0])})"
     judge = configured_judge(config)
     written: list[Any] = []
     out = _open_results(results, LOCK_WAIT_S)
     try:
+        # The transcript is read under the results file's lock: a process that waited for the lock
+        # (a Stop's, while SessionEnd's wrote) reads the transcript as it is now, never the older
+        # copy it would have read before waiting, so the later result is always of the later content.
+        items = list(scan([transcript], format=format))
+        if not items:
+            return f"session {session_id}: {transcript} holds no trace"
+        unreadable = [item.error for item in items if item.error is not None]
+        if format != "auto" and unreadable:  # not the tool's own transcript: nothing is judged or written
+            return f"session {session_id}: not labelled: {transcript} is not a {format} transcript ({one_line(unreadable[0])})"
         runner = BatchRunner(judge, concurrency=2, results=out)
         runner.on_result = lambda _item, diagnosis, outcome: (
             written.append(diagnosis) if outcome == "judged" else None
@@ -789,6 +827,7 @@ def _label_now(
         report = asyncio.run(runner.run(items))
         new = {(d.trace_id, d.trace_hash) for d in written if d.status != "error"}
         if new:
+            # One result per session: the new verdict replaces every other line of the session.
             ids = {trace_id for trace_id, _ in new}
             out.rewrite_without(lambda d: d.trace_id in ids and (d.trace_id, d.trace_hash) not in new)
     finally:
@@ -802,11 +841,11 @@ def _label_now(
     parts = []
     for diagnosis in written:
         codes = diagnosis.present_codes
-        verdict = (
-            diagnosis.status
-            if diagnosis.status != "judged"
-            else (", ".join(codes) if codes else "no failure mode")
-        )
+        if diagnosis.status != "judged":
+            reason = f" ({one_line(diagnosis.error.message)})" if diagnosis.error is not None else ""
+            verdict = f"{diagnosis.status}{reason}"
+        else:
+            verdict = ", ".join(codes) if codes else "no failure mode"
         parts.append(f"{diagnosis.trace_id}: {verdict}")
     return f"session {session_id}: labelled {'; '.join(parts)}"
 

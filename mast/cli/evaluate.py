@@ -7,7 +7,7 @@ import click
 from mast.cli._shared import boot_seed_option, bootstrap_seed, stdout, write_line
 from mast.errors import UsageError
 
-_FORMATS = click.Choice(["auto", "diagnoses", "long", "wide", "mad", "mastlint", "present-list"])
+_FORMATS = click.Choice(["auto", "diagnoses", "long", "wide", "mad", "mastlint", "present-list", "review"])
 
 
 @click.command("evaluate")

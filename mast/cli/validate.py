@@ -12,10 +12,13 @@ from mast._words import plural
 from mast.cli._judge_options import judge_options
 from mast.cli._shared import stderr, stdout, write_line
 from mast.judge import JudgeConfig
+from mast.errors import UsageError
 from mast.judge.classify import judge_notice
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from mast.validation import ValidationReport
 
 
 def _f(value: float | None) -> str:
@@ -43,11 +46,19 @@ def _f(value: float | None) -> str:
 @click.option("-k", "k", type=click.IntRange(min=0), default=1, show_default=True, help="Step tolerance of the localisation accuracy.")
 @click.option("--compare", nargs=2, type=click.Path(exists=True, file_okay=False), default=None, metavar="RUN_A RUN_B",
               help="Compare two validation output folders (paired bootstrap); labels nothing.")
+@click.option("--gold", "gold", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Your own gold (the JSONL `mast review` writes): measure the judge on your traces; labels nothing.")
+@click.option("--results", "gold_results", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="With --gold: the run to measure (default: the judge's values recorded in the gold).")
+@click.option("--split", type=click.Choice(["dev", "test"]), default=None,
+              help="With --gold: only the dev or test traces (seeded, stratified by trace).")
+@click.option("--split-seed", type=int, default=0, show_default=True, help="Seed of the dev/test split.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary (or comparison) as JSON.")
 def command(
     judge_config: JudgeConfig, sets: tuple[str, ...], list_sets: bool, limit: int | None, output: str,
     data_dir: str | None, dry_run: bool, budget_usd: float | None, concurrency: int, n_boot: int, boot_seed: int,
-    k: int, compare: tuple[str, str] | None, as_json: bool,
+    k: int, compare: tuple[str, str] | None, gold: str | None, gold_results: str | None, split: str | None,
+    split_seed: int, as_json: bool,
 ) -> None:
     """Label human-labelled traces with this judge and report how far to trust it, mode by mode.
 
@@ -56,6 +67,7 @@ def command(
     mast validate --judge detectors --set mastlint-ag2
     mast validate --model openai/gpt-4.1-mini --dry-run
     mast validate --compare validation/a validation/b
+    mast validate --gold gold.jsonl -o validation/mine     your own traces, reviewed with mast review
     """  # noqa: D301 (click's \b keeps the example lines as they are)
     from mast.datasets import validation_sets
     from mast.validation import ValidationPlan, compare_validations, validate
@@ -71,6 +83,18 @@ def command(
             return
         _comparison_table(frame, compare)
         return
+    if gold is not None:
+        from mast.validation.gold import validate_gold
+
+        result = validate_gold(gold, results=gold_results, split=split, split_seed=split_seed,  # type: ignore[arg-type]
+                               output=output, n_boot=n_boot, seed=boot_seed)
+        if as_json:
+            write_line(result.model_dump_json())
+            return
+        _mode_table(result)
+        return
+    if gold_results or split:
+        raise UsageError("--results and --split go with --gold")
     notice = judge_notice(judge_config)
     if notice:
         stderr.print(notice, markup=False, highlight=False)
@@ -86,6 +110,11 @@ def command(
         total = result.cost_usd
         write_line(f"total: {'unknown price' if total is None else f'${total:.4f}'} (dry run: nothing was called)")
         return
+    _mode_table(result)
+
+
+def _mode_table(result: ValidationReport) -> None:
+    output = result.output_dir
     table = Table(title="Agreement with the human gold, per mode (kappa with 95% bootstrap CI)")
     for column in ("mode", "cells", "positives", "precision", "recall", "kappa [CI]", "humans", "status"):
         table.add_column(column, justify="left" if column in ("mode", "status") else "right")

@@ -32,6 +32,8 @@ File shapes :func:`read_labels` understands (``format="auto"`` picks by content)
   ``role="pred"`` reads the judge's findings (a finding listed = present, every other mode absent),
   ``role="gold"`` the human labels (only the modes the gold lists are assessed).
 * ``present-list``: ``{"modes": [...], "labels": {trace_id: {"present": [codes]}}}`` gold files.
+* ``review``: the gold JSONL ``mast review`` writes (:mod:`mast.gold`): the last value of each
+  reviewer's cells from the random queue (``unsure`` and improve-queue cells are left out).
 
 Example:
     >>> table = label_table([{"trace_id": "t1", "code": "FM-1.3", "present": 1}])
@@ -62,7 +64,7 @@ from mast.taxonomy import Taxonomy, load_taxonomy, normalize_code
 LABEL_COLUMNS = ("trace_id", "code", "present", "annotator", "confidence", "evidence")
 """Columns of a label table, in order."""
 
-LabelFormat = Literal["auto", "diagnoses", "long", "wide", "mad", "mastlint", "present-list"]
+LabelFormat = Literal["auto", "diagnoses", "long", "wide", "mad", "mastlint", "present-list", "review"]
 Role = Literal["pred", "gold"]
 LabelSource: TypeAlias = str | os.PathLike[str] | pd.DataFrame | Iterable[Diagnosis]
 """What :func:`read_labels` accepts: a path, a DataFrame (long or wide), or diagnoses."""
@@ -374,6 +376,10 @@ def read_labels(
     name = str(path)
     if kind == "diagnoses":
         return labels_from_diagnoses(iter_results(path), taxonomy=tax, source=name)
+    if kind == "review":
+        from mast.gold import iter_events, label_rows
+
+        return label_table(label_rows(iter_events(path)), taxonomy=tax, source=name)
     if kind in ("long", "wide"):
         from mast.evaluation.sourcekeys import add_source_keys
 
@@ -537,6 +543,8 @@ def sniff_format(path: Path) -> LabelFormat:
         keys = set(first)
         if "failure_modes" in keys or str(first.get("schema_version", "")).startswith("mast-diagnosis"):
             return "diagnoses"
+        if str(first.get("schema_version", "")).startswith("mast-gold"):
+            return "review"
         if {"modes", "labels"} <= keys:
             return "present-list"
         if {"report", "gold"} <= keys:

@@ -1,0 +1,313 @@
+"""`mast review`: the gold file, the session's queue, the server's guards, export and import.
+
+The browser tests (a real headless Chromium through Playwright, as the report's) are in
+tests/test_review_browser.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mast.cli import main
+from mast.errors import EvaluationError, UsageError
+from mast.evaluation import evaluate
+from mast.evaluation.labels import read_labels
+from mast.gold import GoldEvent, GoldStore, current_cells, iter_events
+from mast.review import ReviewServer, ReviewSession, live_stats
+from mast.review.export import gold_frame, import_scout, read_scout, write_gold_csv, write_scout
+from mast.review.page import mode_keys
+from mast.taxonomy import load_taxonomy
+from _review_data import judge_present, write_results
+
+
+def _event(code: str, value: str, *, reviewer: str = "ana", key: str = "f.json#0:t1", queue: str = "random",
+           judge: str | None = "absent") -> GoldEvent:
+    return GoldEvent(key=key, trace_id=key.split(":", 1)[1], field="mode", code=code, value=value, judge=judge,
+                     reviewer=reviewer, queue=queue)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    return write_results(tmp_path, 12)
+
+
+# -- the gold file ----------------------------------------------------------------------------------
+
+
+def test_last_value_of_a_cell_wins_and_the_history_is_kept(tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    with GoldStore(gold) as store:
+        store.append([_event("1.3", "present")])
+        store.append([_event("1.3", "absent"), _event("2.1", "unsure")])
+        store.append([_event("1.3", "present", reviewer="bo")])
+    events = list(iter_events(gold))
+    assert len(events) == 4
+    cells = current_cells(events)
+    assert cells[("f.json#0:t1", "mode", "1.3", "ana")].value == "absent"
+    assert cells[("f.json#0:t1", "mode", "1.3", "bo")].value == "present"
+    assert cells[("f.json#0:t1", "mode", "2.1", "ana")].value == "unsure"
+
+
+def test_a_line_torn_by_a_kill_is_skipped_and_the_next_append_starts_its_own_line(tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    with GoldStore(gold) as store:
+        store.append([_event("1.3", "present")])
+    whole = _event("1.4", "present").model_dump_json()
+    with gold.open("ab") as handle:
+        handle.write(whole[: len(whole) // 2].encode())  # what a kill inside write() leaves
+    with GoldStore(gold) as store:
+        store.append([_event("1.5", "absent")])
+    assert [e.code for e in iter_events(gold)] == ["1.3", "1.5"]
+
+
+def test_a_json_line_that_is_not_an_event_is_an_error_naming_the_line(tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(_event("1.3", "present").model_dump_json() + "\n" + json.dumps({"key": "x"}) + "\n")
+    with pytest.raises(EvaluationError, match=r"gold.jsonl:2: not a gold event"):
+        list(iter_events(gold))
+
+
+# -- the session --------------------------------------------------------------------------------------
+
+
+def test_the_random_queue_is_a_seeded_sample(results, tmp_path):
+    a = ReviewSession(results, tmp_path / "a.jsonl", reviewer="ana", seed=1, sample=5)
+    b = ReviewSession(results, tmp_path / "b.jsonl", reviewer="ana", seed=1, sample=5)
+    c = ReviewSession(results, tmp_path / "c.jsonl", reviewer="ana", seed=2, sample=5)
+    assert len(a) == 5 and a.order == b.order != c.order
+    assert len(set(a.order)) == 5
+
+
+def test_the_improve_queue_puts_doubtful_traces_first_and_marks_their_cells(results, tmp_path):
+    session = ReviewSession(results, tmp_path / "g.jsonl", reviewer="ana", queue="improve")
+    scores = [session.item(p).improve_score for p in range(len(session))]
+    assert scores == sorted(scores, reverse=True) and scores[0] > scores[-1]
+    # confidence 0.55 (traces 0, 4, 8) is the doubtful kind: they come first
+    first = session.diagnosis(0)
+    assert any(v.confidence == 0.55 for v in first.failure_modes)
+    events = session.record(0, [{"field": "accept"}])
+    assert events and {e.queue for e in events} == {"improve"}
+
+
+def test_accept_writes_the_judges_values_and_resume_goes_to_the_next_unreviewed(results, tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    session = ReviewSession(results, gold, reviewer="ana")
+    assert session.resume_position() == 0
+    session.record(0, [{"field": "accept"}])
+    session.record(1, [{"field": "mode", "code": "1.1", "value": "unsure"}])  # started, not finished
+    session.close()
+    again = ReviewSession(results, gold, reviewer="ana")
+    assert again.reviewed(0) and not again.reviewed(1)
+    assert again.resume_position() == 1
+    item = again.item(0)
+    assert again.values(0)["modes"] == {c: v for c, v in item.judge.items() if v is not None}
+    # another reviewer starts from the beginning
+    assert ReviewSession(results, gold, reviewer="bo").resume_position() == 0
+
+
+def test_a_bad_change_writes_nothing_of_its_batch(results, tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    session = ReviewSession(results, gold, reviewer="ana")
+    with pytest.raises(UsageError):
+        session.record(0, [{"field": "mode", "code": "1.1", "value": "present"},
+                           {"field": "mode", "code": "9.9", "value": "present"}])
+    with pytest.raises(UsageError):
+        session.record(0, [{"field": "first_step", "value": "four"}])
+    assert list(iter_events(gold)) == []
+
+
+def test_first_failure_and_note_are_kept_with_the_judges_value(results, tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    session = ReviewSession(results, gold, reviewer="ana")
+    session.record(2, [{"field": "first_step", "value": 3}, {"field": "first_agent", "value": "planner"},
+                       {"field": "note", "value": "the retry is the real failure"}])
+    values = session.values(2)
+    assert values["first_step"] == 3 and values["first_agent"] == "planner"
+    events = {e.field: e for e in iter_events(gold)}
+    assert events["first_step"].judge == 1 and events["first_agent"].judge == "assistant"
+
+
+def test_an_empty_reviewer_name_is_refused(results, tmp_path):
+    with pytest.raises(UsageError, match="reviewer"):
+        ReviewSession(results, tmp_path / "g.jsonl", reviewer="  ")
+
+
+def test_every_mode_has_its_own_key_and_the_other_actions_keep_theirs():
+    keys = mode_keys(load_taxonomy().codes)
+    assert len(set(keys.values())) == 14 and "" not in keys.values()
+    assert not set(keys.values()) & set("jkasgn")
+    assert keys["1.1"] == "1" and keys["2.1"] == "q" and keys["3.1"] == "z"
+
+
+def test_live_stats_count_only_the_random_queue_and_say_how_many_more_reviews():
+    events = []
+    for i in range(40):
+        gold = "present" if i % 3 == 0 else "absent"
+        judge = gold if i % 10 else ("absent" if gold == "present" else "present")
+        events.append(_event("1.3", gold, key=f"f#0:t{i}", judge=judge))
+    # improve-queue cells that all disagree would drag kappa down if they counted
+    events += [_event("1.3", "present", key=f"g#0:u{i}", judge="absent", queue="improve") for i in range(30)]
+    stats = {s.code: s for s in live_stats(events, load_taxonomy().codes, n_boot=300)}
+    s = stats["1.3"]
+    assert s.n == 40
+    assert s.kappa is not None and 0.7 < s.kappa < 0.9
+    assert s.low is not None and s.high is not None and s.low < s.kappa < s.high
+    half = (s.high - s.low) / 2
+    assert half > 0.1 and s.more_for_target is not None and s.more_for_target > 0
+    assert stats["1.1"].n == 0 and stats["1.1"].kappa is None
+
+
+# -- the server's guards ------------------------------------------------------------------------------
+
+
+def _request(server: ReviewServer, path: str, *, body: dict | None = None, headers: dict | None = None,
+             token: bool = True) -> tuple[int, dict[str, str], bytes]:
+    sent = dict(headers or {})
+    if token:
+        sent.setdefault("X-Mast-Token", server.token)
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        sent.setdefault("Content-Type", "application/json")
+    request = urllib.request.Request(f"http://127.0.0.1:{server.port}{path}", data=data, headers=sent,
+                                     method="POST" if body is not None else "GET")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def test_requests_without_the_token_or_from_another_origin_change_nothing(results, tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    server = ReviewServer(ReviewSession(results, gold, reviewer="ana")).start()
+    try:
+        change = {"position": 0, "changes": [{"field": "accept"}]}
+        assert _request(server, "/api/save", body=change, token=False)[0] == 403
+        assert _request(server, "/api/save", body=change, headers={"X-Mast-Token": "guess"})[0] == 403
+        assert _request(server, "/api/save", body=change, headers={"Origin": "http://evil.example"})[0] == 403
+        assert _request(server, "/api/save", body=change, headers={"Origin": "null"})[0] == 403
+        assert _request(server, "/api/save", body=change, headers={"Sec-Fetch-Site": "cross-site"})[0] == 403
+        assert _request(server, "/api/save", body=change, headers={"Host": f"attacker.example:{server.port}"})[0] == 403
+        assert _request(server, "/", token=False)[0] == 403
+        assert _request(server, "/api/trace/0", token=False)[0] == 403
+        assert not gold.exists() or gold.read_bytes() == b""
+        # the same request with the token, from the page's own origin, is saved
+        status, headers, body = _request(server, "/api/save", body=change,
+                                         headers={"Origin": f"http://127.0.0.1:{server.port}"})
+        assert status == 200 and json.loads(body)["saved"] > 0
+        assert len(list(iter_events(gold))) == json.loads(body)["saved"]
+        status, headers, page = _request(server, f"/?token={server.token}", token=False)
+        assert status == 200
+        policy = headers["Content-Security-Policy"]
+        assert "default-src 'none'" in policy and "connect-src 'self'" in policy and "'unsafe-inline'" not in policy
+        assert b"http://" not in page.replace(b"http://127.0.0.1", b"") and b"https://" not in page
+    finally:
+        server.stop()
+
+
+def test_a_bad_request_is_a_one_line_error_and_the_server_goes_on(results, tmp_path):
+    server = ReviewServer(ReviewSession(results, tmp_path / "g.jsonl", reviewer="ana")).start()
+    try:
+        status, _, body = _request(server, "/api/save", body={"position": 0, "changes": [{"field": "mode", "code": "x"}]})
+        assert status == 400 and "not a mode" in json.loads(body)["error"]
+        assert _request(server, "/api/trace/999")[0] == 404
+        assert _request(server, "/api/trace/0")[0] == 200
+    finally:
+        server.stop()
+
+
+def test_the_trace_payload_is_the_reports_redacted_row_with_marks(tmp_path):
+    results = write_results(tmp_path, 2)
+    server = ReviewServer(ReviewSession(results, tmp_path / "g.jsonl", reviewer="ana"))
+    payload = server.trace_payload(0)
+    row = payload["row"]
+    assert row["steps"], row["note"]
+    cited = [s for s in row["steps"] if s["marks"]]
+    assert cited and all(s["text"][a:b] == "retry the deployment" for s in cited for a, b in s["marks"])
+    server.session.close()
+
+
+# -- label, export, import ----------------------------------------------------------------------------
+
+
+def test_relabelling_does_not_touch_the_gold(tmp_path):
+    examples = Path(__file__).resolve().parent.parent / "data" / "examples"
+    out = tmp_path / "results.jsonl"
+    assert CliRunner().invoke(main, ["label", str(examples), "-o", str(out), "--judge", "detectors"]).exit_code == 0
+    gold = tmp_path / "gold.jsonl"
+    session = ReviewSession(out, gold, reviewer="ana")
+    session.record(0, [{"field": "accept"}])
+    session.close()
+    before = hashlib.sha256(gold.read_bytes()).hexdigest()
+    result = CliRunner().invoke(main, ["label", str(examples), "-o", str(out), "--judge", "detectors", "--overwrite"])
+    assert result.exit_code == 0, result.output
+    assert hashlib.sha256(gold.read_bytes()).hexdigest() == before
+
+
+def _reviewed_gold(results: Path, gold: Path) -> None:
+    session = ReviewSession(results, gold, reviewer="ana")
+    for position in range(6):
+        session.record(position, [{"field": "accept"}])
+    session.record(0, [{"field": "mode", "code": "3.3", "value": "unsure"}])
+    session.record(1, [{"field": "mode", "code": "1.1", "value": "present"}])
+    session.close()
+
+
+def test_the_gold_reads_as_labels_and_exports_to_the_csv_evaluate_reads(results, tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    _reviewed_gold(results, gold)
+    direct = read_labels(gold, role="gold")
+    assert len(direct) == 6 * 14 - 1  # the unsure cell is not a label
+    csv = write_gold_csv(gold, tmp_path / "gold.csv")
+    from_csv = read_labels(csv, role="gold")
+    assert direct[["trace_id", "code", "present", "annotator"]].equals(from_csv[["trace_id", "code", "present", "annotator"]])
+    report = evaluate(results, csv, n_boot=0)
+    assert report.n_cells == 6 * 14 - 1 and report.pooled.fn == 1 and report.pooled.fp == 0  # the one cell changed to present
+    result = CliRunner().invoke(main, ["evaluate", "--pred", str(results), "--gold", str(gold), "--json", "--n-boot", "0"])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".yaml"])
+def test_scout_validation_sets_round_trip_to_identical_cells(results, tmp_path, suffix):
+    gold = tmp_path / "gold.jsonl"
+    _reviewed_gold(results, gold)
+    scout = write_scout(gold, tmp_path / f"validation{suffix}", split="dev")
+    if suffix == ".yaml":
+        import yaml
+
+        first = yaml.safe_load(scout.read_text())[0]
+        assert set(first) == {"id", "target", "split"} and first["target"]["1.1"] in (True, False)
+    back = read_scout(scout)
+    mine = gold_frame(gold, queues=("random",))
+    assert sorted(zip(back["trace_id"], back["code"], back["present"], strict=True)) == \
+        sorted(zip(mine["trace_id"], mine["code"], mine["present"], strict=True))
+    again = tmp_path / "imported.jsonl"
+    assert import_scout(scout, again) == len(mine)
+    cells = gold_frame(again)
+    assert sorted(zip(cells["trace_id"], cells["code"], cells["present"], strict=True)) == \
+        sorted(zip(mine["trace_id"], mine["code"], mine["present"], strict=True))
+
+
+def test_the_gold_cli_exports_and_imports(results, tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    _reviewed_gold(results, gold)
+    runner = CliRunner()
+    assert runner.invoke(main, ["gold", "export", str(gold), str(tmp_path / "g.csv")]).exit_code == 0
+    assert runner.invoke(main, ["gold", "export", str(gold), str(tmp_path / "v.yaml")]).exit_code == 0
+    assert runner.invoke(main, ["gold", "import", str(tmp_path / "v.yaml"), "-o", str(tmp_path / "i.jsonl")]).exit_code == 0
+    bad = runner.invoke(main, ["gold", "export", str(gold), str(tmp_path / "g.txt"), "--format", "long"])
+    assert bad.exit_code == 2 and "csv" in bad.output
+
+
+def test_a_scripted_verdict_pattern_is_what_the_results_hold(results):
+    # the fixture's own promise, which the browser and validate tests build on
+    first = json.loads(results.read_text().splitlines()[0])
+    assert [v["present"] for v in first["failure_modes"]] == [judge_present(0, c) for c in load_taxonomy().codes]

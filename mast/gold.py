@@ -164,7 +164,16 @@ def label_rows(
     ``annotator`` is the reviewer. The improve queue is left out by default:
     its traces were picked where the judge is doubtful, so counting them would bias agreement.
     """
-    for event in current_cells(events).values():
-        if event.field == "mode" and event.value in ("present", "absent") and event.queue in queues:
-            yield {"trace_id": event.trace_id, "code": event.code, "present": event.value == "present",
-                   "annotator": event.reviewer}
+    # A trace drawn by the random sample stays in it when the same reviewer meets it again in the
+    # improve queue: the cell counts with its last value; only cells never drawn at random are left out.
+    events = list(events)
+    drawn = {e.cell() for e in events if e.queue == "random"}
+    for cell, event in current_cells(events).items():
+        queue: Queue = "random" if cell in drawn else event.queue
+        if event.field == "mode" and event.value in ("present", "absent") and queue in queues:
+            yield {
+                "trace_id": event.trace_id,
+                "code": event.code,
+                "present": event.value == "present",
+                "annotator": event.reviewer,
+            }

@@ -15,7 +15,9 @@ import mast
 from mast.diagnosis import Diagnosis, Evidence, FirstFailure, JudgeInfo, ModeVerdict, SourceRef
 from mast.taxonomy import load_taxonomy
 
-HOSTILE = "<script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\"><style>body{display:none}</style>"
+HOSTILE = (
+    '<script>window.pwned=1</script><img src=x onerror="window.pwned=2"><style>body{display:none}</style>'
+)
 
 
 def judge_present(i: int, code: str) -> bool:
@@ -45,17 +47,29 @@ def write_results(folder: Path, n: int, *, hostile: bool = False) -> Path:
         verdicts = []
         for code in tax.codes:
             present = judge_present(i, code)
-            verdicts.append(ModeVerdict(
-                code=code, name=tax.mode(code).name, category=tax.category_name(code), present=present,
-                confidence=0.55 if i % 4 == 0 else 0.9,
-                evidence=[Evidence(step=1, quote="retry the deployment", verified=True)] if present else [],
-                explanation=(f"the agent retries blindly {extra}" if present else ""),
-            ))
+            verdicts.append(
+                ModeVerdict(
+                    code=code,
+                    name=tax.mode(code).name,
+                    category=tax.category_name(code),
+                    present=present,
+                    confidence=0.55 if i % 4 == 0 else 0.9,
+                    evidence=[Evidence(step=1, quote="retry the deployment", verified=True)]
+                    if present
+                    else [],
+                    explanation=(f"the agent retries blindly {extra}" if present else ""),
+                )
+            )
         diagnosis = Diagnosis(
-            trace_id=trace.trace_id, source=SourceRef(path=str(path), format="auto", record=None),
-            trace_hash=trace.content_hash(), judge=JudgeInfo(kind="llm", model="scripted", taxonomy_version=tax.version),
-            failure_modes=verdicts, summary=f"run {i} {extra}",
-            first_failure=FirstFailure(step=1, agent="assistant", code=next((v.code for v in verdicts if v.present), None)),
+            trace_id=trace.trace_id,
+            source=SourceRef(path=str(path), format="auto", record=None),
+            trace_hash=trace.content_hash(),
+            judge=JudgeInfo(kind="llm", model="scripted", taxonomy_version=tax.version),
+            failure_modes=verdicts,
+            summary=f"run {i} {extra}",
+            first_failure=FirstFailure(
+                step=1, agent="assistant", code=next((v.code for v in verdicts if v.present), None)
+            ),
         )
         lines.append(diagnosis.model_dump_json())
     results = folder / "results.jsonl"

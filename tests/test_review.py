@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from _review_data import judge_present, write_results
 from click.testing import CliRunner
 
 from mast.cli import main
@@ -24,13 +25,27 @@ from mast.review import ReviewServer, ReviewSession, live_stats
 from mast.review.export import gold_frame, import_scout, read_scout, write_gold_csv, write_scout
 from mast.review.page import mode_keys
 from mast.taxonomy import load_taxonomy
-from _review_data import judge_present, write_results
 
 
-def _event(code: str, value: str, *, reviewer: str = "ana", key: str = "f.json#0:t1", queue: str = "random",
-           judge: str | None = "absent") -> GoldEvent:
-    return GoldEvent(key=key, trace_id=key.split(":", 1)[1], field="mode", code=code, value=value, judge=judge,
-                     reviewer=reviewer, queue=queue)  # type: ignore[arg-type]
+def _event(
+    code: str,
+    value: str,
+    *,
+    reviewer: str = "ana",
+    key: str = "f.json#0:t1",
+    queue: str = "random",
+    judge: str | None = "absent",
+) -> GoldEvent:
+    return GoldEvent(
+        key=key,
+        trace_id=key.split(":", 1)[1],
+        field="mode",
+        code=code,
+        value=value,
+        judge=judge,
+        reviewer=reviewer,
+        queue=queue,
+    )  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -116,8 +131,13 @@ def test_a_bad_change_writes_nothing_of_its_batch(results, tmp_path):
     gold = tmp_path / "gold.jsonl"
     session = ReviewSession(results, gold, reviewer="ana")
     with pytest.raises(UsageError):
-        session.record(0, [{"field": "mode", "code": "1.1", "value": "present"},
-                           {"field": "mode", "code": "9.9", "value": "present"}])
+        session.record(
+            0,
+            [
+                {"field": "mode", "code": "1.1", "value": "present"},
+                {"field": "mode", "code": "9.9", "value": "present"},
+            ],
+        )
     with pytest.raises(UsageError):
         session.record(0, [{"field": "first_step", "value": "four"}])
     assert list(iter_events(gold)) == []
@@ -126,8 +146,14 @@ def test_a_bad_change_writes_nothing_of_its_batch(results, tmp_path):
 def test_first_failure_and_note_are_kept_with_the_judges_value(results, tmp_path):
     gold = tmp_path / "gold.jsonl"
     session = ReviewSession(results, gold, reviewer="ana")
-    session.record(2, [{"field": "first_step", "value": 3}, {"field": "first_agent", "value": "planner"},
-                       {"field": "note", "value": "the retry is the real failure"}])
+    session.record(
+        2,
+        [
+            {"field": "first_step", "value": 3},
+            {"field": "first_agent", "value": "planner"},
+            {"field": "note", "value": "the retry is the real failure"},
+        ],
+    )
     values = session.values(2)
     assert values["first_step"] == 3 and values["first_agent"] == "planner"
     events = {e.field: e for e in iter_events(gold)}
@@ -167,8 +193,14 @@ def test_live_stats_count_only_the_random_queue_and_say_how_many_more_reviews():
 # -- the server's guards ------------------------------------------------------------------------------
 
 
-def _request(server: ReviewServer, path: str, *, body: dict | None = None, headers: dict | None = None,
-             token: bool = True) -> tuple[int, dict[str, str], bytes]:
+def _request(
+    server: ReviewServer,
+    path: str,
+    *,
+    body: dict | None = None,
+    headers: dict | None = None,
+    token: bool = True,
+) -> tuple[int, dict[str, str], bytes]:
     sent = dict(headers or {})
     if token:
         sent.setdefault("X-Mast-Token", server.token)
@@ -176,8 +208,12 @@ def _request(server: ReviewServer, path: str, *, body: dict | None = None, heade
     if body is not None:
         data = json.dumps(body).encode()
         sent.setdefault("Content-Type", "application/json")
-    request = urllib.request.Request(f"http://127.0.0.1:{server.port}{path}", data=data, headers=sent,
-                                     method="POST" if body is not None else "GET")
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}{path}",
+        data=data,
+        headers=sent,
+        method="POST" if body is not None else "GET",
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, dict(response.headers), response.read()
@@ -195,19 +231,27 @@ def test_requests_without_the_token_or_from_another_origin_change_nothing(result
         assert _request(server, "/api/save", body=change, headers={"Origin": "http://evil.example"})[0] == 403
         assert _request(server, "/api/save", body=change, headers={"Origin": "null"})[0] == 403
         assert _request(server, "/api/save", body=change, headers={"Sec-Fetch-Site": "cross-site"})[0] == 403
-        assert _request(server, "/api/save", body=change, headers={"Host": f"attacker.example:{server.port}"})[0] == 403
+        assert (
+            _request(server, "/api/save", body=change, headers={"Host": f"attacker.example:{server.port}"})[0]
+            == 403
+        )
         assert _request(server, "/", token=False)[0] == 403
         assert _request(server, "/api/trace/0", token=False)[0] == 403
         assert not gold.exists() or gold.read_bytes() == b""
         # the same request with the token, from the page's own origin, is saved
-        status, headers, body = _request(server, "/api/save", body=change,
-                                         headers={"Origin": f"http://127.0.0.1:{server.port}"})
+        status, headers, body = _request(
+            server, "/api/save", body=change, headers={"Origin": f"http://127.0.0.1:{server.port}"}
+        )
         assert status == 200 and json.loads(body)["saved"] > 0
         assert len(list(iter_events(gold))) == json.loads(body)["saved"]
         status, headers, page = _request(server, f"/?token={server.token}", token=False)
         assert status == 200
         policy = headers["Content-Security-Policy"]
-        assert "default-src 'none'" in policy and "connect-src 'self'" in policy and "'unsafe-inline'" not in policy
+        assert (
+            "default-src 'none'" in policy
+            and "connect-src 'self'" in policy
+            and "'unsafe-inline'" not in policy
+        )
         assert b"http://" not in page.replace(b"http://127.0.0.1", b"") and b"https://" not in page
     finally:
         server.stop()
@@ -216,7 +260,9 @@ def test_requests_without_the_token_or_from_another_origin_change_nothing(result
 def test_a_bad_request_is_a_one_line_error_and_the_server_goes_on(results, tmp_path):
     server = ReviewServer(ReviewSession(results, tmp_path / "g.jsonl", reviewer="ana")).start()
     try:
-        status, _, body = _request(server, "/api/save", body={"position": 0, "changes": [{"field": "mode", "code": "x"}]})
+        status, _, body = _request(
+            server, "/api/save", body={"position": 0, "changes": [{"field": "mode", "code": "x"}]}
+        )
         assert status == 400 and "not a mode" in json.loads(body)["error"]
         assert _request(server, "/api/trace/999")[0] == 404
         assert _request(server, "/api/trace/0")[0] == 200
@@ -241,13 +287,18 @@ def test_the_trace_payload_is_the_reports_redacted_row_with_marks(tmp_path):
 def test_relabelling_does_not_touch_the_gold(tmp_path):
     examples = Path(__file__).resolve().parent.parent / "data" / "examples"
     out = tmp_path / "results.jsonl"
-    assert CliRunner().invoke(main, ["label", str(examples), "-o", str(out), "--judge", "detectors"]).exit_code == 0
+    assert (
+        CliRunner().invoke(main, ["label", str(examples), "-o", str(out), "--judge", "detectors"]).exit_code
+        == 0
+    )
     gold = tmp_path / "gold.jsonl"
     session = ReviewSession(out, gold, reviewer="ana")
     session.record(0, [{"field": "accept"}])
     session.close()
     before = hashlib.sha256(gold.read_bytes()).hexdigest()
-    result = CliRunner().invoke(main, ["label", str(examples), "-o", str(out), "--judge", "detectors", "--overwrite"])
+    result = CliRunner().invoke(
+        main, ["label", str(examples), "-o", str(out), "--judge", "detectors", "--overwrite"]
+    )
     assert result.exit_code == 0, result.output
     assert hashlib.sha256(gold.read_bytes()).hexdigest() == before
 
@@ -268,10 +319,16 @@ def test_the_gold_reads_as_labels_and_exports_to_the_csv_evaluate_reads(results,
     assert len(direct) == 6 * 14 - 1  # the unsure cell is not a label
     csv = write_gold_csv(gold, tmp_path / "gold.csv")
     from_csv = read_labels(csv, role="gold")
-    assert direct[["trace_id", "code", "present", "annotator"]].equals(from_csv[["trace_id", "code", "present", "annotator"]])
+    assert direct[["trace_id", "code", "present", "annotator"]].equals(
+        from_csv[["trace_id", "code", "present", "annotator"]]
+    )
     report = evaluate(results, csv, n_boot=0)
-    assert report.n_cells == 6 * 14 - 1 and report.pooled.fn == 1 and report.pooled.fp == 0  # the one cell changed to present
-    result = CliRunner().invoke(main, ["evaluate", "--pred", str(results), "--gold", str(gold), "--json", "--n-boot", "0"])
+    assert (
+        report.n_cells == 6 * 14 - 1 and report.pooled.fn == 1 and report.pooled.fp == 0
+    )  # the one cell changed to present
+    result = CliRunner().invoke(
+        main, ["evaluate", "--pred", str(results), "--gold", str(gold), "--json", "--n-boot", "0"]
+    )
     assert result.exit_code == 0, result.output
 
 
@@ -287,13 +344,15 @@ def test_scout_validation_sets_round_trip_to_identical_cells(results, tmp_path, 
         assert set(first) == {"id", "target", "split"} and first["target"]["1.1"] in (True, False)
     back = read_scout(scout)
     mine = gold_frame(gold, queues=("random",))
-    assert sorted(zip(back["trace_id"], back["code"], back["present"], strict=True)) == \
-        sorted(zip(mine["trace_id"], mine["code"], mine["present"], strict=True))
+    assert sorted(zip(back["trace_id"], back["code"], back["present"], strict=True)) == sorted(
+        zip(mine["trace_id"], mine["code"], mine["present"], strict=True)
+    )
     again = tmp_path / "imported.jsonl"
     assert import_scout(scout, again) == len(mine)
     cells = gold_frame(again)
-    assert sorted(zip(cells["trace_id"], cells["code"], cells["present"], strict=True)) == \
-        sorted(zip(mine["trace_id"], mine["code"], mine["present"], strict=True))
+    assert sorted(zip(cells["trace_id"], cells["code"], cells["present"], strict=True)) == sorted(
+        zip(mine["trace_id"], mine["code"], mine["present"], strict=True)
+    )
 
 
 def test_the_gold_cli_exports_and_imports(results, tmp_path):
@@ -302,7 +361,12 @@ def test_the_gold_cli_exports_and_imports(results, tmp_path):
     runner = CliRunner()
     assert runner.invoke(main, ["gold", "export", str(gold), str(tmp_path / "g.csv")]).exit_code == 0
     assert runner.invoke(main, ["gold", "export", str(gold), str(tmp_path / "v.yaml")]).exit_code == 0
-    assert runner.invoke(main, ["gold", "import", str(tmp_path / "v.yaml"), "-o", str(tmp_path / "i.jsonl")]).exit_code == 0
+    assert (
+        runner.invoke(
+            main, ["gold", "import", str(tmp_path / "v.yaml"), "-o", str(tmp_path / "i.jsonl")]
+        ).exit_code
+        == 0
+    )
     bad = runner.invoke(main, ["gold", "export", str(gold), str(tmp_path / "g.txt"), "--format", "long"])
     assert bad.exit_code == 2 and "csv" in bad.output
 
@@ -310,4 +374,41 @@ def test_the_gold_cli_exports_and_imports(results, tmp_path):
 def test_a_scripted_verdict_pattern_is_what_the_results_hold(results):
     # the fixture's own promise, which the browser and validate tests build on
     first = json.loads(results.read_text().splitlines()[0])
-    assert [v["present"] for v in first["failure_modes"]] == [judge_present(0, c) for c in load_taxonomy().codes]
+    assert [v["present"] for v in first["failure_modes"]] == [
+        judge_present(0, c) for c in load_taxonomy().codes
+    ]
+
+
+def test_validate_gold_gives_per_mode_figures_and_leaves_the_improve_queue_out(results, tmp_path):
+    from mast.validation.gold import split_traces, validate_gold
+
+    gold = tmp_path / "gold.jsonl"
+    _reviewed_gold(results, gold)
+    report = validate_gold(gold, output=tmp_path / "v", n_boot=200)
+    assert {m.code for m in report.modes} == set(load_taxonomy().codes)
+    assert (tmp_path / "v" / "per_mode.csv").is_file() and (tmp_path / "v" / "report.html").is_file()
+    baseline = report.pooled.pooled.kappa
+    # improve-queue reviews that all disagree with the judge do not move the reported kappa
+    improve = ReviewSession(results, gold, reviewer="bo", queue="improve")
+    for position in range(len(improve)):
+        item = improve.item(position)
+        flips = [
+            {"field": "mode", "code": c, "value": "absent" if v == "present" else "present"}
+            for c, v in item.judge.items()
+            if v is not None
+        ]
+        improve.record(position, flips)
+    improve.close()
+    again = validate_gold(gold, output=None, n_boot=0)
+    assert again.pooled.pooled.kappa == baseline
+    assert "improve-queue cells left out" in again.verdict
+    # dev and test never share a trace, and the split is the same each time
+    table = read_labels(gold, role="gold")
+    split = split_traces(table, seed=3)
+    assert split == split_traces(table, seed=3) and set(split.values()) == {"dev", "test"}
+    result = CliRunner().invoke(
+        main,
+        ["validate", "--gold", str(gold), "--split", "test", "-o", str(tmp_path / "t"), "--n-boot", "50"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "test split" in result.output

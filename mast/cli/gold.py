@@ -24,11 +24,20 @@ def command() -> None:
 @command.command("export")
 @click.argument("gold", type=click.Path(exists=True, dir_okay=False))
 @click.argument("output", type=click.Path(dir_okay=False))
-@click.option("--format", "kind", type=click.Choice(["auto", "long", "scout"]), default="auto", show_default=True,
-              help="long: trace_id,code,present,annotator CSV; scout: id + target per trace. auto: scout for .json/.yaml.")
+@click.option(
+    "--format",
+    "kind",
+    type=click.Choice(["auto", "long", "scout"]),
+    default="auto",
+    show_default=True,
+    help="long: trace_id,code,present,annotator CSV; scout: id + target per trace. auto: scout for .json/.yaml.",
+)
 @click.option("--split", default=None, help="Write this split name on each Scout case (dev, test...).")
-@click.option("--with-improve", is_flag=True,
-              help="Include improve-queue cells (left out by default: they are a biased sample).")
+@click.option(
+    "--with-improve",
+    is_flag=True,
+    help="Include improve-queue cells (left out by default: they are a biased sample).",
+)
 def export(gold: str, output: str, kind: str, split: str | None, with_improve: bool) -> None:
     """Write the gold's current cells as a label CSV or a Scout validation set."""
     from mast.review.export import write_gold_csv, write_scout

@@ -19,8 +19,8 @@ import threading
 import webbrowser
 
 from mast.errors import UsageError
+from mast.gold import GoldEvent, GoldStore, Queue, current_cells, iter_events, trace_key
 from mast.review.app import ReviewServer
-from mast.gold import GoldEvent, Queue, GoldStore, current_cells, iter_events, trace_key
 from mast.review.session import ReviewSession, live_stats
 from mast.taxonomy import Taxonomy
 
@@ -61,7 +61,9 @@ def review(
     """
     if queue not in ("random", "improve"):
         raise UsageError(f"queue must be 'random' or 'improve', not {queue!r}")
-    session = ReviewSession(results, gold, reviewer=reviewer, queue=queue, sample=sample, seed=seed, taxonomy=taxonomy)
+    session = ReviewSession(
+        results, gold, reviewer=reviewer, queue=queue, sample=sample, seed=seed, taxonomy=taxonomy
+    )
     server = ReviewServer(session, port=port, redact_patterns=redact_patterns).start()
     if open_browser:
         webbrowser.open(server.url)

@@ -38,7 +38,9 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 class ReviewServer:
     """Serves one :class:`ReviewSession` from a background thread until :meth:`stop`."""
 
-    def __init__(self, session: ReviewSession, *, port: int = 0, redact_patterns: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(
+        self, session: ReviewSession, *, port: int = 0, redact_patterns: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         self.session = session
         self.token = secrets.token_urlsafe(24)
         self._port = port
@@ -60,6 +62,7 @@ class ReviewServer:
 
     def start(self) -> ReviewServer:
         """Start serving (returns once the port is bound)."""
+
         def run() -> None:
             loop = asyncio.new_event_loop()
             self._loop = loop
@@ -141,7 +144,10 @@ class ReviewServer:
         origin = request.headers.get("Origin")
         if origin is not None and origin not in {f"http://{h}" for h in allowed_hosts}:
             return "foreign origin"
-        if request.method != "GET" and request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
+        if request.method != "GET" and request.headers.get("Sec-Fetch-Site", "same-origin") not in (
+            "same-origin",
+            "none",
+        ):
             return "cross-site request"
         token = request.query.get("token") if request.path == "/" else request.headers.get("X-Mast-Token")
         if not token or not hmac.compare_digest(token.encode(), self.token.encode()):
@@ -156,9 +162,18 @@ class ReviewServer:
     def page(self) -> str:
         """The page's HTML: the layout, the session's settings as JSON, the script."""
         session = self.session
-        modes = [{"code": c, "name": session.tax.mode(c).name, "key": k} for c, k in mode_keys(session.tax.codes).items()]
-        config = {"token": self.token, "reviewer": session.reviewer, "queue": session.queue, "total": len(session),
-                  "start": session.resume_position(), "modes": modes}
+        modes = [
+            {"code": c, "name": session.tax.mode(c).name, "key": k}
+            for c, k in mode_keys(session.tax.codes).items()
+        ]
+        config = {
+            "token": self.token,
+            "reviewer": session.reviewer,
+            "queue": session.queue,
+            "total": len(session),
+            "start": session.resume_position(),
+            "modes": modes,
+        }
         data = json.dumps(config, ensure_ascii=False).replace("<", "\\u003c")
         title = html.escape(f"mast review: {session._path.name}")
         return (
@@ -188,10 +203,17 @@ class ReviewServer:
         """What the page draws for one trace."""
         session = self.session
         item = session.item(position)
-        return {"position": position, "total": len(session), "key": item.key, "queue": session.queue,
-                "row": self._rows.row(session.diagnosis(position)), "judge": item.judge,
-                "judge_first": {"step": item.first_step, "agent": item.first_agent},
-                "values": session.values(position), "reviewed": session.reviewed(position)}
+        return {
+            "position": position,
+            "total": len(session),
+            "key": item.key,
+            "queue": session.queue,
+            "row": self._rows.row(session.diagnosis(position)),
+            "judge": item.judge,
+            "judge_first": {"step": item.first_step, "agent": item.first_agent},
+            "values": session.values(position),
+            "reviewed": session.reviewed(position),
+        }
 
     async def _trace(self, request: web.Request) -> web.Response:
         return web.json_response(self.trace_payload(self._position(request.match_info["position"])))
@@ -207,12 +229,18 @@ class ReviewServer:
             raise web.HTTPBadRequest(reason="expected {position, changes: [...]}")
         position = self._position(str(body.get("position")))
         events = self.session.record(position, [c for c in body["changes"] if isinstance(c, dict)])
-        return web.json_response({"saved": len(events), "values": self.session.values(position),
-                                  "reviewed": self.session.reviewed(position),
-                                  "next_unreviewed": self.session.resume_position()})
+        return web.json_response(
+            {
+                "saved": len(events),
+                "values": self.session.values(position),
+                "reviewed": self.session.reviewed(position),
+                "next_unreviewed": self.session.resume_position(),
+            }
+        )
 
     async def _stats(self, request: web.Request) -> web.Response:
         session = self.session
         done = sum(1 for p in range(len(session)) if session.reviewed(p))
-        return web.json_response({"reviewed": done, "total": len(session),
-                                  "modes": [s.as_dict() for s in session.stats()]})
+        return web.json_response(
+            {"reviewed": done, "total": len(session), "modes": [s.as_dict() for s in session.stats()]}
+        )

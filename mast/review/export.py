@@ -36,21 +36,33 @@ SCOUT_SUFFIXES = (".csv", ".json", ".yaml", ".yml")
 _TARGET = "target_"
 
 
-def gold_frame(gold: str | os.PathLike[str], *, queues: tuple[Queue, ...] = ("random", "improve")) -> pd.DataFrame:
+def gold_frame(
+    gold: str | os.PathLike[str], *, queues: tuple[Queue, ...] = ("random", "improve")
+) -> pd.DataFrame:
     """Every reviewer's current mode cells (``present``/``absent``; ``unsure`` left out) of ``queues``."""
     rows = [
-        {"trace_id": e.trace_id, "code": e.code, "present": e.value == "present", "annotator": e.reviewer,
-         "queue": e.queue, "source_path": e.source_path or "", "source_record": e.source_record, "key": e.key}
+        {
+            "trace_id": e.trace_id,
+            "code": e.code,
+            "present": e.value == "present",
+            "annotator": e.reviewer,
+            "queue": e.queue,
+            "source_path": e.source_path or "",
+            "source_record": e.source_record,
+            "key": e.key,
+        }
         for e in current_cells(iter_events(gold)).values()
         if e.field == "mode" and e.value in ("present", "absent") and e.queue in queues
     ]
     columns = ["trace_id", "code", "present", "annotator", "queue", "source_path", "source_record", "key"]
-    return pd.DataFrame(rows, columns=columns).sort_values(["trace_id", "code", "annotator"], kind="stable",
-                                                           ignore_index=True)
+    return pd.DataFrame(rows, columns=columns).sort_values(
+        ["trace_id", "code", "annotator"], kind="stable", ignore_index=True
+    )
 
 
-def write_gold_csv(gold: str | os.PathLike[str], target: str | os.PathLike[str], *,
-                   queues: tuple[Queue, ...] = ("random",)) -> Path:
+def write_gold_csv(
+    gold: str | os.PathLike[str], target: str | os.PathLike[str], *, queues: tuple[Queue, ...] = ("random",)
+) -> Path:
     """Write the gold as a long label CSV (``present`` as 1/0) and return its path."""
     frame = gold_frame(gold, queues=queues)
     frame["present"] = frame["present"].astype(int)
@@ -60,8 +72,14 @@ def write_gold_csv(gold: str | os.PathLike[str], target: str | os.PathLike[str],
     return out
 
 
-def write_scout(gold: str | os.PathLike[str], target: str | os.PathLike[str], *, split: str | None = None,
-                queues: tuple[Queue, ...] = ("random",), taxonomy: Taxonomy | None = None) -> Path:
+def write_scout(
+    gold: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    *,
+    split: str | None = None,
+    queues: tuple[Queue, ...] = ("random",),
+    taxonomy: Taxonomy | None = None,
+) -> Path:
     """Write the gold as an Inspect Scout validation set (CSV, JSON or YAML, by ``target``'s suffix)."""
     out = Path(target)
     suffix = out.suffix.lower()
@@ -71,8 +89,9 @@ def write_scout(gold: str | os.PathLike[str], target: str | os.PathLike[str], *,
     if frame.empty:
         raise EvaluationError(f"{gold}: no reviewed cell to export")
     tax = taxonomy or load_taxonomy()
-    votes = majority_vote(label_table(frame[["trace_id", "code", "present", "annotator"]].to_dict("records"),
-                                      taxonomy=tax))
+    votes = majority_vote(
+        label_table(frame[["trace_id", "code", "present", "annotator"]].to_dict("records"), taxonomy=tax)
+    )
     votes = votes.dropna(subset=["present"])
     cases: list[dict[str, Any]] = []
     for trace_id, group in votes.groupby("trace_id", sort=True):
@@ -83,8 +102,14 @@ def write_scout(gold: str | os.PathLike[str], target: str | os.PathLike[str], *,
         cases.append(case)
     out.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".csv":
-        flat = [{"id": c["id"], **{_TARGET + k: v for k, v in c["target"].items()},
-                 **({"split": c["split"]} if split else {})} for c in cases]
+        flat = [
+            {
+                "id": c["id"],
+                **{_TARGET + k: v for k, v in c["target"].items()},
+                **({"split": c["split"]} if split else {}),
+            }
+            for c in cases
+        ]
         write_csv(pd.DataFrame(flat), out)
     elif suffix == ".json":
         out.write_text(json.dumps(cases, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -93,16 +118,22 @@ def write_scout(gold: str | os.PathLike[str], target: str | os.PathLike[str], *,
     return out
 
 
-def read_scout(source: str | os.PathLike[str], *, annotator: str = "scout",
-               taxonomy: Taxonomy | None = None) -> pd.DataFrame:
+def read_scout(
+    source: str | os.PathLike[str], *, annotator: str = "scout", taxonomy: Taxonomy | None = None
+) -> pd.DataFrame:
     """A Scout validation set (CSV with ``target_<code>`` columns, JSON/YAML with a ``target`` mapping) as labels."""
     path = Path(source)
     suffix = path.suffix.lower()
     try:
         if suffix == ".csv":
             table = pd.read_csv(path, dtype=str, keep_default_na=False)
-            records = [{"id": r["id"], "target": {k[len(_TARGET):]: r[k] for k in table.columns if k.startswith(_TARGET)}}
-                       for r in table.to_dict("records")]
+            records = [
+                {
+                    "id": r["id"],
+                    "target": {k[len(_TARGET) :]: r[k] for k in table.columns if k.startswith(_TARGET)},
+                }
+                for r in table.to_dict("records")
+            ]
         elif suffix == ".json":
             records = json.loads(path.read_text(encoding="utf-8"))
         elif suffix in (".yaml", ".yml"):
@@ -120,12 +151,19 @@ def read_scout(source: str | os.PathLike[str], *, annotator: str = "scout",
         for code, value in case["target"].items():
             present = parse_present(value, where=f"{path} case {n}")
             if present is not None:
-                rows.append({"trace_id": str(case["id"]), "code": code, "present": present, "annotator": annotator})
+                rows.append(
+                    {"trace_id": str(case["id"]), "code": code, "present": present, "annotator": annotator}
+                )
     return label_table(rows, taxonomy=taxonomy, source=str(path))
 
 
-def import_scout(source: str | os.PathLike[str], gold: str | os.PathLike[str], *, reviewer: str = "scout",
-                 taxonomy: Taxonomy | None = None) -> int:
+def import_scout(
+    source: str | os.PathLike[str],
+    gold: str | os.PathLike[str],
+    *,
+    reviewer: str = "scout",
+    taxonomy: Taxonomy | None = None,
+) -> int:
     """Append a Scout validation set's cells to ``gold`` as events of ``reviewer`` (random queue); return how many.
 
     Scout knows a trace by its id alone, so the events' key names no source file.
@@ -133,8 +171,17 @@ def import_scout(source: str | os.PathLike[str], gold: str | os.PathLike[str], *
     from mast.gold import GoldEvent, GoldStore, trace_key
 
     table = read_scout(source, annotator=reviewer, taxonomy=taxonomy)
-    events = [GoldEvent(key=trace_key(None, None, str(t)), trace_id=str(t), field="mode", code=str(c),
-                        value="present" if p else "absent", reviewer=reviewer, queue="random")
-              for t, c, p in zip(table["trace_id"], table["code"], table["present"], strict=True)]
+    events = [
+        GoldEvent(
+            key=trace_key(None, None, str(t)),
+            trace_id=str(t),
+            field="mode",
+            code=str(c),
+            value="present" if p else "absent",
+            reviewer=reviewer,
+            queue="random",
+        )
+        for t, c, p in zip(table["trace_id"], table["code"], table["present"], strict=True)
+    ]
     with GoldStore(gold) as store:
         return store.append(events)

@@ -28,11 +28,11 @@ def mode_keys(codes: list[str]) -> dict[str, str]:
     spare = iter(k for k in _ROWS[0] + _ROWS[1] + _ROWS[2] + _SPARE if k not in used)
     for code in codes:
         if code not in keys:
-            key = next(spare, None)
-            if key is None:
+            spare_key = next(spare, None)
+            if spare_key is None:
                 break  # more modes than keys: the rest are marked with the mouse
-            keys[code] = key
-            used.add(key)
+            keys[code] = spare_key
+            used.add(spare_key)
     return {code: keys.get(code, "") for code in codes}
 
 

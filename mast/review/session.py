@@ -32,8 +32,8 @@ import numpy as np
 from mast.diagnosis import Diagnosis
 from mast.errors import EvaluationError, UsageError
 from mast.evaluation.metrics import bootstrap_weights, metrics_from_counts, percentile_interval
-from mast.results import iter_lines, iter_numbered
 from mast.gold import MODE_VALUES, GoldEvent, GoldStore, Queue, current_cells, iter_events, trace_key
+from mast.results import iter_lines, iter_numbered
 from mast.taxonomy import Taxonomy, load_taxonomy
 
 TARGET_HALF_WIDTH = 0.1
@@ -72,8 +72,15 @@ class ModeStats:
 
     def as_dict(self) -> dict[str, Any]:
         """For the app's JSON."""
-        return {"code": self.code, "n": self.n, "positives": self.positives, "kappa": self.kappa, "low": self.low,
-                "high": self.high, "more": self.more_for_target}
+        return {
+            "code": self.code,
+            "n": self.n,
+            "positives": self.positives,
+            "kappa": self.kappa,
+            "low": self.low,
+            "high": self.high,
+            "more": self.more_for_target,
+        }
 
 
 def _value(present: bool | None) -> str | None:
@@ -145,11 +152,19 @@ class ReviewSession:
             score += 1.0 - 2.0 * min(abs(c - 0.5) for c in confidences)
         first = diagnosis.first_failure
         source = diagnosis.source
-        self.items.append(ReviewItem(
-            offset=offset, key=trace_key(source.path, source.record, diagnosis.trace_id), trace_id=diagnosis.trace_id,
-            source_path=source.path, source_record=source.record, judge=judge,
-            first_step=first.step if first else None, first_agent=first.agent if first else None, improve_score=score,
-        ))
+        self.items.append(
+            ReviewItem(
+                offset=offset,
+                key=trace_key(source.path, source.record, diagnosis.trace_id),
+                trace_id=diagnosis.trace_id,
+                source_path=source.path,
+                source_record=source.record,
+                judge=judge,
+                first_step=first.step if first else None,
+                first_agent=first.agent if first else None,
+                improve_score=score,
+            )
+        )
 
     def _order(self) -> list[int]:
         positions = list(range(len(self.items)))
@@ -196,7 +211,11 @@ class ReviewSession:
         """Every mode the judge assessed has a value from this reviewer."""
         item = self.item(position)
         key = item.key
-        return all((key, "mode", code, self.reviewer) in self.cells for code, v in item.judge.items() if v is not None)
+        return all(
+            (key, "mode", code, self.reviewer) in self.cells
+            for code, v in item.judge.items()
+            if v is not None
+        )
 
     def resume_position(self) -> int:
         """The first trace of the queue this reviewer has not finished (the last one when all are)."""
@@ -222,19 +241,29 @@ class ReviewSession:
         return events
 
     def _events(self, item: ReviewItem, change: dict[str, Any]) -> list[GoldEvent]:
-        common = {"key": item.key, "trace_id": item.trace_id, "source_path": item.source_path,
-                  "source_record": item.source_record, "reviewer": self.reviewer, "queue": self.queue}
+        common = {
+            "key": item.key,
+            "trace_id": item.trace_id,
+            "source_path": item.source_path,
+            "source_record": item.source_record,
+            "reviewer": self.reviewer,
+            "queue": self.queue,
+        }
         name = change.get("field")
         if name == "accept":
-            return [GoldEvent(field="mode", code=code, value=judged, judge=judged, **common)
-                    for code, judged in item.judge.items()
-                    if judged is not None and (item.key, "mode", code, self.reviewer) not in self.cells]
+            return [
+                GoldEvent(field="mode", code=code, value=judged, judge=judged, **common)
+                for code, judged in item.judge.items()
+                if judged is not None and (item.key, "mode", code, self.reviewer) not in self.cells
+            ]
         value = change.get("value")
         if name == "mode":
             code = change.get("code")
             if code not in self.tax.codes or value not in MODE_VALUES:
                 raise UsageError(f"not a mode and value: {str(code)[:20]!r}, {str(value)[:20]!r}")
-            return [GoldEvent(field="mode", code=code, value=value, judge=item.judge.get(str(code)), **common)]
+            return [
+                GoldEvent(field="mode", code=code, value=value, judge=item.judge.get(str(code)), **common)
+            ]
         if name == "first_step":
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
                 raise UsageError("first_step must be a step number (0 or more) or null")
@@ -258,8 +287,14 @@ class ReviewSession:
         return live_stats(self.cells.values(), self.tax.codes, n_boot=n_boot, seed=seed)
 
 
-def live_stats(events: Any, codes: list[str], *, n_boot: int = 500, seed: int = 0,
-               queues: tuple[Queue, ...] = ("random",)) -> list[ModeStats]:
+def live_stats(
+    events: Any,
+    codes: list[str],
+    *,
+    n_boot: int = 500,
+    seed: int = 0,
+    queues: tuple[Queue, ...] = ("random",),
+) -> list[ModeStats]:
     """Kappa per mode of ``judge`` vs ``value`` over the current mode cells of ``events``, CI by trace bootstrap.
 
     Only cells of ``queues`` count: the improve queue is a biased sample by design.
@@ -268,15 +303,20 @@ def live_stats(events: Any, codes: list[str], *, n_boot: int = 500, seed: int = 
     index = {c: i for i, c in enumerate(codes)}
     rows: list[tuple[int, int, int]] = []
     for event in events:
-        if (event.field != "mode" or event.queue not in queues or event.code not in index
-                or event.value not in ("present", "absent") or event.judge not in ("present", "absent")):
+        if (
+            event.field != "mode"
+            or event.queue not in queues
+            or event.code not in index
+            or event.value not in ("present", "absent")
+            or event.judge not in ("present", "absent")
+        ):
             continue
         gold, pred = event.value == "present", event.judge == "present"
         outcome = 0 if gold and pred else 1 if pred else 2 if gold else 3
         rows.append((units.setdefault(event.key, len(units)), index[event.code], outcome))
     cube = np.zeros((len(units), len(codes), 4))
-    for unit, code, outcome in rows:
-        cube[unit, code, outcome] += 1
+    for unit, column, outcome in rows:
+        cube[unit, column, outcome] += 1
     point = metrics_from_counts(cube.sum(axis=0))
     intervals: list[tuple[float, float] | None] = [None] * len(codes)
     if units and n_boot:
@@ -295,9 +335,15 @@ def live_stats(events: Any, codes: list[str], *, n_boot: int = 500, seed: int = 
             half = (bounds[1] - bounds[0]) / 2
             # The CI narrows like 1/sqrt(n): n * (half / target)^2 traces give a half width near the target.
             more = max(0, math.ceil(reviewed * (half / TARGET_HALF_WIDTH) ** 2) - reviewed)
-        out.append(ModeStats(code=code, n=n, positives=int(counts[:, 0].sum() + counts[:, 2].sum()),
-                             kappa=None if math.isnan(kappa) else kappa,
-                             low=bounds[0] if bounds else None, high=bounds[1] if bounds else None,
-                             more_for_target=more))
+        out.append(
+            ModeStats(
+                code=code,
+                n=n,
+                positives=int(counts[:, 0].sum() + counts[:, 2].sum()),
+                kappa=None if math.isnan(kappa) else kappa,
+                low=bounds[0] if bounds else None,
+                high=bounds[1] if bounds else None,
+                more_for_target=more,
+            )
+        )
     return out
-

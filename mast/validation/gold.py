@@ -39,7 +39,9 @@ Split = Literal["dev", "test"]
 DEV_FRACTION = 0.5
 
 
-def split_traces(gold: pd.DataFrame, *, seed: int = 0, dev_fraction: float = DEV_FRACTION) -> dict[str, Split]:
+def split_traces(
+    gold: pd.DataFrame, *, seed: int = 0, dev_fraction: float = DEV_FRACTION
+) -> dict[str, Split]:
     """Each gold trace's split: within each stratum (the trace's present modes), a seeded shuffle cut at ``dev_fraction``.
 
     Stratifying keeps a mode's positive traces on both sides where there are two or more; the same
@@ -97,7 +99,8 @@ def validate_gold(
         split_seed: the split's seed.
         output: folder for summary.json, per_mode.csv, disagreements.csv, verdict.txt, report.html
             (``None``: write nothing).
-        n_boot: bootstrap resamples; seed: their seed.
+        n_boot: bootstrap resamples.
+        seed: the bootstrap's seed.
         taxonomy: the taxonomy of the codes (default mast-v3).
 
     Raises:
@@ -111,7 +114,9 @@ def validate_gold(
     gold_table = label_table(label_rows(events), taxonomy=tax, source=str(path))
     improve = sum(1 for e in current_cells(events).values() if e.field == "mode" and e.queue == "improve")
     if gold_table.empty:
-        raise EvaluationError(f"{path}: no reviewed random-queue cell (present/absent) to measure the judge on")
+        raise EvaluationError(
+            f"{path}: no reviewed random-queue cell (present/absent) to measure the judge on"
+        )
     pred = read_labels(results, role="pred", taxonomy=tax) if results is not None else judge_labels(events)
     note = ""
     if split is not None:
@@ -126,15 +131,33 @@ def validate_gold(
     agreement = report.inter_annotator.get("gold")
     human: dict[str, float | None] = {m.code: m.fleiss_kappa for m in agreement.per_mode} if agreement else {}
     if improve:
-        note = (note + "; " if note else "") + (f"{improve} improve-queue cells left out of the estimate "
-                                                "(picked for disagreement: a biased sample)")
-    result = SetResult(name=split or "gold", description=f"reviewed traces of {path.name}", licence="yours",
-                       n_traces=report.n_traces, n_judged=report.n_traces, results=str(results or path),
-                       evaluation=report, mapping_note=note)
-    judge = {"kind": "gold", "model": f"judge values in {path.name}" if results is None else str(results),
-             "taxonomy_version": tax.version}
-    validation = ValidationReport(judge=judge, data_dir=str(path), output_dir=str(output or ""), sets=[result],
-                                  pooled=report, modes=mode_findings(report, human))
+        note = (note + "; " if note else "") + (
+            f"{improve} improve-queue cells left out of the estimate "
+            "(picked for disagreement: a biased sample)"
+        )
+    result = SetResult(
+        name=split or "gold",
+        description=f"reviewed traces of {path.name}",
+        licence="yours",
+        n_traces=report.n_traces,
+        n_judged=report.n_traces,
+        results=str(results or path),
+        evaluation=report,
+        mapping_note=note,
+    )
+    judge = {
+        "kind": "gold",
+        "model": f"judge values in {path.name}" if results is None else str(results),
+        "taxonomy_version": tax.version,
+    }
+    validation = ValidationReport(
+        judge=judge,
+        data_dir=str(path),
+        output_dir=str(output or ""),
+        sets=[result],
+        pooled=report,
+        modes=mode_findings(report, human),
+    )
     validation.verdict = verdict_text(validation) + (f" ({note})" if note else "")
     if output is not None:
         out = Path(output)

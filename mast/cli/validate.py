@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -51,7 +51,8 @@ def _f(value: float | None) -> str:
     "data_dir",
     type=click.Path(exists=True, file_okay=False),
     default=None,
-    help="Folder holding the sets (default: MAST_VALIDATION_DIR, then the checkout's data/validation).",
+    help="Folder holding the sets, one sub-folder each (default: MAST_VALIDATION_DIR, else the cache, "
+    "downloading each set from its public home on first use, checked by sha256).",
 )
 @click.option("--dry-run", is_flag=True, help="Count traces and estimate tokens and cost; call nothing.")
 @click.option(
@@ -234,6 +235,12 @@ def _mode_table(result: ValidationReport) -> None:
     )
 
 
+def _reading(row: dict[Any, Any]) -> str:
+    """The row's reading and its caveat; pandas turns a missing caveat into NaN, which is not one."""
+    caveat = row.get("caveat")
+    return str(row["reading"]) + (f"; {caveat}" if isinstance(caveat, str) and caveat else "")
+
+
 def _comparison_table(frame: pd.DataFrame, runs: tuple[str, str]) -> None:
     table = Table(title=f"A = {runs[0]}, B = {runs[1]}: kappa and paired bootstrap difference B - A")
     for column in ("scope", "traces", "cells", "positives", "kappa A", "kappa B", "B - A [CI]", "reading"):
@@ -247,7 +254,7 @@ def _comparison_table(frame: pd.DataFrame, runs: tuple[str, str]) -> None:
             _f(row["kappa_a"]),
             _f(row["kappa_b"]),
             f"{_f(row['diff'])} [{_f(row['low'])}, {_f(row['high'])}]",
-            str(row["reading"]) + (f"; {row['caveat']}" if row.get("caveat") else ""),
+            _reading(row),
         )
     stdout.print(table)
     stdout.print(frame.attrs["note"], markup=False, highlight=False)

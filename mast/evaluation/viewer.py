@@ -544,7 +544,7 @@ function open(id){
     (r.task ? `<p><b>Task:</b> ${esc(r.task.slice(0, 2000))}</p>` : '') +
     (r.summary ? `<p><b>Summary:</b> ${esc(r.summary)}</p>` : '') +
     (ff ? `<p id="trace-first-failure"><b>First failure:</b> ${[ff.step != null ? 'step ' + esc(ff.step) : '', ff.agent ? 'agent ' + esc(ff.agent) : '', esc(ff.code || '')].filter(Boolean).join(', ')}${ff.explanation ? ': ' + esc(ff.explanation) : ''}</p>` : '') +
-    `<p class="note">tokens ${u.input_tokens} in / ${u.output_tokens} out · cost ${u.cost_usd == null ? 'unknown' : '$' + u.cost_usd.toFixed(4)}` +
+    `<p class="note">tokens ${u.input_tokens} in / ${u.output_tokens} out · cost ${u.cost_usd == null ? (u.llm_calls === 0 ? '$0.0000' : 'unknown') : '$' + u.cost_usd.toFixed(4)}` +
     ` · ${u.llm_calls} LLM call${u.llm_calls === 1 ? '' : 's'} · ${u.latency_s} s${u.cached ? ' · from cache' : ''}</p>` +
     `<table class="verdicts"><thead><tr><th class="text">mode</th><th class="text">verdict</th><th>confidence</th>` +
     `<th class="text">gold</th><th class="text">explanation and evidence</th></tr></thead><tbody>${verdicts}</tbody></table>` +

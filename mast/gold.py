@@ -34,7 +34,7 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mast.errors import EvaluationError
+from mast.errors import EvaluationError, UsageError
 
 GOLD_SCHEMA_VERSION: Literal["mast-gold/1"] = "mast-gold/1"
 
@@ -82,10 +82,15 @@ class GoldStore:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # O_APPEND: every write lands at the end even if another process appends too.
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self._repair_tail()
+        self._fd = -1
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # O_APPEND: every write lands at the end even if another process appends too.
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self._repair_tail()
+        except OSError as exc:
+            self.close()
+            raise UsageError(f"cannot write the gold file {self.path}: {exc.strerror or exc}") from exc
 
     def _repair_tail(self) -> None:
         # A last line torn by a kill has no newline: end it, so the next event starts on its own line
@@ -133,7 +138,11 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[GoldEvent]:
     file = Path(path)
     if not file.is_file():
         return
-    with file.open("rb") as handle:
+    try:
+        handle = file.open("rb")
+    except OSError as exc:
+        raise EvaluationError(f"cannot read the gold file {file}: {exc.strerror or exc}") from exc
+    with handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue

@@ -1,13 +1,19 @@
-"""`mast review`: the gold file, the session's queue, the server's guards, export and import.
+"""`mast review`: the gold file, the session's queue, the server's guards, the command, export and import.
 
-The browser tests (a real headless Chromium through Playwright, as the report's) are in
-tests/test_review_browser.py.
+The page's script is not driven in a browser here (no Playwright test of the review page yet);
+the API it calls is.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -412,3 +418,191 @@ def test_validate_gold_gives_per_mode_figures_and_leaves_the_improve_queue_out(r
     )
     assert result.exit_code == 0, result.output
     assert "test split" in result.output
+
+
+# -- the command ------------------------------------------------------------------------------------
+
+URL = re.compile(r"^http://127\.0\.0\.1:(\d+)/\?token=[\w-]+$", re.MULTILINE)
+
+
+def _until_interrupted(monkeypatch: pytest.MonkeyPatch, seen: list[str]) -> None:
+    """The command's wait raises KeyboardInterrupt at once (Ctrl-C), after one request to the page."""
+    import mast.cli.review as command
+
+    lines: list[str] = []
+    write_line = command.write_line
+
+    def record(text: str) -> None:
+        lines.append(text)
+        write_line(text)
+
+    def wait() -> None:
+        url = next((m.group(0) for line in lines if (m := URL.match(line))), None)
+        if url is not None:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                seen.append(str(response.status))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, "write_line", record)
+    monkeypatch.setattr(command, "_wait", wait)
+
+
+def test_the_command_prints_the_url_and_opens_the_browser(results, tmp_path, monkeypatch):
+    opened: list[str] = []
+    monkeypatch.setattr("webbrowser.open", lambda url, *a, **k: opened.append(url) or True)
+    monkeypatch.setenv("DISPLAY", ":0")
+    seen: list[str] = []
+    _until_interrupted(monkeypatch, seen)
+    gold = tmp_path / "gold.jsonl"
+    result = CliRunner().invoke(main, ["review", str(results), "-o", str(gold), "--reviewer", "ana"])
+    assert result.exit_code == 0, result.output
+    url = URL.search(result.stdout)
+    assert url is not None, result.stdout
+    assert opened == [url.group(0)]
+    assert "stopped" in result.stderr and "Traceback" not in result.output
+
+
+def test_no_open_opens_nothing_and_still_prints_the_url(results, tmp_path, monkeypatch):
+    opened: list[str] = []
+    monkeypatch.setattr("webbrowser.open", lambda url, *a, **k: opened.append(url) or True)
+    monkeypatch.setenv("DISPLAY", ":0")
+    seen: list[str] = []
+    _until_interrupted(monkeypatch, seen)
+    args = ["review", str(results), "-o", str(tmp_path / "g.jsonl"), "--reviewer", "ana", "--no-open"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert URL.search(result.stdout) is not None and opened == []
+    assert seen == ["200"]  # the server was up while the command waited
+
+
+def test_without_a_display_no_browser_is_started_and_the_url_is_said(results, tmp_path, monkeypatch):
+    opened: list[str] = []
+    monkeypatch.setattr("webbrowser.open", lambda url, *a, **k: opened.append(url) or True)
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("sys.platform", "linux")
+    _until_interrupted(monkeypatch, [])
+    result = CliRunner().invoke(
+        main, ["review", str(results), "-o", str(tmp_path / "g.jsonl"), "--reviewer", "a"]
+    )
+    assert result.exit_code == 0, result.output
+    assert opened == [] and "no browser opened" in result.stderr and "open the URL above" in result.stderr
+
+
+def _one_line_error(result, *words: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert "Traceback" not in result.output and len(lines) <= 3, result.output  # click's usage lines at most
+    assert all(w in result.output for w in words), result.output
+
+
+def test_bad_inputs_are_one_line_errors(results, tmp_path, monkeypatch):
+    monkeypatch.setattr("mast.cli.review._wait", lambda: pytest.fail("the server should not start"))
+    runner = CliRunner()
+    gold = str(tmp_path / "g.jsonl")
+    _one_line_error(
+        runner.invoke(main, ["review", str(tmp_path / "nope.jsonl"), "-o", gold]), "does not exist"
+    )
+    _one_line_error(runner.invoke(main, ["review", str(tmp_path), "-o", gold]), "is a directory")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(results.read_text().splitlines()[0] + "\nnot json\n{}\n")
+    _one_line_error(
+        runner.invoke(main, ["review", str(bad), "-o", gold, "--reviewer", "a"]), "bad.jsonl:2", "not JSON"
+    )
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    _one_line_error(
+        runner.invoke(main, ["review", str(trace), "-o", gold, "--reviewer", "a"]), "not a mast diagnosis"
+    )
+    _one_line_error(
+        runner.invoke(main, ["review", str(results), "-o", str(results), "--reviewer", "a"]),
+        "is the results file",
+    )
+    _one_line_error(
+        runner.invoke(main, ["review", str(results), "-o", gold, "--reviewer", "a", "--taxonomy", "no-such"]),
+    )
+
+    def no_name() -> str:
+        raise KeyError("getpwuid(): uid not found: 4242")
+
+    monkeypatch.setattr("getpass.getuser", no_name)
+    _one_line_error(runner.invoke(main, ["review", str(results), "-o", gold]), "--reviewer NAME")
+
+
+def test_a_port_in_use_is_a_clear_error_and_the_gold_is_closed(results, tmp_path, monkeypatch):
+    monkeypatch.setattr("mast.cli.review._wait", lambda: pytest.fail("the server should not start"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = [
+            "review",
+            str(results),
+            "-o",
+            str(tmp_path / "g.jsonl"),
+            "--reviewer",
+            "a",
+            "--port",
+            str(port),
+        ]
+        result = CliRunner().invoke(main, args)
+    _one_line_error(result, f"port {port} on 127.0.0.1 is in use", "--port 0")
+    session = ReviewSession(results, tmp_path / "g2.jsonl", reviewer="a")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(UsageError, match="in use"):
+            ReviewServer(session, port=taken.getsockname()[1]).start()
+    assert session._store is not None and session._store._fd == -1  # closed: no descriptor left open
+
+
+def test_a_results_file_rewritten_under_the_app_is_a_one_line_api_error(results, tmp_path):
+    server = ReviewServer(ReviewSession(results, tmp_path / "g.jsonl", reviewer="ana")).start()
+    try:
+        results.write_text("x" * 100_000 + "\n")
+        status, _, body = _request(server, "/api/trace/0")
+        assert status == 400 and "restart mast review" in json.loads(body)["error"]
+    finally:
+        server.stop()
+    server.stop()  # a second stop does nothing
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
+def test_ctrl_c_stops_the_server_cleanly(results, tmp_path):
+    """A real `mast review` process: the URL on stdout, the page served, SIGINT ends it with exit 0."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    gold = tmp_path / "gold.jsonl"
+    command = [
+        sys.executable,
+        "-m",
+        "mast",
+        "review",
+        str(results),
+        "-o",
+        str(gold),
+        "--reviewer",
+        "ana",
+        "--no-open",
+    ]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = None
+        assert process.stdout is not None
+        for line in process.stdout:  # the URL comes once the port is bound
+            if URL.match(line.strip()):
+                url = line.strip()
+                break
+        assert url is not None, process.stderr.read() if process.stderr else ""
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert response.status == 200
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr and "stopped" in stderr
+    with pytest.raises(OSError):
+        urllib.request.urlopen(url, timeout=5)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import getpass
+import sys
+import threading
 
 import click
 
 from mast.cli._judge_options import _read_patterns
-from mast.cli._shared import stderr, stdout
+from mast.cli._shared import stderr, stdout, write_line
+from mast.errors import UsageError
 
 
 @click.command("review")
@@ -38,7 +41,15 @@ from mast.cli._shared import stderr, stdout
     show_default=True,
     help="Port on 127.0.0.1 (0: a free one).",
 )
-@click.option("--no-open", is_flag=True, help="Print the URL; do not open a browser.")
+@click.option(
+    "--no-open", is_flag=True, help="Do not open the page in your browser (the URL is printed either way)."
+)
+@click.option(
+    "--taxonomy",
+    default=None,
+    metavar="NAME|FILE",
+    help="Taxonomy the run used (e.g. a `mast discover` taxonomy.yaml) [default: mast-v3].",
+)
 @click.option(
     "--redact-patterns",
     "redact_patterns",
@@ -55,20 +66,23 @@ def command(
     seed: int,
     port: int,
     no_open: bool,
+    taxonomy: str | None = None,
     redact_patterns: tuple[tuple[str, str], ...] | None = None,
 ) -> None:
     """Review the judge's verdicts trace by trace in your browser; every action goes to the gold at once.
+
+    The page opens in your browser (--no-open: not); its URL, with the session's token, is printed
+    either way. Ctrl-C stops the server.
 
     \b
     mast review results.jsonl -o gold.jsonl                   a random sample, opens the browser
     mast review results.jsonl --queue improve --sample 50     the doubtful traces first
     mast validate --gold gold.jsonl                           then: how far to trust the judge
     """  # noqa: D301 (click's \b keeps the example lines as they are)
-    import threading
+    from mast.review import open_in_browser, review
+    from mast.taxonomy import load_taxonomy
 
-    from mast.review import review
-
-    name = reviewer or getpass.getuser()
+    name = reviewer or _login_name()
     server = review(
         results,
         gold=gold,
@@ -77,25 +91,51 @@ def command(
         sample=sample,
         seed=seed,
         port=port,
-        open_browser=False,
+        open_browser=False,  # opened below, once the URL is printed
         block=False,
+        taxonomy=load_taxonomy(taxonomy) if taxonomy is not None else None,
         redact_patterns=redact_patterns or (),
     )
-    stdout.print(
-        f"mast review: {len(server.session)} traces for {name}, gold {gold}", markup=False, highlight=False
-    )
-    # The URL holds the session's token: it is printed on its own line for the reviewer (and tests).
-    click.echo(server.url)
-    stderr.print(
-        "Ctrl-C stops the server; every saved action is already in the gold.", markup=False, highlight=False
-    )
-    if not no_open:
-        import webbrowser
-
-        webbrowser.open(server.url)
     try:
-        threading.Event().wait()
+        stdout.print(
+            f"mast review: {len(server.session)} traces for {name}, gold {gold}",
+            markup=False,
+            highlight=False,
+        )
+        # The URL, token included, on a line of its own: to copy, and what scripts and tests read.
+        write_line(server.url)
+        if not no_open and (why := open_in_browser(server.url)) is not None:
+            stderr.print(
+                f"mast review: no browser opened ({why}): open the URL above "
+                f"(from another machine: ssh -L {server.port}:127.0.0.1:{server.port} this-host)",
+                markup=False,
+                highlight=False,
+            )
+        stderr.print(
+            "Ctrl-C stops the server; every saved action is already in the gold.",
+            markup=False,
+            highlight=False,
+        )
+        sys.stdout.flush()
+        _wait()
     except KeyboardInterrupt:
         pass
     finally:
-        server.stop()
+        try:
+            server.stop()
+        except KeyboardInterrupt:
+            pass  # a second Ctrl-C: every saved action is on disk already
+    stderr.print(f"mast review: stopped; the gold is in {gold}", markup=False, highlight=False)
+
+
+def _wait() -> None:
+    """Serve until Ctrl-C (a KeyboardInterrupt here, in the main thread); tests replace it."""
+    threading.Event().wait()
+
+
+def _login_name() -> str:
+    """The user's login name, for the gold's reviewer column."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no LOGNAME/USER and no passwd entry (a container's bare uid)
+        raise UsageError("cannot tell your login name: give --reviewer NAME") from None

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import webbrowser
 
@@ -32,9 +33,28 @@ __all__ = [
     "current_cells",
     "iter_events",
     "live_stats",
+    "open_in_browser",
     "review",
     "trace_key",
 ]
+
+
+def open_in_browser(url: str) -> str | None:
+    """Open ``url`` in the user's browser (:mod:`webbrowser`): ``None`` when it was, else why not.
+
+    On Linux without a graphical display (a server over SSH) nothing is started: :mod:`webbrowser`
+    would fall back to a text browser that takes over the terminal and cannot run the page's script.
+    ``BROWSER`` set still chooses the browser, as :mod:`webbrowser` documents.
+    """
+    if sys.platform.startswith("linux") and not any(
+        os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER")
+    ):
+        return "no graphical display and no BROWSER set"
+    try:
+        opened = webbrowser.open(url)
+    except webbrowser.Error as exc:
+        return f"the browser could not be started ({exc})"
+    return None if opened else "no browser found"
 
 
 def review(
@@ -53,11 +73,15 @@ def review(
 ) -> ReviewServer:
     """Serve the review app for ``results`` on 127.0.0.1, appending every action to ``gold``.
 
-    With ``block`` (the CLI) it serves until interrupted; else it returns the running
-    :class:`ReviewServer` (``.url``, ``.stop()``), as a notebook wants.
+    With ``block`` it writes the URL (with its token) to stderr and serves until interrupted
+    (Ctrl-C); else it returns the running :class:`ReviewServer` (``.url``, ``.stop()``), as a
+    notebook wants.
+
+    ``open_browser`` opens the page in the user's browser (:func:`open_in_browser`).
 
     Raises:
         UsageError: no results file, an empty reviewer name, an unknown queue, a port in use.
+        ResultsFileError: the results file cannot be read, or holds a line that is not a result.
     """
     if queue not in ("random", "improve"):
         raise UsageError(f"queue must be 'random' or 'improve', not {queue!r}")
@@ -65,10 +89,14 @@ def review(
         results, gold, reviewer=reviewer, queue=queue, sample=sample, seed=seed, taxonomy=taxonomy
     )
     server = ReviewServer(session, port=port, redact_patterns=redact_patterns).start()
-    if open_browser:
-        webbrowser.open(server.url)
     if not block:
+        if open_browser:
+            open_in_browser(server.url)
         return server
+    # Blocking, the caller cannot read ``server.url``: it is written to stderr (the token is in it).
+    print(f"mast review: {server.url}", file=sys.stderr, flush=True)
+    if open_browser and (why := open_in_browser(server.url)) is not None:
+        print(f"mast review: no browser opened ({why}): open the URL above", file=sys.stderr, flush=True)
     try:
         threading.Event().wait()  # until Ctrl-C (KeyboardInterrupt in the main thread)
     except KeyboardInterrupt:

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import errno
 import hmac
 import html
 import json
@@ -61,17 +62,24 @@ class ReviewServer:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def start(self) -> ReviewServer:
-        """Start serving (returns once the port is bound)."""
+        """Start serving (returns once the port is bound).
+
+        Raises:
+            UsageError: the port cannot be bound (in use, or below 1024 without root); the session's
+                gold file is closed then.
+        """
 
         def run() -> None:
             loop = asyncio.new_event_loop()
-            self._loop = loop
             try:
                 loop.run_until_complete(self._serve_start())
             except BaseException as exc:  # the port could not be bound: said in start()
                 self._error = exc
+                loop.run_until_complete(self._serve_stop())
+                loop.close()
                 self._ready.set()
                 return
+            self._loop = loop
             self._ready.set()
             loop.run_forever()
             loop.run_until_complete(self._serve_stop())
@@ -81,13 +89,15 @@ class ReviewServer:
         self._thread.start()
         self._ready.wait()
         if self._error is not None:
-            raise UsageError(f"mast review: cannot listen on 127.0.0.1:{self._port} ({self._error})")
+            self.session.close()  # nothing will serve it (and a ``with`` block's __exit__ does not run)
+            raise _listen_error(self._port, self._error) from self._error
         return self
 
     def stop(self) -> None:
-        """Stop serving and close the gold file."""
-        if self._loop is not None and self._thread is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
+        """Stop serving and close the gold file (a second call does nothing)."""
+        loop, self._loop = self._loop, None
+        if loop is not None and self._thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
             self._thread.join(timeout=10)
         self.session.close()
 
@@ -103,17 +113,17 @@ class ReviewServer:
         app.router.add_get("/api/trace/{position}", self._trace)
         app.router.add_post("/api/save", self._save)
         app.router.add_get("/api/stats", self._stats)
-        self._runner = web.AppRunner(app, access_log=None)
+        # A request in flight gets 2 s to finish when the server stops (Ctrl-C); idle connections close at once.
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self._port)
         await site.start()
-        server = site._server  # aiohttp does not expose the bound port otherwise
-        sockets = getattr(server, "sockets", None) or []
-        self.port = int(sockets[0].getsockname()[1])
+        self.port = int(self._runner.addresses[0][1])  # the port bound (a free one for port 0)
 
     async def _serve_stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+            self._runner = None
 
     # -- the guards -------------------------------------------------------------------------------
 
@@ -244,3 +254,20 @@ class ReviewServer:
         return web.json_response(
             {"reviewed": done, "total": len(session), "modes": [s.as_dict() for s in session.stats()]}
         )
+
+
+def _listen_error(port: int, exc: BaseException) -> UsageError:
+    """The one-line error for a port that could not be bound."""
+    number = getattr(exc, "errno", None)
+    if number == errno.EADDRINUSE:
+        return UsageError(
+            f"port {port} on 127.0.0.1 is in use (another mast review?): "
+            "pick another with --port, or --port 0 for a free one"
+        )
+    if number == errno.EACCES:
+        return UsageError(
+            f"no permission to listen on port {port} of 127.0.0.1 (ports below 1024 need root): "
+            "pick another with --port, or --port 0 for a free one"
+        )
+    reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return UsageError(f"cannot listen on 127.0.0.1:{port}: {reason}")

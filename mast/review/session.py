@@ -2,7 +2,7 @@
 
 The results file is read once into a compact index (byte offset, key, the judge's value per mode,
 what the improve queue ranks by); a trace's full result is re-read from its offset when shown, so
-10,000 results hold a few MB (``benchmarks/bench_review.py`` measures it).
+the index stays small however long the transcripts are (a JSON-list results file is held whole).
 
 Queues:
 
@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from mast.diagnosis import Diagnosis
-from mast.errors import EvaluationError, UsageError
+from mast.errors import EvaluationError, ResultsFileError, UsageError
 from mast.evaluation.metrics import bootstrap_weights, metrics_from_counts, percentile_interval
 from mast.gold import MODE_VALUES, GoldEvent, GoldStore, Queue, current_cells, iter_events, trace_key
-from mast.results import iter_lines, iter_numbered
+from mast.results import iter_lines, iter_numbered, parse_line
 from mast.taxonomy import Taxonomy, load_taxonomy
 
 TARGET_HALF_WIDTH = 0.1
@@ -111,9 +112,18 @@ class ReviewSession:
         self._path = Path(self.results)
         if not self._path.is_file():
             raise UsageError(f"{self._path}: no such results file")
+        if Path(self.gold).exists() and os.path.samefile(self.gold, self._path):
+            raise UsageError(f"the gold file is the results file ({self._path}): give another with -o/--gold")
         self._index()
         if not self.items:
             raise EvaluationError(f"{self._path}: no judged result to review")
+        unknown = sorted({c for item in self.items for c in item.judge} - set(self.tax.codes))
+        if unknown:
+            shown = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+            raise UsageError(
+                f"{self._path}: the judge assessed modes that taxonomy {self.tax.version} does not have "
+                f"({shown}): give the run's taxonomy with --taxonomy"
+            )
         self.order = self._order()
         self.cells = current_cells(iter_events(self.gold))
         self._store = GoldStore(self.gold)
@@ -121,8 +131,13 @@ class ReviewSession:
     # -- the index and the queue ---------------------------------------------------------------
 
     def _index(self) -> None:
-        with self._path.open("rb") as handle:
-            json_list = handle.read(64).lstrip()[:1] == b"["
+        try:
+            with self._path.open("rb") as handle:
+                json_list = handle.read(64).lstrip()[:1] == b"["
+        except OSError as exc:
+            raise ResultsFileError(
+                f"cannot read results file {self._path}: {exc.strerror or exc}", path=str(self._path)
+            ) from exc
         if json_list:  # a JSON list cannot be re-read by offset: held whole (such files are small)
             for number, diagnosis in iter_numbered(self._path):
                 self._held[number] = diagnosis
@@ -131,8 +146,9 @@ class ReviewSession:
             for line in iter_lines(self._path):
                 if not line.complete:
                     continue  # a torn last line (a run still writing): not a result yet
-                diagnosis = Diagnosis.model_validate_json(line.raw)
-                self._add(diagnosis, line.offset)
+                parsed = parse_line(self._path, line)  # a bad line: an error naming it
+                if parsed is not None:
+                    self._add(parsed, line.offset)
         prevalence = Counter(c for item in self.items for c, v in item.judge.items() if v == "present")
         total = len(self.items)
         for item in self.items:
@@ -186,9 +202,22 @@ class ReviewSession:
         item = self.item(position)
         if item.offset < 0:
             return self._held[-item.offset]
-        with self._path.open("rb") as handle:
-            handle.seek(item.offset)
-            return Diagnosis.model_validate_json(handle.readline())
+        try:
+            with self._path.open("rb") as handle:
+                handle.seek(item.offset)
+                diagnosis = Diagnosis.model_validate_json(handle.readline())
+        except (OSError, ValidationError) as exc:
+            raise ResultsFileError(
+                f"{self._path} changed or went away since the review started (a run rewrote it?): "
+                "restart mast review",
+                path=str(self._path),
+            ) from exc
+        if diagnosis.trace_id != item.trace_id:
+            raise ResultsFileError(
+                f"{self._path} was rewritten since the review started: restart mast review",
+                path=str(self._path),
+            )
+        return diagnosis
 
     # -- the gold --------------------------------------------------------------------------------
 

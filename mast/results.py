@@ -133,7 +133,7 @@ def iter_numbered(path: str | os.PathLike[str]) -> Iterator[tuple[int, Diagnosis
         yield from _iter_json_list(file)
         return
     for line in iter_lines(file):
-        diagnosis = _parse(file, line)
+        diagnosis = parse_line(file, line)
         if diagnosis is not None:
             yield line.number, diagnosis
 
@@ -178,7 +178,12 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[tuple[ResultLine, dic
         yield line, record
 
 
-def _parse(file: Path, line: ResultLine) -> Diagnosis | None:
+def parse_line(file: Path, line: ResultLine) -> Diagnosis | None:
+    """The Diagnosis on ``line`` of ``file`` (from :func:`iter_lines`); ``None`` for a torn last line.
+
+    Raises:
+        ResultsFileError: the line is not JSON, or not a Diagnosis (the message names file and line).
+    """
     try:
         return Diagnosis.model_validate_json(line.raw)
     except ValidationError as exc:
@@ -422,7 +427,7 @@ class ResultsFile:
     def rewrite_without(self, drop: Callable[[Diagnosis], bool]) -> int:
         """Atomically rewrite the file without the results for which ``drop`` is true; returns how many."""
         dropped = {line.offset for line in iter_lines(self.path)
-                   if (d := _parse(self.path, line)) is not None and drop(d)}
+                   if (d := parse_line(self.path, line)) is not None and drop(d)}
         return self.drop_lines(dropped)
 
     def drop_lines(self, offsets: Collection[int]) -> int:

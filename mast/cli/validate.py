@@ -11,11 +11,14 @@ from rich.table import Table
 from mast._words import plural
 from mast.cli._judge_options import judge_options
 from mast.cli._shared import stderr, stdout, write_line
+from mast.errors import UsageError
 from mast.judge import JudgeConfig
 from mast.judge.classify import judge_notice
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from mast.validation import ValidationReport
 
 
 def _f(value: float | None) -> str:
@@ -90,6 +93,27 @@ def _f(value: float | None) -> str:
     metavar="RUN_A RUN_B",
     help="Compare two validation output folders (paired bootstrap); labels nothing.",
 )
+@click.option(
+    "--gold",
+    "gold",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Your own gold (the JSONL `mast review` writes): measure the judge on your traces; labels nothing.",
+)
+@click.option(
+    "--results",
+    "gold_results",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="With --gold: the run to measure (default: the judge's values recorded in the gold).",
+)
+@click.option(
+    "--split",
+    type=click.Choice(["dev", "test"]),
+    default=None,
+    help="With --gold: only the dev or test traces (seeded, stratified by trace).",
+)
+@click.option("--split-seed", type=int, default=0, show_default=True, help="Seed of the dev/test split.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary (or comparison) as JSON.")
 def command(
     judge_config: JudgeConfig,
@@ -105,6 +129,10 @@ def command(
     boot_seed: int,
     k: int,
     compare: tuple[str, str] | None,
+    gold: str | None,
+    gold_results: str | None,
+    split: str | None,
+    split_seed: int,
     as_json: bool,
 ) -> None:
     """Label human-labelled traces with this judge and report how far to trust it, mode by mode.
@@ -114,6 +142,7 @@ def command(
     mast validate --judge detectors --set mastlint-ag2
     mast validate --model openai/gpt-4.1-mini --dry-run
     mast validate --compare validation/a validation/b
+    mast validate --gold gold.jsonl -o validation/mine     your own traces, reviewed with mast review
     """  # noqa: D301 (click's \b keeps the example lines as they are)
     from mast.datasets import validation_sets
     from mast.validation import ValidationPlan, compare_validations, validate
@@ -129,10 +158,29 @@ def command(
             return
         _comparison_table(frame, compare)
         return
+    if gold is not None:
+        from mast.validation.gold import validate_gold
+
+        result = validate_gold(
+            gold,
+            results=gold_results,
+            split=split,  # type: ignore[arg-type]  # click.Choice(["dev", "test"])
+            split_seed=split_seed,
+            output=output,
+            n_boot=n_boot,
+            seed=boot_seed,
+        )
+        if as_json:
+            write_line(result.model_dump_json())
+            return
+        _mode_table(result)
+        return
+    if gold_results or split:
+        raise UsageError("--results and --split go with --gold")
     notice = judge_notice(judge_config)
     if notice:
         stderr.print(notice, markup=False, highlight=False)
-    result = validate(
+    run = validate(
         config=judge_config,
         sets=list(sets) or None,
         output=output,
@@ -146,19 +194,24 @@ def command(
         k=k,
     )
     if as_json:
-        write_line(result.model_dump_json())
+        write_line(run.model_dump_json())
         return
-    if isinstance(result, ValidationPlan):
-        for plan in result.sets:
+    if isinstance(run, ValidationPlan):
+        for plan in run.sets:
             cost = "unknown price" if plan.cost_usd is None else f"${plan.cost_usd:.4f}"
             write_line(
                 f"{plan.name}: {plural(plan.n_traces, 'trace')}, ~{plan.input_tokens:,} input / ~{plan.output_tokens:,} output tokens, {cost}"
             )
-        total = result.cost_usd
+        total = run.cost_usd
         write_line(
             f"total: {'unknown price' if total is None else f'${total:.4f}'} (dry run: nothing was called)"
         )
         return
+    _mode_table(run)
+
+
+def _mode_table(result: ValidationReport) -> None:
+    output = result.output_dir
     table = Table(title="Agreement with the human gold, per mode (kappa with 95% bootstrap CI)")
     for column in ("mode", "cells", "positives", "precision", "recall", "kappa [CI]", "humans", "status"):
         table.add_column(column, justify="left" if column in ("mode", "status") else "right")

@@ -150,6 +150,21 @@ class TraceView:
         self._spool.close()
 
 
+class TraceRows:
+    """One trace's detailed row as this view draws it: the redacted transcript, marks, verdicts (``mast review``).
+
+    The same rules as the report: the transcript is shown only when the source file still holds the
+    judged trace (same content hash), redacted with the run's options.
+    """
+
+    def __init__(self, *, redact_patterns: tuple[tuple[str, str], ...] = ()) -> None:
+        self._transcripts = _TranscriptReader(redact_patterns)
+
+    def row(self, diagnosis: Diagnosis) -> dict[str, Any]:
+        """The row of ``diagnosis`` (JSON-ready), with its transcript and evidence."""
+        return _row(diagnosis, self._transcripts, {})
+
+
 def script_text() -> str:
     """The text of the section's ``<script>`` element, as written (its hash goes into the page's CSP)."""
     return _SCRIPT.replace("__PAGE_ROWS__", str(PAGE_ROWS))

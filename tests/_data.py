@@ -44,7 +44,20 @@ _BASE = CORPUS if CORPUS is not None else REPO.parent / "shared"
 REAL = _BASE / "real"
 TRACES = _BASE / "traces"
 LABELS = _BASE / "labels"
-VALIDATION = Path(tempfile.gettempdir()) / f"mast-test-label-sets-{os.getpid()}"
+LABEL_SETS_VAR = "PYTEST_MAST_LABEL_SETS"
+
+
+def _label_sets_dir() -> Path:
+    # One folder per test run: the controller's, which pytest-xdist workers are told through the
+    # environment (their own pid would name another folder). A nested test run (the sdist's) is a
+    # controller of its own and picks its own folder, so it never removes its parent's.
+    given = os.environ.get(LABEL_SETS_VAR)
+    if given and os.environ.get("PYTEST_XDIST_WORKER"):
+        return Path(given)
+    return Path(tempfile.gettempdir()) / f"mast-test-label-sets-{os.getpid()}"
+
+
+VALIDATION = _label_sets_dir()
 REFERENCE = _BASE / "reference"
 GOLDENS = REPO / "tests" / "golden"
 SKIP_REASON = (

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _data import CORPUS, CORPUS_NAMES, SKIP_REASON, VALIDATION, build_label_sets, remove_label_sets
+from _data import CORPUS, CORPUS_NAMES, LABEL_SETS_VAR, SKIP_REASON, VALIDATION, build_label_sets, remove_label_sets
 from hypothesis import HealthCheck, settings
 
 # The CLI sizes its tables to COLUMNS when it is set (mast/cli/_shared.py); pytest-xdist's workers
@@ -51,8 +51,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "corpus: needs the third-party corpus beside the checkout (tests/_data.py)")
     config.stash[_CORPUS_SKIPPED] = 0
     if CORPUS is not None:
-        if not _xdist_worker(config):  # built once, before any worker starts
+        if not _xdist_worker(config):  # built once, before any worker starts, which finds it by LABEL_SETS_VAR
             build_label_sets()
+            os.environ[LABEL_SETS_VAR] = str(VALIDATION)
         os.environ["MAST_VALIDATION_DIR"] = str(VALIDATION)  # for module-scoped fixtures too (set again per test)
 
 

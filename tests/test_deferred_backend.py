@@ -60,11 +60,12 @@ def test_the_remembered_context_window_is_litellms_and_is_kept_per_model_and_end
     first = DeferredBackend(config, cache)
     window = first.context_window()
     assert first.loaded and isinstance(window, int) and window > 100_000   # litellm's table for the model
-    assert cache.get(model_facts_key("openai/gpt-4o-mini", None)) == {"context_window": window}
+    assert cache.get_fact(model_facts_key("openai/gpt-4o-mini", None)) == {"context_window": window}
+    assert cache.info().entries == 0                                        # a fact is not a judgement
     again = DeferredBackend(config, cache)
     assert again.context_window() == window and not again.loaded            # read back, nothing built
     elsewhere = DeferredBackend(config.model_copy(update={"api_base": "http://127.0.0.1:9/v1"}), cache)
-    assert cache.get(model_facts_key("openai/gpt-4o-mini", "http://127.0.0.1:9/v1")) is None
+    assert cache.get_fact(model_facts_key("openai/gpt-4o-mini", "http://127.0.0.1:9/v1")) is None
     elsewhere.context_window()
     assert elsewhere.loaded                                                 # another endpoint asks litellm
 

@@ -93,8 +93,10 @@ class ScriptedJudge:
         name, trace_id = hit
         if name == "who-and-when":
             agent, step = self.attribution[trace_id]
-            # Right agent, one step late: agent accuracy 1, exact step 0, within ±1 step 1.
-            return judge_answer(["1.1"], first_failure={"step": step + 1, "agent": agent, "code": "1.1",
+            # Right agent, one step off: agent accuracy 1, exact step 0, within ±1 step 1. One step
+            # early (late for step 0): a step after the last is not in the trace, and the judge's
+            # first failure at a step the trace lacks is dropped with a warning.
+            return judge_answer(["1.1"], first_failure={"step": step - 1 if step > 0 else step + 1, "agent": agent, "code": "1.1",
                                                         "explanation": "scripted"})
         present = set(self.gold[name].get(trace_id, set()))
         if self.planted:

@@ -146,6 +146,10 @@ class JudgeCache:
             connection.execute(
                 "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value BLOB NOT NULL, created_at REAL NOT NULL)"
             )
+            # What litellm said about a model (mast.judge.deferred), kept apart from the judgements.
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, value BLOB NOT NULL, created_at REAL NOT NULL)"
+            )
             yield connection
         finally:
             connection.close()
@@ -171,6 +175,24 @@ class JudgeCache:
                 (key, blob, time.time()),
             )
 
+    def get_fact(self, key: str) -> dict[str, Any] | None:
+        """A remembered model fact (:mod:`mast.judge.deferred`), or ``None``; never counted as a judgement."""
+        with self._connect() as db:
+            row = db.execute("SELECT value FROM facts WHERE key = ?", (key,)).fetchone()
+        try:
+            value = orjson.loads(row[0]) if row is not None else None
+        except orjson.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    def put_fact(self, key: str, value: dict[str, Any]) -> None:
+        """Remember a model fact under ``key``."""
+        with self._connect() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO facts (key, value, created_at) VALUES (?, ?, ?)",
+                (key, orjson.dumps(value), time.time()),
+            )
+
     def info(self) -> CacheInfo:
         """Location, entry count and size on disk (data file plus WAL)."""
         if not self.path.exists():
@@ -187,5 +209,6 @@ class JudgeCache:
         with self._connect() as db:
             removed = int(db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
             db.execute("DELETE FROM entries")
+            db.execute("DELETE FROM facts")
             db.execute("VACUUM")
         return removed

@@ -4,7 +4,7 @@ Importing litellm takes about 4 seconds. On a run whose answers are all in the c
 asks its backend only two things before it reads the cache: whether the server decodes with a
 grammar (known from the model string and the endpoint) and the model's context window (part of
 the cache key, because it decides single call or windows). The window litellm gave for a model
-and endpoint is remembered in the answer cache under its own key, so the next run with that judge
+and endpoint is remembered in the answer cache's file, in a table of its own (not counted as judgements), so the next run with that judge
 reads it there and never imports litellm unless a call is made. The remembered value is keyed by
 litellm's installed version as well: a new litellm may know the model better.
 
@@ -80,13 +80,13 @@ class DeferredBackend:
             return self._config.context_window
         key = model_facts_key(self.model, self.api_base)
         if self._cache is not None and self._real is None:
-            facts = self._cache.get(key)
+            facts = self._cache.get_fact(key)
             if facts is not None and "context_window" in facts:
                 value = facts["context_window"]
                 return value if isinstance(value, int) and value > 0 else None
         value = self.real().context_window()
         if self._cache is not None:
-            self._cache.put(key, {"context_window": value})
+            self._cache.put_fact(key, {"context_window": value})
         return value
 
     def resolve_mode(self, requested: StructuredOutput) -> Mode:

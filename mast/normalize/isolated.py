@@ -8,8 +8,8 @@ limited (``resource.setrlimit(RLIMIT_AS)``; :data:`DEFAULT_MEMORY_LIMIT`, 2 GiB,
 ``MAST_READ_MEMORY``), parses it, computes each trace's content hash there, and sends the results
 back. A worker that dies gives that file one error row; the next file gets a fresh worker.
 
-One worker serves the whole process, started on the first file and reused (a few milliseconds a
-file, ``benchmarks/isolated_read.py``), rather than a process per file. Format plugins registered
+One worker serves the whole process, started on the first file and reused, rather than a
+process per file (the overhead per file is not yet measured in ``benchmarks/``). Format plugins registered
 in the parent from an importable module are imported in the worker too.
 
 Example:

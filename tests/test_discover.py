@@ -131,6 +131,7 @@ def test_rerun_makes_no_call_and_gives_the_same_decisions(run):
     assert again.manifest["totals"]["calls"] == 0 and again.manifest["totals"]["cached"] > 0
 
 
+@pytest.mark.corpus  # validates on the mad-human set
 def test_taxonomy_labels_a_folder_and_validate_and_evaluate_accept_it(run, tmp_path):
     out, corpus, server = run["root"] / "out", run["corpus"], run["server"]
     taxonomy_file = out / "taxonomy.yaml"
@@ -375,11 +376,14 @@ def test_two_candidates_the_annotators_swap_are_merged_and_gated_together(run):
     # answered from it); a new annotator C calls a skipped approval a stale metric, and stale metrics
     # truly where they are.
     fake = Scripted(b_model="fake-c", random_stale=False, confuse_approval="stale")
-    with FakeLLMServer(responder=fake) as server:
-        judge = {**run["judge"], "api_base": server.base_url}
+    server = run["server"]  # the same endpoint (it is part of the cache key), answering as annotator C now
+    module_fake, server.responder = server.responder, fake
+    try:
         result = discover([run["corpus"]], run["root"] / "out-swap", annotators=("openai/fake-a", "openai/fake-c"),
-                          window_tokens=300, stability=False, **judge)
-        assert fake.asked.get("mast_open_codes") is None            # the cache answered the discovery's own calls
+                          window_tokens=300, stability=False, **run["judge"])
+    finally:
+        server.responder = module_fake
+    assert fake.asked.get("mast_open_codes") is None            # the cache answered the discovery's own calls
     stale, approval = _by_name(result, "Stale"), _by_name(result, "Approval")
     assert approval.status == "merged" and approval.merged_into == stale.code
     assert stale.gate[0].confused_with == approval.code and stale.gate[0].disagreements > 0

@@ -55,11 +55,15 @@ def test_the_wheel_carries_mast_and_its_prompts_but_no_data(dist: tuple[Path, Pa
     assert not outside, outside  # no tests/, data/ or other top-level folders
     # The data files the package needs at run time: the redaction rules (mast/redact/pii.py and
     # mast/redact/gitleaks.py read them; the gitleaks file carries its MIT notice) and the real-file
-    # coverage that `mast formats` shows (generated from tests/data/real, which the wheel does not carry).
+    # coverage that `mast formats` shows (generated from the goldens in tests/goldens, which the wheel does not carry)
+    # the pinned homes of the validation sets (mast/data/label_sets.json: URLs and sha256, no data) and the
+    # published figures mast compares with (mast/data/paper_numbers.json, each with its source).
     assert sorted(n for n in names if "/data/" in n or n.startswith("tests/")) == [
         "mast/data/credential_rules.yaml",
         "mast/data/format_coverage.json",
         "mast/data/gitleaks_rules.json",
+        "mast/data/label_sets.json",
+        "mast/data/paper_numbers.json",
     ]
 
 
@@ -86,7 +90,7 @@ def test_the_unpacked_sdist_passes_its_fast_tests(dist: tuple[Path, Path], tmp_p
     with tarfile.open(dist[1]) as archive:
         archive.extractall(tmp_path, filter="data")
     (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    for needed in ("tests/data/traces", "data/validation", "data/examples", "THIRD_PARTY_DATA.md", "LICENSES"):
+    for needed in ("tests/golden", "data/examples", "THIRD_PARTY_DATA.md", "LICENSES"):
         assert (root / needed).exists(), f"the sdist lacks {needed}"
     # This interpreter has mast's dependencies; PYTHONPATH puts the sdist's own mast before the checkout's.
     env = {**os.environ, "PYTHONPATH": str(root)}

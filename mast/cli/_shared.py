@@ -47,7 +47,9 @@ class SafeConsole(Console):
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
             if segment.control is None and segment.text and not segment.text.isprintable():
-                yield Segment(terminal_safe(segment.text, keep_lines=True, keep_backslashes=True), segment.style)
+                yield Segment(
+                    terminal_safe(segment.text, keep_lines=True, keep_backslashes=True), segment.style
+                )
             else:
                 yield segment
 
@@ -66,6 +68,35 @@ def write_line(text: str) -> None:
     sys.stdout.write(terminal_safe(text, keep_lines=True, keep_backslashes=True) + "\n")
 
 
+def check_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``--format`` / ``MAST_FORMAT`` checked once, before any file is read (not once per file)."""
+    if value == "auto":
+        return value
+    from mast.errors import TraceFormatError
+    from mast.normalize import get_format
+
+    try:
+        get_format(value)
+    except TraceFormatError as exc:
+        from_env = ctx.get_parameter_source(param.name or "") is click.core.ParameterSource.ENVIRONMENT
+        raise click.BadParameter(
+            f"{exc} (or auto){' (from MAST_FORMAT)' if from_env else ''}", ctx=ctx, param=param
+        ) from None
+    return value
+
+
+format_option = click.option(
+    "--format",
+    "format_",
+    default="auto",
+    show_default=True,
+    envvar="MAST_FORMAT",
+    callback=check_format,
+    help="Source format (see `mast formats`).",
+)
+"""``--format`` / ``MAST_FORMAT``, the same option on every command that reads traces."""
+
+
 def boot_seed_option(command: Callable[..., Any]) -> Callable[..., Any]:
     """``--boot-seed``: the bootstrap's seed, named as in ``mast validate``.
 
@@ -74,9 +105,14 @@ def boot_seed_option(command: Callable[..., Any]) -> Callable[..., Any]:
     ``old_seed``: see :func:`bootstrap_seed`.
     """
     command = click.option("--seed", "old_seed", type=int, default=None, hidden=True)(command)
-    return click.option("--boot-seed", "seed", type=int, default=0, show_default=True,
-                        help="Seed of the bootstrap (as in mast validate; elsewhere --seed is the judge's "
-                             "sampling seed).")(command)
+    return click.option(
+        "--boot-seed",
+        "seed",
+        type=int,
+        default=0,
+        show_default=True,
+        help="Seed of the bootstrap (as in mast validate; elsewhere --seed is the judge's sampling seed).",
+    )(command)
 
 
 def bootstrap_seed(seed: int, old_seed: int | None) -> int:

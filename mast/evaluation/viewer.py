@@ -78,7 +78,9 @@ class TraceView:
     100,000 lines makes a page that opens.
     """
 
-    def __init__(self, gold: pd.DataFrame | None = None, *, redact_patterns: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(
+        self, gold: pd.DataFrame | None = None, *, redact_patterns: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         self._transcripts = _TranscriptReader(redact_patterns)
         self._gold = _gold_votes(gold) if gold is not None else {}
         self._spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES, mode="w+", encoding="utf-8")
@@ -129,7 +131,9 @@ class TraceView:
             "same rules and options as the run (secrets show as [REDACTED:kind]); it is shown only when the source "
             "file still holds the judged trace (same content hash). Each cited quote is highlighted in its step; "
             "unverified quotes (not found in the cited step) are listed in red.</p>"
-            + controls + table + "<div id='trace-detail' hidden></div>"
+            + controls
+            + table
+            + "<div id='trace-detail' hidden></div>"
             + "<script type='application/json' id='mast-traces'>["
         )
         self._spool.seek(0)
@@ -176,8 +180,14 @@ def _row(diagnosis: Diagnosis, transcripts: _TranscriptReader, gold: dict[str, l
         by_index = {s.index: s for s in trace.steps}
         for index, text in material.blocks:
             agent = by_index[index].agent if index in by_index else None
-            steps.append(_step(index, scrub(agent) if agent else agent, text,
-                               [_scrubbed(e, scrub) for e in cited.get(index, [])]))
+            steps.append(
+                _step(
+                    index,
+                    scrub(agent) if agent else agent,
+                    text,
+                    [_scrubbed(e, scrub) for e in cited.get(index, [])],
+                )
+            )
         agents = sorted({scrub(a.name) for a in trace.agents if a.name})
         task = scrub(trace.task or "")
         if diagnosis.judge.params.get("redact") is False:
@@ -185,15 +195,27 @@ def _row(diagnosis: Diagnosis, transcripts: _TranscriptReader, gold: dict[str, l
     first = diagnosis.first_failure
     if first and first.agent and scrub(first.agent) not in agents:
         agents.append(scrub(first.agent))
-    modes = [{"code": v.code, "name": v.name, "present": v.present, "confidence": v.confidence,
-              "explanation": scrub(v.explanation), "gold": gold.get(v.code),
-              "evidence": [{"step": e.step, "quote": scrub(e.quote), "verified": e.verified} for e in v.evidence]}
-             for v in diagnosis.failure_modes]
+    modes = [
+        {
+            "code": v.code,
+            "name": v.name,
+            "present": v.present,
+            "confidence": v.confidence,
+            "explanation": scrub(v.explanation),
+            "gold": gold.get(v.code),
+            "evidence": [
+                {"step": e.step, "quote": scrub(e.quote), "verified": e.verified} for e in v.evidence
+            ],
+        }
+        for v in diagnosis.failure_modes
+    ]
     return _view_row(diagnosis, task=task, note=note, agents=agents, modes=modes, steps=steps, scrub=scrub)
 
 
-_UNREDACTED_RUN = ("This run did not redact what it sent to the judge; the page shows the transcript redacted with "
-                   "the default rules all the same.")
+_UNREDACTED_RUN = (
+    "This run did not redact what it sent to the judge; the page shows the transcript redacted with "
+    "the default rules all the same."
+)
 
 
 def _scrubbed(evidence: Evidence, scrub: Scrub) -> Evidence:
@@ -203,15 +225,40 @@ def _scrubbed(evidence: Evidence, scrub: Scrub) -> Evidence:
 def _compact_row(diagnosis: Diagnosis, gold: dict[str, list[bool]], scrub: Scrub) -> dict[str, Any]:
     """A row past the detail budget: what the table shows and the verdicts found, no transcript or quotes."""
     first = diagnosis.first_failure
-    modes = [{"code": v.code, "name": v.name, "present": v.present, "confidence": v.confidence,
-              "explanation": scrub(v.explanation), "gold": gold.get(v.code), "evidence": []}
-             for v in diagnosis.failure_modes if v.present or v.code in gold]
-    return _view_row(diagnosis, task="", note=_LEFT_OUT, agents=[scrub(first.agent)] if first and first.agent else [],
-                     modes=modes, steps=[], scrub=scrub)
+    modes = [
+        {
+            "code": v.code,
+            "name": v.name,
+            "present": v.present,
+            "confidence": v.confidence,
+            "explanation": scrub(v.explanation),
+            "gold": gold.get(v.code),
+            "evidence": [],
+        }
+        for v in diagnosis.failure_modes
+        if v.present or v.code in gold
+    ]
+    return _view_row(
+        diagnosis,
+        task="",
+        note=_LEFT_OUT,
+        agents=[scrub(first.agent)] if first and first.agent else [],
+        modes=modes,
+        steps=[],
+        scrub=scrub,
+    )
 
 
-def _view_row(diagnosis: Diagnosis, *, task: str, note: str | None, agents: list[str],
-              modes: list[dict[str, Any]], steps: list[dict[str, Any]], scrub: Scrub) -> dict[str, Any]:
+def _view_row(
+    diagnosis: Diagnosis,
+    *,
+    task: str,
+    note: str | None,
+    agents: list[str],
+    modes: list[dict[str, Any]],
+    steps: list[dict[str, Any]],
+    scrub: Scrub,
+) -> dict[str, Any]:
     """One row of the trace view; the detailed and the compact row differ only in the arguments."""
     first = diagnosis.first_failure
     usage = diagnosis.usage
@@ -225,12 +272,22 @@ def _view_row(diagnosis: Diagnosis, *, task: str, note: str | None, agents: list
         "agents": agents,
         "summary": scrub(diagnosis.summary),
         "task_completed": diagnosis.task_completed,
-        "first_failure": first.model_copy(update={"agent": scrub(first.agent) if first.agent else first.agent,
-                                                  "explanation": scrub(first.explanation)}).model_dump()
-        if first else None,
-        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                  "cost_usd": usage.cost_usd, "llm_calls": usage.llm_calls, "latency_s": round(usage.latency_s, 3),
-                  "cached": usage.cached},
+        "first_failure": first.model_copy(
+            update={
+                "agent": scrub(first.agent) if first.agent else first.agent,
+                "explanation": scrub(first.explanation),
+            }
+        ).model_dump()
+        if first
+        else None,
+        "usage": {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cost_usd": usage.cost_usd,
+            "llm_calls": usage.llm_calls,
+            "latency_s": round(usage.latency_s, 3),
+            "cached": usage.cached,
+        },
         "judge": diagnosis.judge.model or diagnosis.judge.kind,
         "modes": modes,
         "steps": steps,
@@ -306,7 +363,9 @@ class _TranscriptReader:
         self._fingerprinted = False
         self._redactors: dict[bool, Redactor] = {}
 
-    def scrubber(self, diagnosis: Diagnosis) -> tuple[Scrub, tuple[bool, tuple[tuple[str, str], ...]], str | None]:
+    def scrubber(
+        self, diagnosis: Diagnosis
+    ) -> tuple[Scrub, tuple[bool, tuple[tuple[str, str], ...]], str | None]:
         """How to redact this result's texts, the options for its transcript, and why it is withheld (or ``None``).
 
         The run's options come from the result (``judge.params``): ``redact_ips`` as it was, custom
@@ -325,8 +384,10 @@ class _TranscriptReader:
         recorded = params.get("redact_patterns")
         withheld = None
         if recorded and recorded != self._custom_fingerprint():
-            withheld = (f"the run redacted with custom patterns ({recorded}) this report does not have: transcript not "
-                        "shown; set MAST_REDACT_PATTERNS to the run's patterns file to show it")
+            withheld = (
+                f"the run redacted with custom patterns ({recorded}) this report does not have: transcript not "
+                "shown; set MAST_REDACT_PATTERNS to the run's patterns file to show it"
+            )
         return scrub, (ips, self._patterns), withheld
 
     def _custom_fingerprint(self) -> str | None:
@@ -343,7 +404,10 @@ class _TranscriptReader:
             return None, "no source path in the result: transcript not available"
         if not diagnosis.trace_hash:
             # Without the hash nothing ties the path to what was judged: it is not read at all.
-            return None, f"{path}: the result has no content hash, so the file is not read (transcript not shown)"
+            return (
+                None,
+                f"{path}: the result has no content hash, so the file is not read (transcript not shown)",
+            )
         if path in self._files:
             self._files.move_to_end(path)
         else:
@@ -360,8 +424,10 @@ class _TranscriptReader:
         for trace in candidates:
             if trace.content_hash() == diagnosis.trace_hash:
                 return trace, None
-        return None, (f"{path}: no trace in the file has the judged trace's content hash "
-                      "(changed or not the judged file): transcript not shown")
+        return None, (
+            f"{path}: no trace in the file has the judged trace's content hash "
+            "(changed or not the judged file): transcript not shown"
+        )
 
     @staticmethod
     def _read(path: str, format: str | None) -> list[Trace] | str:
@@ -392,7 +458,9 @@ def _source_label(diagnosis: Diagnosis) -> str:
 
 
 def _select(element_id: str, label: str, options: Iterable[tuple[str, str]]) -> str:
-    items = "".join(f"<option value='{html.escape(v, quote=True)}'>{html.escape(t)}</option>" for v, t in options)
+    items = "".join(
+        f"<option value='{html.escape(v, quote=True)}'>{html.escape(t)}</option>" for v, t in options
+    )
     return f"<label>{html.escape(label)} <select id='{element_id}'>{items}</select></label>"
 
 
@@ -461,7 +529,7 @@ function open(id){
     (r.task ? `<p><b>Task:</b> ${esc(r.task.slice(0, 2000))}</p>` : '') +
     (r.summary ? `<p><b>Summary:</b> ${esc(r.summary)}</p>` : '') +
     (ff ? `<p id="trace-first-failure"><b>First failure:</b> ${[ff.step != null ? 'step ' + esc(ff.step) : '', ff.agent ? 'agent ' + esc(ff.agent) : '', esc(ff.code || '')].filter(Boolean).join(', ')}${ff.explanation ? ': ' + esc(ff.explanation) : ''}</p>` : '') +
-    `<p class="note">tokens ${u.input_tokens} in / ${u.output_tokens} out · cost ${u.cost_usd == null ? 'unknown' : '$' + u.cost_usd.toFixed(4)}` +
+    `<p class="note">tokens ${u.input_tokens} in / ${u.output_tokens} out · cost ${u.cost_usd == null ? (u.llm_calls === 0 ? '$0.0000' : 'unknown') : '$' + u.cost_usd.toFixed(4)}` +
     ` · ${u.llm_calls} LLM call${u.llm_calls === 1 ? '' : 's'} · ${u.latency_s} s${u.cached ? ' · from cache' : ''}</p>` +
     `<table class="verdicts"><thead><tr><th class="text">mode</th><th class="text">verdict</th><th>confidence</th>` +
     `<th class="text">gold</th><th class="text">explanation and evidence</th></tr></thead><tbody>${verdicts}</tbody></table>` +

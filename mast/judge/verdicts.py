@@ -77,6 +77,10 @@ def judge_info(
             "redact_ips": config.redact_ips,
             # Custom patterns change what the judge sees: resume compares them (their fingerprint).
             "redact_patterns": answer["redact_patterns"],
+            # Who answered (without credentials) and the extra request options' fingerprint: resume
+            # compares them, so results from another endpoint are judged again.
+            "endpoint": answer.get("endpoint"),
+            "extra": answer.get("extra"),
             **params,
         },
     )
@@ -167,14 +171,24 @@ def diagnosis_from_completion(
     try:
         value, notes = parse_answer(text, spec, taxonomy, require_all=False)
     except AnswerInvalid as exc:
-        raise JudgeOutputError(f"invalid {spec.name} answer: {exc}", n_attempts=1, last_completion=text) from exc
+        raise JudgeOutputError(
+            f"invalid {spec.name} answer: {exc}", n_attempts=1, last_completion=text
+        ) from exc
     return diagnosis_from_answer(
-        value, trace=trace, material=material, taxonomy=taxonomy, info=info, trace_hash=trace_hash,
-        usage=usage, warnings=[*(warnings or []), *notes],
+        value,
+        trace=trace,
+        material=material,
+        taxonomy=taxonomy,
+        info=info,
+        trace_hash=trace_hash,
+        usage=usage,
+        warnings=[*(warnings or []), *notes],
     )
 
 
-def verdicts_from_answer(value: BaseModel, taxonomy: Taxonomy, material: Material) -> tuple[list[ModeVerdict], list[str]]:
+def verdicts_from_answer(
+    value: BaseModel, taxonomy: Taxonomy, material: Material
+) -> tuple[list[ModeVerdict], list[str]]:
     """One verdict per mode of ``taxonomy``, each quote verified against ``material``; and the warnings."""
     warnings: list[str] = []
     verdicts: list[ModeVerdict] = []
@@ -208,7 +222,9 @@ def verdicts_from_answer(value: BaseModel, taxonomy: Taxonomy, material: Materia
     return verdicts, warnings
 
 
-def first_failure_from_answer(value: BaseModel, material: Material, warnings: list[str]) -> FirstFailure | None:
+def first_failure_from_answer(
+    value: BaseModel, material: Material, warnings: list[str]
+) -> FirstFailure | None:
     """The answer's first failure, its code normalised (unknown -> ``None``), a missing step warned about."""
     answer = getattr(value, "first_failure", None)
     if answer is None:
@@ -222,8 +238,12 @@ def first_failure_from_answer(value: BaseModel, material: Material, warnings: li
     step = answer.step
     if step is not None and material.step_text(step) is None:
         warnings.append(f"first failure cites step S{step}, which the trace does not have")
-    return FirstFailure(step=step, agent=material.scrub(answer.agent) if answer.agent else answer.agent, code=code,
-                        explanation=material.scrub(answer.explanation))
+    return FirstFailure(
+        step=step,
+        agent=material.scrub(answer.agent) if answer.agent else answer.agent,
+        code=code,
+        explanation=material.scrub(answer.explanation),
+    )
 
 
 def scrub_diagnosis(diagnosis: Diagnosis, scrub: Callable[[str], str]) -> Diagnosis:
@@ -289,6 +309,11 @@ def cached_diagnosis(cached: dict[str, Any], trace: Trace, started: float) -> Di
     diagnosis = Diagnosis.model_validate({**cached, "trace_id": trace.trace_id})
     diagnosis.source = source_ref(trace)
     diagnosis.usage = DiagnosisUsage(
-        input_tokens=0, output_tokens=0, cost_usd=0.0, latency_s=time.perf_counter() - started, llm_calls=0, cached=True
+        input_tokens=0,
+        output_tokens=0,
+        cost_usd=0.0,
+        latency_s=time.perf_counter() - started,
+        llm_calls=0,
+        cached=True,
     )
     return diagnosis

@@ -224,24 +224,35 @@ def _file_items(
     memory_limit: int | None,
 ) -> Iterator[WorkItem]:
     index = start
-    # Read in the worker process (mast.normalize.isolated): a reader that crashes or a file that
-    # blows memory up gives this file an error row, and the run goes on.
-    for position, row in enumerate(read_file(path, format, memory_limit=memory_limit)):
-        if row.whole_file:
-            # A file that breaks off half-way keeps the traces read before the break.
-            yield _file_error_item(index, str(path), row.as_error())
-            return
-        if row.trace is not None:
-            if in_shard(row.trace.trace_id, shard):
-                yield _item(
-                    index, row.trace, keep=keep, position=position, format=format, trace_hash=row.content_hash
-                )
-                index += 1
-        else:
-            item = _error_item(index, row.as_error(), str(path), position, format)
-            if in_shard(item.trace_id, shard):
-                yield item
-                index += 1
+    # Read in the worker process (mast.normalize.isolated), which sends the rows as it reads them: a
+    # reader that crashes or a file that blows memory up gives this file an error row, and the run
+    # goes on. Closed on the way out (a whole-file error, or a consumer that stops early), so the
+    # worker stops this file and is ready for the next.
+    rows = read_file(path, format, memory_limit=memory_limit)
+    try:
+        for position, row in enumerate(rows):
+            if row.whole_file:
+                # A file that breaks off half-way keeps the traces read before the break.
+                yield _file_error_item(index, str(path), row.as_error())
+                return
+            if row.trace is not None:
+                if in_shard(row.trace.trace_id, shard):
+                    yield _item(
+                        index,
+                        row.trace,
+                        keep=keep,
+                        position=position,
+                        format=format,
+                        trace_hash=row.content_hash,
+                    )
+                    index += 1
+            else:
+                item = _error_item(index, row.as_error(), str(path), position, format)
+                if in_shard(item.trace_id, shard):
+                    yield item
+                    index += 1
+    finally:
+        rows.close()
 
 
 def _object_items(

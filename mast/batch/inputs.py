@@ -15,12 +15,13 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mast.batch.resume import ContentKey, ResumeKey
 from mast.diagnosis import SourceRef
 from mast.errors import TraceFormatError, UsageError
 from mast.normalize import iter_paths, iter_traces, looks_like_path
+from mast.normalize.isolated import memory_limit_from_env, read_file
 from mast.trace import Trace
 
 KEEP_BYTES: int | None = None
@@ -100,8 +101,12 @@ def scan(
     shard: tuple[int, int] | None = None,
     keep_bytes: int | None = KEEP_BYTES,
     skip: Iterable[str | os.PathLike[str]] = (),
+    read_memory: int | None | Literal["env"] = "env",
 ) -> Iterator[WorkItem]:
     """Every trace of ``inputs`` as a work item, in input order.
+
+    Files are read in a worker process under a memory limit (:mod:`mast.normalize.isolated`), so a
+    file that crashes its reader or needs gigabytes becomes one error row.
 
     Args:
         inputs: :class:`Trace` objects, paths to files or folders, or parsed objects (message lists,
@@ -112,6 +117,8 @@ def scan(
         keep_bytes: keep parsed traces while the files read so far stay under this many bytes
             (``None``: always; right for a lazy consumer).
         skip: files never read as input (the batch's own output: it grows while the scan goes on).
+        read_memory: the reading worker's memory limit in bytes; ``None`` reads in this process;
+            ``"env"``: ``MAST_READ_MEMORY``, default 2 GiB.
 
     Raises:
         UsageError: a path that does not exist.
@@ -119,6 +126,7 @@ def scan(
     index = 0
     read_bytes = 0
     skipped = {_file_id(Path(p)) for p in skip} - {None}
+    memory_limit = memory_limit_from_env() if read_memory == "env" else read_memory
     for given in inputs:
         if isinstance(given, Trace):
             if in_shard(given.trace_id, shard):
@@ -135,7 +143,9 @@ def scan(
                         continue
                     read_bytes += stat.st_size
                 keep = keep_bytes is None or read_bytes <= keep_bytes
-                for item in _file_items(path, format, shard, keep=keep, start=index):
+                for item in _file_items(
+                    path, format, shard, keep=keep, start=index, memory_limit=memory_limit
+                ):
                     yield item
                     index += 1
         else:
@@ -167,12 +177,20 @@ def count_files(inputs: Iterable[Any], *, recursive: bool = True) -> int:
     return count
 
 
-def _item(index: int, trace: Trace, *, keep: bool, position: int = 0, format: str = "auto") -> WorkItem:
+def _item(
+    index: int,
+    trace: Trace,
+    *,
+    keep: bool,
+    position: int = 0,
+    format: str = "auto",
+    trace_hash: str | None = None,
+) -> WorkItem:
     src = trace.source
     return WorkItem(
         index=index,
         trace_id=trace.trace_id,
-        trace_hash=trace.content_hash(),
+        trace_hash=trace_hash or trace.content_hash(),
         source=SourceRef(path=src.path, format=src.format, record=src.record),
         trace=trace if keep else None,
         file_position=position,
@@ -180,7 +198,9 @@ def _item(index: int, trace: Trace, *, keep: bool, position: int = 0, format: st
     )
 
 
-def _error_item(index: int, error: TraceFormatError, path: str | None, position: int, format: str) -> WorkItem:
+def _error_item(
+    index: int, error: TraceFormatError, path: str | None, position: int, format: str
+) -> WorkItem:
     record = error.record if error.record is not None else position
     where = path or "input"
     return WorkItem(
@@ -201,25 +221,43 @@ def _file_items(
     *,
     keep: bool,
     start: int,
+    memory_limit: int | None,
 ) -> Iterator[WorkItem]:
     index = start
+    # Read in the worker process (mast.normalize.isolated), which sends the rows as it reads them: a
+    # reader that crashes or a file that blows memory up gives this file an error row, and the run
+    # goes on. Closed on the way out (a whole-file error, or a consumer that stops early), so the
+    # worker stops this file and is ready for the next.
+    rows = read_file(path, format, memory_limit=memory_limit)
     try:
-        for position, got in enumerate(iter_traces(path, format=format)):
-            if isinstance(got, Trace):
-                if in_shard(got.trace_id, shard):
-                    yield _item(index, got, keep=keep, position=position, format=format)
+        for position, row in enumerate(rows):
+            if row.whole_file:
+                # A file that breaks off half-way keeps the traces read before the break.
+                yield _file_error_item(index, str(path), row.as_error())
+                return
+            if row.trace is not None:
+                if in_shard(row.trace.trace_id, shard):
+                    yield _item(
+                        index,
+                        row.trace,
+                        keep=keep,
+                        position=position,
+                        format=format,
+                        trace_hash=row.content_hash,
+                    )
                     index += 1
             else:
-                item = _error_item(index, got, str(path), position, format)
+                item = _error_item(index, row.as_error(), str(path), position, format)
                 if in_shard(item.trace_id, shard):
                     yield item
                     index += 1
-    except Exception as exc:  # noqa: BLE001 - one bad file (or a normaliser bug) must not stop the batch
-        # A file that breaks off half-way keeps the traces read before the break.
-        yield _file_error_item(index, str(path), exc)
+    finally:
+        rows.close()
 
 
-def _object_items(given: Any, format: str, shard: tuple[int, int] | None, *, start: int) -> Iterator[WorkItem]:
+def _object_items(
+    given: Any, format: str, shard: tuple[int, int] | None, *, start: int
+) -> Iterator[WorkItem]:
     index = start
     try:
         for position, got in enumerate(iter_traces(given, format=format)):
@@ -269,7 +307,11 @@ class Reloader:
         for got in self._iter:
             self._position += 1
             if self._position == item.file_position:
-                if isinstance(got, Trace) and got.trace_id == item.trace_id and got.content_hash() == item.trace_hash:
+                if (
+                    isinstance(got, Trace)
+                    and got.trace_id == item.trace_id
+                    and got.content_hash() == item.trace_hash
+                ):
                     return got
                 break
         self._iter = None

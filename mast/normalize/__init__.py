@@ -136,10 +136,10 @@ import pkgutil
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mast._outputs import terminal_safe
-from mast.caps import CapExceeded
+from mast.caps import CapExceeded, FileBudget, charging
 from mast.errors import MastError, TraceFormatError, UsageError, one_line
 from mast.normalize.base import RawInput, TraceFormat, formats, get_format, register
 from mast.trace import Trace, field_notes
@@ -201,7 +201,9 @@ def _raw(source: str | os.PathLike[str] | Any) -> RawInput:
     if isinstance(source, os.PathLike) or (isinstance(source, str) and looks_like_path(source)):
         path = Path(source)
         if path.is_dir():
-            raise UsageError(f"{path} is a folder, not a trace file; iter_paths() lists the files in a folder")
+            raise UsageError(
+                f"{path} is a folder, not a trace file; iter_paths() lists the files in a folder"
+            )
         if not path.is_file():
             if path.is_symlink():
                 raise TraceFormatError("symbolic link that leads nowhere (broken, or a loop)", path=str(path))
@@ -224,7 +226,8 @@ def detect_format(source: str | os.PathLike[str] | Any) -> tuple[TraceFormat, fl
     capped: CapExceeded | None = None
     for fmt in formats():
         try:
-            score = float(fmt.detect(raw))
+            with charging(FileBudget()):  # a detector's sniffing has a budget of its own, per format
+                score = float(fmt.detect(raw))
         except CapExceeded as exc:  # the input would expand past a cap: said below if nothing else reads it
             capped, score = exc, 0.0
         except Exception:  # noqa: BLE001 - a detector must never decide for the others
@@ -244,10 +247,14 @@ def detect_format(source: str | os.PathLike[str] | Any) -> tuple[TraceFormat, fl
             raise raw.fail(f"unreadable: {exc}") from exc
         data = raw.data()
         if isinstance(data, str) and raw.kind == "json":
-            raise raw.fail("holds a JSON string, not an object: the trace is JSON encoded twice; decode it once")
+            raise raw.fail(
+                "holds a JSON string, not an object: the trace is JSON encoded twice; decode it once"
+            )
         shape = _describe(data)
         tried = ", ".join(f.name for f in formats())
-        raise raw.fail(f"no known trace format matches {shape} (tried: {tried}); pass --format NAME (format= in Python) to force one")
+        raise raw.fail(
+            f"no known trace format matches {shape} (tried: {tried}); pass --format NAME (format= in Python) to force one"
+        )
     return best, score
 
 
@@ -280,7 +287,8 @@ def iter_traces(
     for item in _parse_guarded(fmt, raw):
         if isinstance(item, Trace):
             item.source.confidence = confidence
-            if raw.warnings:  # what reading the bytes cost (replaced bytes...), said on every trace of the input
+            # What reading the bytes cost (replaced bytes...), said on every trace of the input.
+            if raw.warnings:
                 item.warnings[:0] = [w for w in raw.warnings if w not in item.warnings]
         yield item
 
@@ -294,16 +302,23 @@ def _parse_guarded(fmt: TraceFormat, raw: RawInput) -> Iterator[Trace | TraceFor
     interpreter's recursion limit, a 50 MB line) must end as a one-line error for that file, never as
     a traceback that stops a batch.
     """
+    # One budget for the whole file: every record's expansions (bodies, members, attachments) count.
+    budget = FileBudget()
     try:
         items = iter(fmt.parse(raw))
         while True:
-            with field_notes() as notes:  # odd field values converted to fit the schema, said on the trace
+            # Odd field values converted to fit the schema are said on the trace (field_notes).
+            with field_notes() as notes, charging(budget):
                 item = next(items, _END)
             if item is _END:
                 return
             if notes and isinstance(item, Trace):
-                item.warnings.extend(f"{note} (the trace was kept)" for note in notes if f"{note} (the trace was kept)" not in item.warnings)
-            yield item
+                item.warnings.extend(
+                    f"{note} (the trace was kept)"
+                    for note in notes
+                    if f"{note} (the trace was kept)" not in item.warnings
+                )
+            yield cast("Trace | TraceFormatError", item)
     except MastError:
         raise
     except CapExceeded as exc:
@@ -329,7 +344,9 @@ def load_traces(source: str | os.PathLike[str] | Any, format: str = "auto") -> l
             raise item
         traces.append(item)
     if not traces:
-        raise TraceFormatError("input holds no traces", path=str(source) if isinstance(source, str | os.PathLike) else None)
+        raise TraceFormatError(
+            "input holds no traces", path=str(source) if isinstance(source, str | os.PathLike) else None
+        )
     return traces
 
 
@@ -383,7 +400,8 @@ def iter_paths(
                     if not follow_symlinks and link_leaves(file, top):
                         logging.getLogger("mast").warning(
                             "mast: skipped %s: a link that leaves the folder (follow_symlinks reads it)",
-                            terminal_safe(file))
+                            terminal_safe(file),
+                        )
                         continue
                     yield file
         else:
@@ -396,6 +414,7 @@ def link_leaves(file: Path, top: Path) -> bool:
         return False
     try:
         target = file.resolve()
-    except (OSError, RuntimeError):  # a loop leads nowhere, so nothing leaks: read, and reported with its reason
+    # A loop leads nowhere, so nothing leaks: read, and reported with its reason.
+    except (OSError, RuntimeError):
         return False
     return not target.is_relative_to(top)

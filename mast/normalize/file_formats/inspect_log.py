@@ -27,15 +27,17 @@ from its log.
 
 from __future__ import annotations
 
+import io
 import re
 import struct
 import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal, cast
 
 import orjson
 
+from mast.caps import MAX_EXPANDED_BYTES_PER_FILE, CapExceeded, charge
 from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
 from mast.normalize._common import as_dict, parse_time, text_of, tool_call
@@ -46,8 +48,8 @@ from mast.trace import Agent, SourceInfo, Step, ToolResult, Trace, Usage
 ZIP_MAGIC = b"PK\x03\x04"
 ZIP_ZSTANDARD = 93
 """Compression method number of Zstandard in zip files (APPNOTE 4.4.5); Inspect writes it."""
-MAX_MEMBER_BYTES = 512 * 1024 * 1024
-"""A sample member larger than this (uncompressed) is reported, not read."""
+MAX_MEMBER_BYTES = MAX_EXPANDED_BYTES_PER_FILE
+"""A member larger than this (uncompressed, as stated or as read) is reported, not read."""
 _SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 _ATTACHMENT = "attachment://"
 _HEADER_KEYS = ("eval", "plan")
@@ -59,8 +61,27 @@ Status = Literal["ok", "error", "unknown"]
 # -- reading the zip without inspect_ai ---------------------------------------------------------
 
 
-def _zstd_decompress(data: bytes, size: int) -> bytes:
-    """Zstandard data as bytes; ``zstandard`` (a mast dependency) or Python 3.14's ``compression.zstd``."""
+_PIECE = 2**20
+"""Bytes read from a member's stream at a time, each charged to the file's budget before the next."""
+
+
+def _read_capped(stream: IO[bytes], name: str) -> bytes:
+    """All of ``stream`` (a member being decompressed), charged piece by piece to the file's budget.
+
+    The sizes a zip states are not trusted: a Zstandard member that declares size 0 is read as a
+    stream, and stops at :data:`MAX_MEMBER_BYTES` or the file's budget, whichever comes first.
+    """
+    out = bytearray()
+    while piece := stream.read(_PIECE):
+        charge(len(piece), f"{name} in the .eval zip")
+        out += piece
+        if len(out) > MAX_MEMBER_BYTES:
+            raise CapExceeded("MAX_EXPANDED_BYTES_PER_FILE", MAX_MEMBER_BYTES, f"{name} in the .eval zip")
+    return bytes(out)
+
+
+def _zstd_stream(data: bytes) -> IO[bytes]:
+    """A reader of Zstandard ``data``; ``zstandard`` (a mast dependency) or Python 3.14's ``compression.zstd``."""
     try:
         import zstandard
     except ImportError:  # pragma: no cover - zstandard is a dependency; 3.14 ships its own
@@ -68,10 +89,10 @@ def _zstd_decompress(data: bytes, size: int) -> bytes:
             from compression import zstd  # type: ignore[import-not-found]
         except ImportError as exc:
             raise TraceFormatError("this .eval log is Zstandard-compressed: pip install zstandard") from exc
-        return bytes(zstd.decompress(data))
-    # Frames written by a stream compressor may not state their size: read them as a stream.
-    with zstandard.ZstdDecompressor().stream_reader(data) as reader:
-        return reader.read(size + 1) if size else reader.read()
+        return cast("IO[bytes]", zstd.ZstdFile(io.BytesIO(data)))
+    # Frames written by a stream compressor may not state their size, and a hostile one may state a
+    # false one: always read as a stream.
+    return cast("IO[bytes]", zstandard.ZstdDecompressor().stream_reader(data))
 
 
 class EvalZip:
@@ -108,16 +129,24 @@ class EvalZip:
             return self._read(name)
         except TraceFormatError:
             raise
+        except CapExceeded as exc:
+            raise TraceFormatError(f"not read: {exc}", path=str(self.path)) from exc
         except Exception as exc:  # noqa: BLE001 - zlib, zipfile, zstandard and I/O errors of one damaged member
-            raise TraceFormatError(f"{name} in the .eval zip does not decompress ({type(exc).__name__}: {exc})",
-                                   path=str(self.path)) from exc
+            raise TraceFormatError(
+                f"{name} in the .eval zip does not decompress ({type(exc).__name__}: {exc})",
+                path=str(self.path),
+            ) from exc
 
     def _read(self, name: str) -> bytes:
         info = self.zip.getinfo(name)
         if info.file_size > MAX_MEMBER_BYTES:
-            raise TraceFormatError(f"{name} is {info.file_size // 2**20} MiB uncompressed, too large to read", path=str(self.path))
+            raise TraceFormatError(
+                f"{name} is {info.file_size // 2**20} MiB uncompressed, too large to read",
+                path=str(self.path),
+            )
         if info.compress_type != ZIP_ZSTANDARD:
-            return self.zip.read(info)
+            with self.zip.open(info) as member:
+                return _read_capped(member, name)
         with self.path.open("rb") as fh:
             fh.seek(info.header_offset)
             local = fh.read(30)
@@ -126,7 +155,8 @@ class EvalZip:
             name_len, extra_len = struct.unpack("<HH", local[26:30])
             fh.seek(info.header_offset + 30 + name_len + extra_len)
             data = fh.read(info.compress_size)
-        return _zstd_decompress(data, info.file_size)
+        with _zstd_stream(data) as stream:
+            return _read_capped(stream, name)
 
     def json(self, name: str) -> Any:
         """Member ``name`` parsed as JSON."""
@@ -140,7 +170,9 @@ class EvalZip:
                 return json.loads(data)
             except ValueError:
                 pass
-            raise TraceFormatError(f"{name} in the .eval zip is not valid JSON ({exc})", path=str(self.path)) from exc
+            raise TraceFormatError(
+                f"{name} in the .eval zip is not valid JSON ({exc})", path=str(self.path)
+            ) from exc
 
     def sample_names(self) -> list[str]:
         """``samples/*.json`` members, in the order of ``summaries.json`` when present, else by name."""
@@ -169,13 +201,23 @@ def _natural(name: str) -> tuple[Any, ...]:
 
 
 def _restore(value: Any, attachments: Mapping[str, Any]) -> Any:
-    """``value`` with every ``attachment://<hash>`` string replaced by the attachment's text."""
+    """``value`` with every ``attachment://<hash>`` string replaced by the attachment's text.
+
+    Each text put back is charged to the file's budget before it is placed, so an attachment
+    referenced 20,000 times is refused at the budget instead of expanding first.
+
+    Raises:
+        CapExceeded: the texts put back pass the file's budget.
+    """
     if not attachments:
         return value
     if isinstance(value, str):
         if value.startswith(_ATTACHMENT):
-            found = attachments.get(value[len(_ATTACHMENT):])
-            return found if isinstance(found, str) else value
+            found = attachments.get(value[len(_ATTACHMENT) :])
+            if not isinstance(found, str):
+                return value
+            charge(len(found), "attachments put back")
+            return found
         return value
     if isinstance(value, list):
         return [_restore(v, attachments) for v in value]
@@ -231,12 +273,18 @@ def _model_calls(events: Any) -> dict[str, dict[str, Any]]:
 def _usage(data: Any) -> Usage | None:
     if not isinstance(data, dict):
         return None
+
     def number(key: str) -> int | None:
         value = data.get(key)
         return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
     cost = data.get("total_cost")
-    usage = Usage(input_tokens=number("input_tokens"), output_tokens=number("output_tokens"),
-                  total_tokens=number("total_tokens"), cost_usd=float(cost) if isinstance(cost, int | float) else None)
+    usage = Usage(
+        input_tokens=number("input_tokens"),
+        output_tokens=number("output_tokens"),
+        total_tokens=number("total_tokens"),
+        cost_usd=float(cost) if isinstance(cost, int | float) else None,
+    )
     return usage if usage != Usage() else None
 
 
@@ -247,29 +295,73 @@ def _message_step(message: dict[str, Any], calls: Mapping[str, dict[str, Any]], 
     kept = {k: message[k] for k in ("source", "metadata") if message.get(k) not in (None, {}, "")}
     if role == "tool":
         error = message.get("error")
-        reason = text_of(error.get("message")) if isinstance(error, dict) else (text_of(error) if error else None)
+        reason = (
+            text_of(error.get("message")) if isinstance(error, dict) else (text_of(error) if error else None)
+        )
         name = message.get("function") if isinstance(message.get("function"), str) else None
-        result = ToolResult(call_id=message.get("tool_call_id"), name=name, output=text or (reason or ""), is_error=bool(error))
+        result = ToolResult(
+            call_id=message.get("tool_call_id"),
+            name=name,
+            output=text or (reason or ""),
+            is_error=bool(error),
+        )
         # The error is the result's text when the tool returned none: said once, on the result.
-        return Step(index=0, kind="tool_result", id=message.get("id"), agent="tool", role="tool", content="",
-                    tool_results=[result], error=reason if reason and reason != result.output else None,
-                    source_ref=ref, attributes={**kept, **({"tool_error": error} if error else {})})
+        return Step(
+            index=0,
+            kind="tool_result",
+            id=message.get("id"),
+            agent="tool",
+            role="tool",
+            content="",
+            tool_results=[result],
+            error=reason if reason and reason != result.output else None,
+            source_ref=ref,
+            attributes={**kept, **({"tool_error": error} if error else {})},
+        )
     if role == "assistant":
         call_event = calls.get(str(message.get("id")), {})
         output = as_dict(call_event.get("output"))
         tool_calls = [
             tool_call(str(c.get("function") or "?"), c.get("arguments"), c.get("id"))
-            for c in message.get("tool_calls") or [] if isinstance(c, dict)
+            for c in message.get("tool_calls") or []
+            if isinstance(c, dict)
         ]
-        return Step(index=0, kind="message", id=message.get("id"), agent="assistant", role="assistant", content=text,
-                    tool_calls=tool_calls, model=message.get("model") or call_event.get("model"),
-                    usage=_usage(output.get("usage")), started_at=parse_time(call_event.get("timestamp")),
-                    ended_at=parse_time(call_event.get("completed")), source_ref=ref, attributes=kept)
+        return Step(
+            index=0,
+            kind="message",
+            id=message.get("id"),
+            agent="assistant",
+            role="assistant",
+            content=text,
+            tool_calls=tool_calls,
+            model=message.get("model") or call_event.get("model"),
+            usage=_usage(output.get("usage")),
+            started_at=parse_time(call_event.get("timestamp")),
+            ended_at=parse_time(call_event.get("completed")),
+            source_ref=ref,
+            attributes=kept,
+        )
     if role in ("system", "user"):
         kind = "system" if role == "system" else "message"
-        return Step(index=0, kind=kind, id=message.get("id"), agent=str(role), role=role, content=text, source_ref=ref, attributes=kept)
-    return Step(index=0, kind="message", id=message.get("id"), agent=str(role or "?"), content=text, source_ref=ref,
-                attributes={**kept, "role": role})
+        return Step(
+            index=0,
+            kind=kind,
+            id=message.get("id"),
+            agent=str(role),
+            role=role,
+            content=text,
+            source_ref=ref,
+            attributes=kept,
+        )
+    return Step(
+        index=0,
+        kind="message",
+        id=message.get("id"),
+        agent=str(role or "?"),
+        content=text,
+        source_ref=ref,
+        attributes={**kept, "role": role},
+    )
 
 
 def _input_text(value: Any) -> str | None:
@@ -277,7 +369,9 @@ def _input_text(value: Any) -> str | None:
     if isinstance(value, str):
         return value.strip() or None
     if isinstance(value, list):
-        users = [content_text(m.get("content")) for m in value if isinstance(m, dict) and m.get("role") == "user"]
+        users = [
+            content_text(m.get("content")) for m in value if isinstance(m, dict) and m.get("role") == "user"
+        ]
         return "\n\n".join(u for u in users if u.strip()) or None
     return None
 
@@ -348,11 +442,24 @@ def sample_trace(
         trace_id += f"#{epoch}"
     model = info.get("model") or output.get("model")
     inspect_meta = {
-        "task": task_name, "task_id": info.get("task_id"), "eval_id": info.get("eval_id"), "run_id": info.get("run_id"),
-        "model": model, "created": info.get("created"), "log_status": log_status, "sample_id": sample_id,
-        "epoch": epoch, "target": sample.get("target"), "scores": sample.get("scores"), "metadata": sample.get("metadata"),
-        "model_usage": model_usage, "total_time": sample.get("total_time"), "working_time": sample.get("working_time"),
-        "limit": limit, "error": sample_error, "dataset": info.get("dataset"),
+        "task": task_name,
+        "task_id": info.get("task_id"),
+        "eval_id": info.get("eval_id"),
+        "run_id": info.get("run_id"),
+        "model": model,
+        "created": info.get("created"),
+        "log_status": log_status,
+        "sample_id": sample_id,
+        "epoch": epoch,
+        "target": sample.get("target"),
+        "scores": sample.get("scores"),
+        "metadata": sample.get("metadata"),
+        "model_usage": model_usage,
+        "total_time": sample.get("total_time"),
+        "working_time": sample.get("working_time"),
+        "limit": limit,
+        "error": sample_error,
+        "dataset": info.get("dataset"),
     }
     return assemble_trace(
         steps,
@@ -376,14 +483,20 @@ def sample_trace(
 
 
 def _is_log_header(data: Any) -> bool:
-    return isinstance(data, dict) and all(isinstance(data.get(k), dict) for k in _HEADER_KEYS) and "version" in data
+    return (
+        isinstance(data, dict)
+        and all(isinstance(data.get(k), dict) for k in _HEADER_KEYS)
+        and "version" in data
+    )
 
 
 class InspectLog(TraceFormat):
     """Inspect AI eval logs (``.eval`` zip or ``.json``): one trace per sample and epoch."""
 
     name = "inspect_log"
-    description = "Inspect AI eval logs (.eval zip or .json): one trace per sample and epoch, scores as outcome"
+    description = (
+        "Inspect AI eval logs (.eval zip or .json): one trace per sample and epoch, scores as outcome"
+    )
     example = 'logs/2025-01-01T00-00-00_task_abc.eval, or {"version": 2, "status": "success", "eval": {...}, "plan": {...}, "samples": [...]}'
     priority = 85
 
@@ -425,15 +538,21 @@ class InspectLog(TraceFormat):
                 yield raw.fail("sample is not an object", record=number)
                 continue
             try:
-                yield sample_trace(sample, eval_info=data["eval"], source=source, log_status=data.get("status"))
+                yield sample_trace(
+                    sample, eval_info=data["eval"], source=source, log_status=data.get("status")
+                )
             except TraceFormatError as exc:
                 yield exc
+            except CapExceeded as exc:
+                yield raw.fail(f"not read: {exc}", record=number)
 
     def _parse_zip(self, path: Path) -> Iterator[Trace | TraceFormatError]:
         with EvalZip(path) as log:
             header_name = "header.json" if "header.json" in log.names else "_journal/start.json"
             if header_name not in log.names:
-                raise TraceFormatError("a .eval zip without header.json or _journal/start.json", path=str(path))
+                raise TraceFormatError(
+                    "a .eval zip without header.json or _journal/start.json", path=str(path)
+                )
             header = log.json(header_name)
             eval_info = header.get("eval") if isinstance(header, dict) else None
             if not isinstance(eval_info, dict):
@@ -451,6 +570,8 @@ class InspectLog(TraceFormat):
                     yield sample_trace(sample, eval_info=eval_info, source=source, log_status=status)
                 except TraceFormatError as exc:
                     yield exc
+                except CapExceeded as exc:
+                    yield TraceFormatError(f"{name}: not read: {exc}", path=str(path), record=number)
 
 
 register(InspectLog())

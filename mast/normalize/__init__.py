@@ -144,8 +144,6 @@ from mast.errors import MastError, TraceFormatError, UsageError, one_line
 from mast.normalize.base import RawInput, TraceFormat, formats, get_format, register
 from mast.trace import Trace, field_notes
 
-_END = object()
-
 EXTENSION_PACKAGES = ("logs", "dialects", "spans", "file_formats")
 """Subpackages whose modules register an extension when imported, in import order: framework logs,
 message dialects and span dialects first, then the formats that use them."""
@@ -201,7 +199,9 @@ def _raw(source: str | os.PathLike[str] | Any) -> RawInput:
     if isinstance(source, os.PathLike) or (isinstance(source, str) and looks_like_path(source)):
         path = Path(source)
         if path.is_dir():
-            raise UsageError(f"{path} is a folder, not a trace file; iter_paths() lists the files in a folder")
+            raise UsageError(
+                f"{path} is a folder, not a trace file; iter_paths() lists the files in a folder"
+            )
         if not path.is_file():
             if path.is_symlink():
                 raise TraceFormatError("symbolic link that leads nowhere (broken, or a loop)", path=str(path))
@@ -244,10 +244,14 @@ def detect_format(source: str | os.PathLike[str] | Any) -> tuple[TraceFormat, fl
             raise raw.fail(f"unreadable: {exc}") from exc
         data = raw.data()
         if isinstance(data, str) and raw.kind == "json":
-            raise raw.fail("holds a JSON string, not an object: the trace is JSON encoded twice; decode it once")
+            raise raw.fail(
+                "holds a JSON string, not an object: the trace is JSON encoded twice; decode it once"
+            )
         shape = _describe(data)
         tried = ", ".join(f.name for f in formats())
-        raise raw.fail(f"no known trace format matches {shape} (tried: {tried}); pass --format NAME (format= in Python) to force one")
+        raise raw.fail(
+            f"no known trace format matches {shape} (tried: {tried}); pass --format NAME (format= in Python) to force one"
+        )
     return best, score
 
 
@@ -280,7 +284,9 @@ def iter_traces(
     for item in _parse_guarded(fmt, raw):
         if isinstance(item, Trace):
             item.source.confidence = confidence
-            if raw.warnings:  # what reading the bytes cost (replaced bytes...), said on every trace of the input
+            if (
+                raw.warnings
+            ):  # what reading the bytes cost (replaced bytes...), said on every trace of the input
                 item.warnings[:0] = [w for w in raw.warnings if w not in item.warnings]
         yield item
 
@@ -298,11 +304,15 @@ def _parse_guarded(fmt: TraceFormat, raw: RawInput) -> Iterator[Trace | TraceFor
         items = iter(fmt.parse(raw))
         while True:
             with field_notes() as notes:  # odd field values converted to fit the schema, said on the trace
-                item = next(items, _END)
-            if item is _END:
+                item = next(items, None)  # a reader yields traces and errors, never None
+            if item is None:
                 return
             if notes and isinstance(item, Trace):
-                item.warnings.extend(f"{note} (the trace was kept)" for note in notes if f"{note} (the trace was kept)" not in item.warnings)
+                item.warnings.extend(
+                    f"{note} (the trace was kept)"
+                    for note in notes
+                    if f"{note} (the trace was kept)" not in item.warnings
+                )
             yield item
     except MastError:
         raise
@@ -329,7 +339,9 @@ def load_traces(source: str | os.PathLike[str] | Any, format: str = "auto") -> l
             raise item
         traces.append(item)
     if not traces:
-        raise TraceFormatError("input holds no traces", path=str(source) if isinstance(source, str | os.PathLike) else None)
+        raise TraceFormatError(
+            "input holds no traces", path=str(source) if isinstance(source, str | os.PathLike) else None
+        )
     return traces
 
 
@@ -383,7 +395,8 @@ def iter_paths(
                     if not follow_symlinks and link_leaves(file, top):
                         logging.getLogger("mast").warning(
                             "mast: skipped %s: a link that leaves the folder (follow_symlinks reads it)",
-                            terminal_safe(file))
+                            terminal_safe(file),
+                        )
                         continue
                     yield file
         else:
@@ -396,6 +409,9 @@ def link_leaves(file: Path, top: Path) -> bool:
         return False
     try:
         target = file.resolve()
-    except (OSError, RuntimeError):  # a loop leads nowhere, so nothing leaks: read, and reported with its reason
+    except (
+        OSError,
+        RuntimeError,
+    ):  # a loop leads nowhere, so nothing leaks: read, and reported with its reason
         return False
     return not target.is_relative_to(top)

@@ -29,7 +29,7 @@ from mast.caps import (
     decompress_prefix,
 )
 from mast.errors import TraceFormatError
-from mast.normalize._common import usage_from
+from mast.normalize._common import as_dict, usage_from
 from mast.normalize._msg_common import Msg
 from mast.normalize._timeline import Timeline
 
@@ -63,8 +63,10 @@ def inflate(blob: bytes, notes: list[str] | None = None, *, limit: int | None = 
             notes.append(f"a recorded body is compressed but does not inflate ({exc}): kept as it is")
         return blob
     if cut and notes is not None:
-        notes.append(f"a recorded body inflates to more than {limit // 2**20} MiB: cut there "
-                     f"(the MAX_DECOMPRESSED_BYTES cap, {limit:,} bytes)")
+        notes.append(
+            f"a recorded body inflates to more than {limit // 2**20} MiB: cut there "
+            f"(the MAX_DECOMPRESSED_BYTES cap, {limit:,} bytes)"
+        )
     return out
 
 
@@ -186,9 +188,12 @@ def chat_completion_from_stream(text: str) -> dict[str, Any] | None:
             if not isinstance(choice, dict):
                 continue
             index = choice.get("index", 0) if isinstance(choice.get("index"), int) else 0
-            joined = choices.setdefault(index, {"index": index, "message": {"role": "assistant", "content": ""}, "finish_reason": None})
+            joined = choices.setdefault(
+                index,
+                {"index": index, "message": {"role": "assistant", "content": ""}, "finish_reason": None},
+            )
             message = joined["message"]
-            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+            delta = as_dict(choice.get("delta"))
             if isinstance(delta.get("role"), str):
                 message["role"] = delta["role"]
             if isinstance(delta.get("content"), str):
@@ -203,7 +208,7 @@ def chat_completion_from_stream(text: str) -> dict[str, Any] | None:
                 target = calls[position]
                 if call.get("id"):
                     target["id"] = call["id"]
-                function = call.get("function") if isinstance(call.get("function"), dict) else {}
+                function = as_dict(call.get("function"))
                 if isinstance(function.get("name"), str):
                     target["function"]["name"] += function["name"]
                 if isinstance(function.get("arguments"), str):
@@ -233,12 +238,18 @@ class RecordedCall:
 def interactions(data: Any) -> list[dict[str, Any]] | None:
     """A cassette's ``interactions`` list (each with a ``request``), else ``None``."""
     items = data.get("interactions") if isinstance(data, dict) else None
-    if isinstance(items, list) and items and all(isinstance(i, dict) and isinstance(i.get("request"), dict) for i in items):
+    if (
+        isinstance(items, list)
+        and items
+        and all(isinstance(i, dict) and isinstance(i.get("request"), dict) for i in items)
+    ):
         return items
     return None
 
 
-def recorded_calls(data: Any, *paths: str, notes: list[str] | None = None) -> tuple[list[RecordedCall], list[dict[str, Any]]]:
+def recorded_calls(
+    data: Any, *paths: str, notes: list[str] | None = None
+) -> tuple[list[RecordedCall], list[dict[str, Any]]]:
     """The interactions whose URI contains one of ``paths`` (``/chat/completions``...), and the others (where they went)."""
     calls: list[RecordedCall] = []
     other: list[dict[str, Any]] = []
@@ -249,8 +260,8 @@ def recorded_calls(data: Any, *paths: str, notes: list[str] | None = None) -> tu
         if not any(p in uri for p in paths) or not isinstance(body, dict):
             other.append({"index": number, "method": request.get("method"), "uri": uri})
             continue
-        response = interaction.get("response") if isinstance(interaction.get("response"), dict) else {}
-        status = response.get("status") if isinstance(response.get("status"), dict) else {}
+        response = as_dict(interaction.get("response"))
+        status = as_dict(response.get("status"))
         code = status.get("code") if isinstance(status.get("code"), int) else None
         calls.append(RecordedCall(number, uri, body, body_of(response, notes), code))
     return calls, other
@@ -260,7 +271,10 @@ def is_cassette_of(data: Any, *paths: str) -> bool:
     """A cassette with at least one interaction to one of ``paths`` whose request body is readable."""
     items = interactions(data)
     return items is not None and any(
-        any(p in str(i["request"].get("uri") or "") for p in paths) and isinstance(body_of(i["request"]), dict) for i in items)
+        any(p in str(i["request"].get("uri") or "") for p in paths)
+        and isinstance(body_of(i["request"]), dict)
+        for i in items
+    )
 
 
 def yaml_cassette_score(raw: RawInput, *paths: str) -> float | None:
@@ -294,15 +308,29 @@ def rebuild_conversation(
         ref = f"interactions[{call.index}]"
         timeline.add_new(request_msgs(call.request), source_ref=f"{ref}.request")
         response = call.response
-        facts["calls"].append({"index": call.index, "uri": call.uri, "status": call.status, "model": call.request.get("model")})
+        facts["calls"].append(
+            {"index": call.index, "uri": call.uri, "status": call.status, "model": call.request.get("model")}
+        )
         error = None
-        if isinstance(response, dict) and response.get("error") and not (response.get("choices") or response.get("output") or response.get("content")):
-            error = str(response["error"].get("message") if isinstance(response["error"], dict) else response["error"])
+        if (
+            isinstance(response, dict)
+            and response.get("error")
+            and not (response.get("choices") or response.get("output") or response.get("content"))
+        ):
+            error = str(
+                response["error"].get("message") if isinstance(response["error"], dict) else response["error"]
+            )
         elif not isinstance(response, dict) or (call.status is not None and call.status >= 400):
             error = f"HTTP {call.status}: no reply recorded" if call.status else "no reply recorded"
         if error:
             facts["errors"].append(error)
-            timeline.add_step(kind="error", agent=timeline.default_agent, content=error, error=error, source_ref=f"{ref}.response")
+            timeline.add_step(
+                kind="error",
+                agent=timeline.default_agent,
+                content=error,
+                error=error,
+                source_ref=f"{ref}.response",
+            )
             continue
         assert isinstance(response, dict)
         usage = usage_from(response.get("usage"))

@@ -29,6 +29,7 @@ import platform
 import random
 import re
 import statistics
+import sys
 import time
 from collections.abc import Iterable
 from datetime import date
@@ -41,8 +42,10 @@ from mast.normalize import iter_paths, load_trace, load_traces
 from mast.trace import Step, ToolCall, ToolResult, Trace
 
 REPO = Path(__file__).resolve().parent.parent
-TRACES = REPO / "tests" / "data" / "traces"
-VALIDATION = REPO / "data" / "validation"
+sys.path.insert(0, str(REPO / "tests"))
+from _data import TRACES, build_label_sets  # noqa: E402 (the third-party corpus, located in one place)
+
+VALIDATION = build_label_sets()
 EXAMPLES = REPO / "data" / "examples"
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
 MODES = ("1.3", "1.5", "3.1")

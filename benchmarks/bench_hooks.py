@@ -21,7 +21,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TRANSCRIPT = ROOT / "tests" / "data" / "real" / "claude_code" / "claude_code_log_representative_messages.jsonl"
+sys.path.insert(0, str(ROOT / "tests"))
+from _data import REAL  # noqa: E402 (the third-party corpus, located in one place)
+
+TRANSCRIPT = REAL / "claude_code" / "claude_code_log_representative_messages.jsonl"
 
 
 def main(runs: int = 5) -> None:

@@ -23,6 +23,7 @@ import asyncio
 import os
 import platform
 import re
+import sys
 import time
 from datetime import date
 from pathlib import Path
@@ -35,7 +36,9 @@ from mast.testing import FakeLLMServer, judge_answer, quote_steps, request_kind,
 from mast.trace import Step, ToolCall, ToolResult, Trace  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-TRACES = REPO / "tests" / "data" / "traces"
+sys.path.insert(0, str(REPO / "tests"))
+from _data import TRACES  # noqa: E402 (the third-party corpus, located in one place)
+
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
 BEGIN, END = "<!-- bench_judge -->", "<!-- /bench_judge -->"
 

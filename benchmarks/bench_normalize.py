@@ -37,7 +37,10 @@ from typing import Any
 import orjson
 
 REPO = Path(__file__).resolve().parent.parent
-AG2_DIR = REPO / "data" / "validation" / "mastlint-ag2"
+sys.path.insert(0, str(REPO / "tests"))
+from _data import build_label_sets  # noqa: E402 (the third-party corpus, located in one place)
+
+AG2_DIR = build_label_sets() / "mastlint-ag2"
 AG2_RECORDS = sorted(AG2_DIR.glob("raw_ag2_records*.json"))
 MAST_CODES = ["1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "3.1", "3.2", "3.3"]
 TARGET_MB_PER_S = 50.0

@@ -10,6 +10,7 @@ quadratic), and 1 MB of each unit unless ``--no-mb`` (or the last size already t
 from __future__ import annotations
 
 import random
+import sys
 import time
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from mast.redact import Redactor, redact_trace
 from mast.trace import Step, Trace
 
 REPO = Path(__file__).resolve().parent.parent
-TRACES = REPO / "tests" / "data" / "traces"
+sys.path.insert(0, str(REPO / "tests"))
+from _data import TRACES  # noqa: E402 (the third-party corpus, located in one place)
 
 
 def synthetic(size: int, seed: int = 0) -> str:

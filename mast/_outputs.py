@@ -33,7 +33,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["FORMULA_LEADS", "csp_meta", "csv_text", "spreadsheet_cell", "spreadsheet_safe", "terminal_safe", "write_csv"]
+__all__ = [
+    "FORMULA_LEADS",
+    "csp_meta",
+    "csp_policy",
+    "csv_text",
+    "spreadsheet_cell",
+    "spreadsheet_safe",
+    "terminal_safe",
+    "write_csv",
+]
 
 FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
 """A cell starting with one of these is read as a formula by Excel, LibreOffice or Google Sheets."""
@@ -116,6 +125,23 @@ def _sha256(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
+def csp_policy(
+    *, scripts: tuple[str, ...] = (), styles: tuple[str, ...] = (), connect_self: bool = False
+) -> str:
+    """The Content-Security-Policy text of :func:`csp_meta`; ``connect_self`` lets the page's script call its own server.
+
+    ``mast review`` sends it as a header too, and needs ``connect_self`` for its ``fetch`` calls back to
+    the local server that served it (nothing else is reachable).
+    """
+    script_src = " ".join(_sha256(s) for s in scripts) or "'none'"
+    style_src = " ".join(_sha256(s) for s in styles) or "'none'"
+    connect = "; connect-src 'self'" if connect_self else ""
+    return (
+        f"default-src 'none'; script-src {script_src}; style-src {style_src}; img-src data:; "
+        f"base-uri 'none'; form-action 'none'{connect}"
+    )
+
+
 def csp_meta(*, scripts: tuple[str, ...] = (), styles: tuple[str, ...] = ()) -> str:
     """A ``<meta http-equiv='Content-Security-Policy'>`` allowing exactly these inline scripts and styles.
 
@@ -124,8 +150,5 @@ def csp_meta(*, scripts: tuple[str, ...] = (), styles: tuple[str, ...] = ()) -> 
     does not run; images only from ``data:`` URIs (the embedded figures); nothing is fetched, no form
     is sent, no ``<base>`` is honoured.
     """
-    script_src = " ".join(_sha256(s) for s in scripts) or "'none'"
-    style_src = " ".join(_sha256(s) for s in styles) or "'none'"
-    policy = (f"default-src 'none'; script-src {script_src}; style-src {style_src}; img-src data:; "
-              "base-uri 'none'; form-action 'none'")
+    policy = csp_policy(scripts=scripts, styles=styles)
     return f"<meta http-equiv='Content-Security-Policy' content=\"{html.escape(policy)}\">"

@@ -55,13 +55,17 @@ def render_step(step: Step) -> str:
     if step.kind not in ("message", "llm"):
         head += f" ({step.kind})"
     parts = [step.content] if step.content else []
+    outputs = [step.content]
     for call in step.tool_calls:
         parts.append(f"<tool_call name={call.name!r}>{arguments_text(call.arguments) or call.arguments_raw or ''}</tool_call>")
     for result in step.tool_results:
         flag = " error" if result.is_error else ""
         name = f" name={result.name!r}" if result.name else ""
         parts.append(f"<tool_result{name}{flag}>{result.output}</tool_result>")
-    if step.error and step.error not in step.content:
+        outputs.append(result.output)
+    # Readers copy a failed tool's output into the step's error as well (so that error-only views
+    # see it); the judge reads it once, where it came from, not twice at double the tokens.
+    if step.error and not any(step.error in text for text in outputs):
         parts.append(f"<error>{step.error}</error>")
     body = "\n".join(parts)
     return f"{head}: {body}"

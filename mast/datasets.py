@@ -185,11 +185,147 @@ def _checked(
 
 
 # --- validation sets --------------------------------------------------------------------------------
-# Human-labelled traces a judge can be validated on (``mast validate``). They live in the repository
-# under ``data/validation/`` (each folder with its MANIFEST: source, commit, licence) and travel in the
-# sdist, not in the wheel; an installed mast finds them through ``MAST_VALIDATION_DIR`` or ``data_dir=``.
+# Human-labelled traces a judge can be validated on (``mast validate``). mast ships none of them: each
+# file has a public home (mast-lint's repository, Who&When's repository; MAD records on the hub via
+# mast-lint), pinned by commit and sha256 in ``mast/data/label_sets.json``. A set is read from
+# ``--data DIR`` (or ``MAST_VALIDATION_DIR``) when given, else from the per-user cache, downloading what
+# is missing there; every file is checked against its pinned sha256 before it is used.
 
 VALIDATION_DIR_ENV = "MAST_VALIDATION_DIR"
+MIRROR_ENV = "MAST_DATA_MIRROR"
+"""Base URL of a mirror of the sets' public homes: ``https://host/path`` is fetched as ``<mirror>/host/path``
+(a team's internal copy, or the tests' server on 127.0.0.1)."""
+LABEL_SETS_FILE = Path(__file__).resolve().parent / "data" / "label_sets.json"
+DOWNLOAD_TIMEOUT_S = 60.0
+
+
+class LabelSetFile(BaseModel):
+    """One file of a label set: its name in the set's folder and where it is published."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    """Path relative to the set's folder."""
+    url: str
+    """The public home of the file (a commit-pinned raw URL)."""
+    sha256: str
+    bytes: int | None = None
+    licence: str = ""
+
+
+def label_set_files(folder: str) -> tuple[LabelSetFile, ...]:
+    """The pinned files of one label-set folder (``mast/data/label_sets.json``)."""
+    import json
+
+    data = json.loads(LABEL_SETS_FILE.read_text(encoding="utf-8"))
+    entries = data["sets"].get(folder)
+    if entries is None:
+        raise UsageError(f"no label set folder {folder!r}; known: {', '.join(sorted(data['sets']))}")
+    return tuple(LabelSetFile.model_validate(e) for e in entries)
+
+
+def _host(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).netloc or url
+
+
+def _mirrored(url: str, mirror: str | None) -> str:
+    """``url`` as fetched: unchanged, or rewritten under a mirror's base URL."""
+    from urllib.parse import urlsplit
+
+    if not mirror:
+        return url
+    parts = urlsplit(url)
+    return f"{mirror.rstrip('/')}/{parts.netloc}{parts.path}"
+
+
+def _download_pinned(url: str, target: Path, expected_sha256: str, expected_bytes: int | None = None) -> None:
+    """Fetch ``url`` into ``target`` atomically, refusing bytes whose sha256 (or size) is not the pinned one."""
+    import tempfile
+
+    import httpx
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out, httpx.stream("GET", url, timeout=DOWNLOAD_TIMEOUT_S, follow_redirects=True) as response:
+            if response.status_code != 200:
+                raise OSError(f"HTTP {response.status_code}")
+            written = 0
+            for block in response.iter_bytes(1 << 16):
+                written += len(block)
+                if expected_bytes is not None and written > expected_bytes:  # a server that never stops fills no disk
+                    raise EvaluationError(f"{url}: more than the pinned {expected_bytes:,} bytes; refused (nothing was cached)")
+                digest.update(block)
+                out.write(block)
+        got = digest.hexdigest()
+        if got != expected_sha256:
+            raise EvaluationError(
+                f"{url}: sha256 {got[:16]}… differs from the pinned {expected_sha256[:16]}…; refused (nothing was cached)"
+            )
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def fetch_label_set(
+    folder: str,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    mirror: str | None = None,
+) -> Path:
+    """The folder holding one label set's files, each checked against its pinned sha256.
+
+    With ``data_dir`` (or ``MAST_VALIDATION_DIR``) the set is read from ``<data_dir>/<folder>/`` and
+    nothing is downloaded. Otherwise it is read from ``<cache>/label-sets/<folder>/``, downloading
+    the files missing there from their public homes (or ``mirror`` / ``MAST_DATA_MIRROR``).
+
+    Raises:
+        UsageError: a file is missing and cannot be downloaded (offline, say): the message gives the
+            command that points ``--data`` at a copy.
+        EvaluationError: a file's bytes differ from its pinned sha256.
+    """
+    import httpx
+
+    files = label_set_files(folder)
+    chosen = data_dir or os.environ.get(VALIDATION_DIR_ENV)
+    if chosen:
+        root = Path(chosen) / folder
+        for entry in files:
+            path = root / entry.file
+            if not path.is_file():
+                raise UsageError(
+                    f"validation set folder {root} lacks {entry.file}; point --data at the folder that holds "
+                    f"{folder}/ with the files docs/reference/validation-sets.md lists"
+                )
+            if sha256_of(path) != entry.sha256:
+                raise EvaluationError(f"{path}: sha256 differs from the pinned {entry.sha256[:16]}…; not the published file")
+        return root
+    if cache_dir is None:
+        from mast.judge.cache import default_cache_dir
+
+        cache_dir = default_cache_dir()
+    root = Path(cache_dir) / "label-sets" / folder
+    mirror = mirror if mirror is not None else os.environ.get(MIRROR_ENV)
+    for entry in files:
+        path = root / entry.file
+        if path.is_file() and sha256_of(path) == entry.sha256:
+            continue
+        url = _mirrored(entry.url, mirror)
+        try:
+            _download_pinned(url, path, entry.sha256, entry.bytes)
+        except (httpx.HTTPError, OSError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise UsageError(
+                f"validation set folder {folder!r} is not in the cache ({root}) and {entry.file} could not be "
+                f"downloaded from {_host(url)} ({reason}); with a copy of the sets, run: "
+                f"mast validate --data /path/to/sets (the folder that holds {folder}/)"
+            ) from None
+    return root
 
 
 class ValidationSet(BaseModel):
@@ -203,7 +339,7 @@ class ValidationSet(BaseModel):
     """Where the traces and labels come from."""
     licence: str
     folder: str
-    """Folder under the validation root."""
+    """Folder of the set (under ``--data``, or in the cache)."""
     traces: tuple[str, ...]
     """Glob patterns (relative to the folder) of the trace files."""
     gold: tuple[str, ...] = ()
@@ -215,17 +351,20 @@ class ValidationSet(BaseModel):
     """How labels from another taxonomy version were mapped onto the 14 modes."""
 
     def root(self, data_dir: str | os.PathLike[str] | None = None) -> Path:
-        """The set's folder; :class:`~mast.errors.UsageError` naming the way to get it when missing."""
-        base = validation_root(data_dir)
-        folder = base / self.folder
-        if not folder.is_dir():
-            raise UsageError(f"validation set {self.name!r} is missing at {folder}")
-        return folder
+        """The set's folder, its files checked (downloaded into the cache when no ``data_dir`` is given)."""
+        return fetch_label_set(self.folder, data_dir=data_dir)
+
+    def files(self) -> tuple[LabelSetFile, ...]:
+        """The set's pinned files."""
+        return label_set_files(self.folder)
 
     def trace_paths(self, data_dir: str | os.PathLike[str] | None = None) -> list[Path]:
-        """The trace files, sorted."""
+        """The trace files, sorted (only the set's pinned files, whatever else the folder holds)."""
+        import fnmatch
+
         folder = self.root(data_dir)
-        return sorted({p for pattern in self.traces for p in folder.glob(pattern) if p.is_file()})
+        names = [f.file for f in self.files() if any(fnmatch.fnmatch(f.file, p) for p in self.traces)]
+        return sorted(folder / name for name in names)
 
     def gold_labels(self, data_dir: str | os.PathLike[str] | None = None) -> pd.DataFrame:
         """Per-mode gold as one long label table (several annotators keep one row each)."""
@@ -241,10 +380,13 @@ class ValidationSet(BaseModel):
         return table
 
     def attribution_gold(self, data_dir: str | os.PathLike[str] | None = None) -> pd.DataFrame:
-        """Responsible agent and step per trace (Who&When layout)."""
+        """Responsible agent and step per trace (Who&When layout), over the set's pinned files only."""
+        import pandas as pd
+
         from mast.evaluation import read_who_and_when
 
-        return read_who_and_when(self.root(data_dir))
+        frames = [read_who_and_when(path) for path in self.trace_paths(data_dir)]
+        return pd.concat(frames, ignore_index=True)
 
 
 VALIDATION_SETS: tuple[ValidationSet, ...] = (
@@ -281,22 +423,10 @@ VALIDATION_SETS: tuple[ValidationSet, ...] = (
 )
 
 
-def validation_root(data_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Where the validation sets are: ``data_dir``, else ``MAST_VALIDATION_DIR``, else the source checkout.
-
-    Raises:
-        UsageError: none of these holds the sets (an installed wheel does not carry them).
-    """
+def validation_root(data_dir: str | os.PathLike[str] | None = None) -> Path | None:
+    """The folder holding the sets when one is named (``data_dir``, else ``MAST_VALIDATION_DIR``); ``None``: the cache."""
     chosen = data_dir or os.environ.get(VALIDATION_DIR_ENV)
-    if chosen:
-        return Path(chosen)
-    checkout = Path(__file__).resolve().parent.parent / "data" / "validation"
-    if checkout.is_dir():
-        return checkout
-    raise UsageError(
-        "the validation sets are not inside the installed package: clone the mast repository and pass "
-        f"--data <clone>/data/validation (or set {VALIDATION_DIR_ENV})"
-    )
+    return Path(chosen) if chosen else None
 
 
 def validation_sets(names: Sequence[str] | None = None) -> list[ValidationSet]:
@@ -313,3 +443,19 @@ def validation_sets(names: Sequence[str] | None = None) -> list[ValidationSet]:
     if unknown:
         raise UsageError(f"unknown validation set {unknown[0]!r}; known: {', '.join(known)}")
     return [known[n] for n in wanted]
+
+
+# --- published figures ------------------------------------------------------------------------------
+
+PAPER_NUMBERS_FILE = Path(__file__).resolve().parent / "data" / "paper_numbers.json"
+
+
+def paper_numbers() -> dict[str, Any]:
+    """The published figures mast compares with (MAST paper tables, inter-annotator kappa, IT-Bench), each with its source.
+
+    Numbers are facts, cited with their source inside the file (``mast/data/paper_numbers.json``).
+    """
+    import json
+
+    data: dict[str, Any] = json.loads(PAPER_NUMBERS_FILE.read_text(encoding="utf-8"))
+    return data

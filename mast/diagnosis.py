@@ -24,7 +24,7 @@ class _Model(BaseModel):
 def _unset(value: object) -> bool:
     """True for an added field's ``None``, left out of the output.
 
-    Fields added after ``mast-diagnosis/1`` (``jury``, ``votes``, ``cited_by``) are written only when
+    Fields added after ``mast-diagnosis/1`` (``jury``, ``votes``, ``cited_by``, ``hints``...) are written only when
     set: a single judge's result is written exactly as before and stays readable by older readers.
     """
     return value is None
@@ -77,6 +77,9 @@ class ModeVerdict(_Model):
     """Why the judge decided so."""
     votes: ModeVotes | None = Field(default=None, exclude_if=_unset)
     """Jury results: the votes behind the verdict (``None`` for a single judge)."""
+    hints: list[str] | None = Field(default=None, exclude_if=_unset)
+    """What the offline detectors saw that bears on this mode without deciding it (one line each):
+    shown beside the verdicts, never counted as one. ``None`` when there is none."""
 
 
 class FirstFailure(_Model):
@@ -117,8 +120,13 @@ class SourceRef(_Model):
     """Where the judged trace came from."""
 
     path: str | None = None
+    """The source as the run was given it (relative to where it ran, or a store's URL)."""
     format: str | None = None
     record: int | None = None
+    absolute_path: str | None = Field(default=None, exclude_if=_unset)
+    """The source file's absolute path when the result was written (a local file only)."""
+    results_relative_path: str | None = Field(default=None, exclude_if=_unset)
+    """The source file's path relative to the results file's folder, still right when both move together."""
 
 
 class DiagnosisUsage(_Model):

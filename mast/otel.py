@@ -18,12 +18,12 @@ Both need ``pip install 'mast-judge[otel]'`` (opentelemetry-sdk and the OTLP/HTT
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
 
+from mast._env import env_bool
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
 from mast.trace import Trace
@@ -36,7 +36,9 @@ _HEX_SPAN = re.compile(r"^[0-9a-f]{16}$")
 
 
 def _sdk_missing(exc: ImportError) -> UsageError:
-    return UsageError(f"OpenTelemetry export needs the SDK: pip install 'mast-judge[otel]' ({exc.name} missing)")
+    return UsageError(
+        f"OpenTelemetry export needs the SDK: pip install 'mast-judge[otel]' ({exc.name} missing)"
+    )
 
 
 def logs_endpoint(endpoint: str | None) -> str | None:
@@ -89,7 +91,9 @@ def evaluation_attributes(diagnosis: Diagnosis) -> list[dict[str, Any]]:
 class EvaluationEmitter:
     """Sends verdicts as OTel evaluation events; use as a context manager (flushes on exit)."""
 
-    def __init__(self, endpoint: str | None = None, *, exporter: Any = None, headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, endpoint: str | None = None, *, exporter: Any = None, headers: Mapping[str, str] | None = None
+    ) -> None:
         """Export to ``endpoint`` (OTLP/HTTP; ``None``: the ``OTEL_EXPORTER_OTLP_*`` variables), or to ``exporter``."""
         try:
             from opentelemetry.sdk._logs import LoggerProvider
@@ -102,7 +106,9 @@ class EvaluationEmitter:
                 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
             except ImportError as exc:
                 raise _sdk_missing(exc) from exc
-            exporter = OTLPLogExporter(endpoint=logs_endpoint(endpoint), headers=dict(headers) if headers else None)
+            exporter = OTLPLogExporter(
+                endpoint=logs_endpoint(endpoint), headers=dict(headers) if headers else None
+            )
         self.provider = LoggerProvider(resource=Resource.create({"service.name": "mast"}))
         self.provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
         self.logger = self.provider.get_logger(SCOPE)
@@ -115,8 +121,12 @@ class EvaluationEmitter:
         context = None
         trace_id = diagnosis.trace_id.lower()
         if span_id and _HEX_TRACE.match(trace_id) and _HEX_SPAN.match(span_id.lower()):
-            parent = SpanContext(int(trace_id, 16), int(span_id, 16), is_remote=True,
-                                 trace_flags=TraceFlags(TraceFlags.SAMPLED))
+            parent = SpanContext(
+                int(trace_id, 16),
+                int(span_id, 16),
+                is_remote=True,
+                trace_flags=TraceFlags(TraceFlags.SAMPLED),
+            )
             context = set_span_in_context(NonRecordingSpan(parent))
         events = evaluation_attributes(diagnosis)
         for attributes in events:
@@ -175,7 +185,7 @@ def disable_judge_spans() -> None:
 
 
 def _tracer() -> Any:
-    if _JUDGE_TRACER is None and os.environ.get("MAST_OTEL_JUDGE_SPANS", "").lower() in ("1", "true", "yes", "on"):
+    if _JUDGE_TRACER is None and env_bool("MAST_OTEL_JUDGE_SPANS", False):
         enable_judge_spans()
     return _JUDGE_TRACER
 
@@ -186,7 +196,9 @@ class JudgeCallSpan:
     def __init__(self, span: Any) -> None:
         self.span = span
 
-    def finish(self, *, input_tokens: int, output_tokens: int, finish_reason: str | None, attempts: int) -> None:
+    def finish(
+        self, *, input_tokens: int, output_tokens: int, finish_reason: str | None, attempts: int
+    ) -> None:
         """Record the answer's usage on the span."""
         if self.span is None:
             return
@@ -209,8 +221,11 @@ def judge_call_span(model: str, *, max_tokens: int, provider: str | None = None)
     from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ga
     from opentelemetry.trace import SpanKind
 
-    attributes: dict[str, Any] = {ga.GEN_AI_OPERATION_NAME: "chat", ga.GEN_AI_REQUEST_MODEL: model,
-                                  ga.GEN_AI_REQUEST_MAX_TOKENS: max_tokens}
+    attributes: dict[str, Any] = {
+        ga.GEN_AI_OPERATION_NAME: "chat",
+        ga.GEN_AI_REQUEST_MODEL: model,
+        ga.GEN_AI_REQUEST_MAX_TOKENS: max_tokens,
+    }
     if provider:
         attributes[ga.GEN_AI_PROVIDER_NAME] = provider
     with tracer.start_as_current_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes) as span:

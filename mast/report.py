@@ -68,8 +68,17 @@ def render_report(
     are the run's custom patterns besides ``MAST_REDACT_PATTERNS`` (see :mod:`mast.evaluation.viewer`).
     """
     out = io.StringIO()
-    _write_page(results, out, gold=gold, title=title, n_boot=n_boot, seed=seed, taxonomy=taxonomy, base=base,
-                redact_patterns=redact_patterns)
+    _write_page(
+        results,
+        out,
+        gold=gold,
+        title=title,
+        n_boot=n_boot,
+        seed=seed,
+        taxonomy=taxonomy,
+        base=base,
+        redact_patterns=redact_patterns,
+    )
     return out.getvalue()
 
 
@@ -115,7 +124,10 @@ def _write_page(
     if path is not None and not path.is_file():
         raise ResultsFileError(f"{path}: no such results file")
     gold_table = read_labels(gold, role="gold", taxonomy=tax) if gold is not None else None
-    digest, view = ResultsDigest(tax, keys=base is not None), TraceView(gold_table, redact_patterns=tuple(redact_patterns))
+    digest, view = (
+        ResultsDigest(tax, keys=base is not None),
+        TraceView(gold_table, redact_patterns=tuple(redact_patterns), results=path),
+    )
     # The disagreements name each trace's file beside its id (often a sha256: content hash).
     names: dict[str, str] = {}
     try:
@@ -123,7 +135,9 @@ def _write_page(
             digest.add(diagnosis)
             if gold is not None and diagnosis.source.path:
                 record = diagnosis.source.record
-                names[diagnosis.trace_id] = Path(diagnosis.source.path).name + (f"#{record}" if record else "")
+                names[diagnosis.trace_id] = Path(diagnosis.source.path).name + (
+                    f"#{record}" if record else ""
+                )
             if not digest.judges.several:  # a mixed file is refused below: stop drawing its traces
                 view.add(diagnosis)
         digest.judges.check(source)
@@ -134,7 +148,9 @@ def _write_page(
         if base is not None:
             parts.append(_diff(base, frame, source, tax))
         if gold is not None:
-            report = evaluate(path if path is not None else items or [], gold, n_boot=n_boot, seed=seed, taxonomy=tax)
+            report = evaluate(
+                path if path is not None else items or [], gold, n_boot=n_boot, seed=seed, taxonomy=tax
+            )
             parts.append(_agreement(report))
             parts.append(_disagreements(report, names))
         heading = html.escape(title or f"mast report: {Path(source).name}")
@@ -158,34 +174,53 @@ def _label_sections(frame: pd.DataFrame, tax: Taxonomy) -> list[str]:
     from mast.evaluation import plots  # matplotlib: loaded only when a report is made
 
     if (frame["status"] != "judged").all():
-        return [_section("prevalence", "Prevalence", "<p class='note'>No judged traces: nothing to count.</p>")]
+        return [
+            _section("prevalence", "Prevalence", "<p class='note'>No judged traces: nothing to count.</p>")
+        ]
     prevalence = analysis.prevalence(frame, level="both", taxonomy=tax)
     modes = prevalence[prevalence["level"] == "mode"]
     body = _img(plots.prevalence_figure(modes)) + _table(
-        prevalence.assign(prevalence=prevalence["prevalence"].map(_pct),
-                          ci=[f"[{_pct(lo)}, {_pct(hi)}]" for lo, hi in zip(prevalence["low"], prevalence["high"], strict=True)])
-        [["level", "code", "name", "n_assessed", "n_present", "prevalence", "ci"]],
+        prevalence.assign(
+            prevalence=prevalence["prevalence"].map(_pct),
+            ci=[
+                f"[{_pct(lo)}, {_pct(hi)}]"
+                for lo, hi in zip(prevalence["low"], prevalence["high"], strict=True)
+            ],
+        )[["level", "code", "name", "n_assessed", "n_present", "prevalence", "ci"]],
         text_columns={"level", "code", "name"},
     )
     parts = [_section("prevalence", "Prevalence", body)]
     matrix = analysis.cooccurrence(frame, taxonomy=tax)
-    parts.append(_section("cooccurrence", "Which modes occur together",
-                          _img(plots.cooccurrence_figure(matrix)) +
-                          "<p class='note'>Cell (a, b): traces where both modes are present; the diagonal counts "
-                          "traces with the mode.</p>"))
+    parts.append(
+        _section(
+            "cooccurrence",
+            "Which modes occur together",
+            _img(plots.cooccurrence_figure(matrix))
+            + "<p class='note'>Cell (a, b): traces where both modes are present; the diagonal counts "
+            "traces with the mode.</p>",
+        )
+    )
     if frame["first_failure_step"].notna().any() or frame["first_failure_agent"].notna().any():
         body = ""
         if frame["first_failure_step"].notna().any():
-            body += _img(plots.histogram_figure(analysis.first_failure_histogram(frame, "step"),
-                                                title="First failure: step"))
+            body += _img(
+                plots.histogram_figure(
+                    analysis.first_failure_histogram(frame, "step"), title="First failure: step"
+                )
+            )
         if frame["first_failure_agent"].notna().any():
-            body += _img(plots.histogram_figure(analysis.first_failure_histogram(frame, "agent"),
-                                                title="First failure: responsible agent"))
+            body += _img(
+                plots.histogram_figure(
+                    analysis.first_failure_histogram(frame, "agent"), title="First failure: responsible agent"
+                )
+            )
         parts.append(_section("first-failure", "Where runs first go wrong", body))
     return parts
 
 
-def _diff(base: str | os.PathLike[str] | Iterable[Diagnosis], frame: pd.DataFrame, source: str, tax: Taxonomy) -> str:
+def _diff(
+    base: str | os.PathLike[str] | Iterable[Diagnosis], frame: pd.DataFrame, source: str, tax: Taxonomy
+) -> str:
     """What changed since ``base``; a base results file is read into the same compact rows."""
     from mast.evaluation.html_diff import diff_section
     from mast.evaluation.labels import sniff_format
@@ -193,7 +228,11 @@ def _diff(base: str | os.PathLike[str] | Iterable[Diagnosis], frame: pd.DataFram
 
     base_name = str(base) if isinstance(base, str | os.PathLike) else "base"
     older: pd.DataFrame | str | os.PathLike[str] | Iterable[Diagnosis] = base
-    if isinstance(base, str | os.PathLike) and Path(base).is_file() and sniff_format(Path(base)) == "diagnoses":
+    if (
+        isinstance(base, str | os.PathLike)
+        and Path(base).is_file()
+        and sniff_format(Path(base)) == "diagnoses"
+    ):
         older = compact_frame(iter_results(base), tax)
     elif not isinstance(base, str | os.PathLike):
         older = compact_frame(base, tax)
@@ -214,10 +253,16 @@ def _pct(value: float | None) -> str:
     return "–" if value is None or pd.isna(value) else f"{value:.0%}"
 
 
-def _table(frame: pd.DataFrame, *, text_columns: frozenset[str] | set[str] = frozenset(),
-           html_columns: frozenset[str] | set[str] = frozenset()) -> str:
+def _table(
+    frame: pd.DataFrame,
+    *,
+    text_columns: frozenset[str] | set[str] = frozenset(),
+    html_columns: frozenset[str] | set[str] = frozenset(),
+) -> str:
     """An HTML table; ``html_columns`` hold markup already escaped (links), the rest is escaped here."""
-    head = "".join(f"<th class='{'text' if c in text_columns else ''}'>{html.escape(str(c))}</th>" for c in frame.columns)
+    head = "".join(
+        f"<th class='{'text' if c in text_columns else ''}'>{html.escape(str(c))}</th>" for c in frame.columns
+    )
     rows = []
     for record in frame.itertuples(index=False):
         cells = []
@@ -246,16 +291,22 @@ def _summary(frame: pd.DataFrame, digest: ResultsDigest, source: str, taxonomy: 
     body = "".join(f"<div class='kpi'><b>{html.escape(v)}</b>{html.escape(k)}</div>" for k, v in kpis)
     body += f"<p class='note'>Results: {html.escape(source)}. Judge: {html.escape(', '.join(judges))}.</p>"
     if digest.errors:
-        errors = pd.DataFrame([(t, s, redact_text(e or "").text) for t, s, e in digest.errors],
-                              columns=["trace_id", "status", "error"], dtype=object)
+        errors = pd.DataFrame(
+            [(t, s, redact_text(e or "").text) for t, s, e in digest.errors],
+            columns=["trace_id", "status", "error"],
+            dtype=object,
+        )
         body += "<p class='note'>Traces not judged, with the reason:</p>" + _table(
-            errors, text_columns={"trace_id", "status", "error"})
+            errors, text_columns={"trace_id", "status", "error"}
+        )
     return _section("summary", "Summary", body)
 
 
 def _cost(frame: pd.DataFrame) -> str:
-    priced = frame["cost_usd"].notna()
-    cost = float(frame.loc[priced, "cost_usd"].sum())
+    # A result that made no LLM call (the offline detectors) cost $0, as the CLI's summary says.
+    free = frame["llm_calls"].fillna(0) == 0
+    priced = frame["cost_usd"].notna() | free
+    cost = float(frame.loc[frame["cost_usd"].notna(), "cost_usd"].sum())
     kpis = [
         ("input tokens", f"{int(frame['input_tokens'].sum()):,}"),
         ("output tokens", f"{int(frame['output_tokens'].sum()):,}"),
@@ -283,21 +334,37 @@ def _agreement(report: EvaluationReport) -> str:
         f"F1 {fmt(p.f1)}, Cohen's kappa {fmt(p.kappa)} {fmt_ci(p.ci.get('kappa'))}.</p>"
     )
     ex = report.exclusions
-    body += (f"<p class='note'>Left out: {ex.gold_only_cells} gold cells without a prediction "
-             f"({ex.gold_only_traces} traces), {ex.pred_only_cells} predicted cells without gold "
-             f"({ex.pred_only_traces} traces), {ex.gold_ties + ex.pred_ties} tied votes. Undefined values: –.</p>")
+    body += (
+        f"<p class='note'>Left out: {ex.gold_only_cells} gold cells without a prediction "
+        f"({ex.gold_only_traces} traces), {ex.pred_only_cells} predicted cells without gold "
+        f"({ex.pred_only_traces} traces), {ex.gold_ties + ex.pred_ties} tied votes. Undefined values: –.</p>"
+    )
     for side, iaa in report.inter_annotator.items():
-        body += (f"<p class='note'>Inter-annotator agreement ({side}, {len(iaa.annotators)} annotators): Fleiss kappa "
-                 f"{fmt(iaa.pooled.fleiss_kappa)}, Krippendorff alpha {fmt(iaa.pooled.krippendorff_alpha)}.</p>")
+        body += (
+            f"<p class='note'>Inter-annotator agreement ({side}, {len(iaa.annotators)} annotators): Fleiss kappa "
+            f"{fmt(iaa.pooled.fleiss_kappa)}, Krippendorff alpha {fmt(iaa.pooled.krippendorff_alpha)}.</p>"
+        )
     body += _img(agreement_figure(report))
     frame = report.per_mode_frame()
-    shown = pd.DataFrame({
-        "mode": frame["code"], "name": frame["name"], "n": frame["n"], "TP": frame["tp"], "FP": frame["fp"],
-        "FN": frame["fn"], "TN": frame["tn"],
-        **{m: frame[m].map(lambda v: fmt(None if pd.isna(v) else v)) for m in ("accuracy", "precision", "recall", "f1")},
-        "kappa": [f"{fmt(None if pd.isna(v) else v)} {fmt_ci(e.ci.get('kappa'))}".strip()
-                  for v, e in zip(frame["kappa"], [*report.per_mode, report.pooled], strict=True)],
-    })
+    shown = pd.DataFrame(
+        {
+            "mode": frame["code"],
+            "name": frame["name"],
+            "n": frame["n"],
+            "TP": frame["tp"],
+            "FP": frame["fp"],
+            "FN": frame["fn"],
+            "TN": frame["tn"],
+            **{
+                m: frame[m].map(lambda v: fmt(None if pd.isna(v) else v))
+                for m in ("accuracy", "precision", "recall", "f1")
+            },
+            "kappa": [
+                f"{fmt(None if pd.isna(v) else v)} {fmt_ci(e.ci.get('kappa'))}".strip()
+                for v, e in zip(frame["kappa"], [*report.per_mode, report.pooled], strict=True)
+            ],
+        }
+    )
     body += _table(shown, text_columns={"mode", "name"})
     return _section("agreement", "Agreement with gold", body)
 
@@ -312,16 +379,25 @@ def _disagreements(report: EvaluationReport, names: dict[str, str] | None = None
     if not report.disagreements:
         return _section("disagreements", "Disagreements", "<p>None: every compared cell agrees.</p>")
     names = names or {}
-    frame = pd.DataFrame({
-        "trace": [_trace_link(d.trace_id, names.get(d.trace_id)) for d in report.disagreements],
-        "mode": [f"{d.code} {d.name}" for d in report.disagreements],
-        "kind": [d.kind for d in report.disagreements],
-        "gold votes": [d.gold_votes or "" for d in report.disagreements],
-        "confidence": [fmt(d.pred_confidence) for d in report.disagreements],
-        "judge's evidence": [shorten(redact_text(d.pred_evidence).text, 400) for d in report.disagreements],
-    })
-    note = ("<p class='note'>FP: the judge found the mode, the gold does not have it. FN: the gold has it, "
-            "the judge did not find it.</p>")
-    return _section("disagreements", f"Disagreements ({len(frame)})",
-                    note + _table(frame, text_columns={"trace", "mode", "kind", "judge's evidence"},
-                                  html_columns={"trace"}))
+    frame = pd.DataFrame(
+        {
+            "trace": [_trace_link(d.trace_id, names.get(d.trace_id)) for d in report.disagreements],
+            "mode": [f"{d.code} {d.name}" for d in report.disagreements],
+            "kind": [d.kind for d in report.disagreements],
+            "gold votes": [d.gold_votes or "" for d in report.disagreements],
+            "confidence": [fmt(d.pred_confidence) for d in report.disagreements],
+            "judge's evidence": [
+                shorten(redact_text(d.pred_evidence).text, 400) for d in report.disagreements
+            ],
+        }
+    )
+    note = (
+        "<p class='note'>FP: the judge found the mode, the gold does not have it. FN: the gold has it, "
+        "the judge did not find it.</p>"
+    )
+    return _section(
+        "disagreements",
+        f"Disagreements ({len(frame)})",
+        note
+        + _table(frame, text_columns={"trace", "mode", "kind", "judge's evidence"}, html_columns={"trace"}),
+    )

@@ -67,6 +67,7 @@ __all__ = [
     "iter_records",
     "iter_results",
     "read_results",
+    "results_files",
     "to_dataframe",
 ]
 
@@ -111,6 +112,16 @@ def iter_lines(path: str | os.PathLike[str]) -> Iterator[ResultLine]:
                 yield ResultLine(number, start, raw, complete)
 
 
+def results_files(folder: str | os.PathLike[str]) -> list[Path]:
+    """The results files (``*.jsonl``) directly in ``folder``, oldest first (by last change).
+
+    A folder holds one results file per judge (what ``mast hooks`` writes per project), so commands
+    that read one run take the folder and pick from these.
+    """
+    found = [p for p in Path(folder).glob("*.jsonl") if p.is_file()]
+    return sorted(found, key=lambda p: (p.stat().st_mtime_ns, p.name))
+
+
 def iter_numbered(path: str | os.PathLike[str]) -> Iterator[tuple[int, Diagnosis]]:
     """Every result as ``(line_number, Diagnosis)``, streamed (JSON lists: the item number).
 
@@ -122,7 +133,7 @@ def iter_numbered(path: str | os.PathLike[str]) -> Iterator[tuple[int, Diagnosis
         yield from _iter_json_list(file)
         return
     for line in iter_lines(file):
-        diagnosis = _parse(file, line)
+        diagnosis = parse_line(file, line)
         if diagnosis is not None:
             yield line.number, diagnosis
 
@@ -167,7 +178,12 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[tuple[ResultLine, dic
         yield line, record
 
 
-def _parse(file: Path, line: ResultLine) -> Diagnosis | None:
+def parse_line(file: Path, line: ResultLine) -> Diagnosis | None:
+    """The Diagnosis on ``line`` of ``file`` (from :func:`iter_lines`); ``None`` for a torn last line.
+
+    Raises:
+        ResultsFileError: the line is not JSON, or not a Diagnosis (the message names file and line).
+    """
     try:
         return Diagnosis.model_validate_json(line.raw)
     except ValidationError as exc:
@@ -318,6 +334,7 @@ class ResultsFile:
         self.repaired: str | None = None
         """What :meth:`open` had to repair (a torn last line), for the user to see; else ``None``."""
         self._fd: int | None = None
+        self._last_source: tuple[str, tuple[str, str | None] | None] | None = None
 
     def open(self) -> ResultsFile:
         """Take the lock, then start over (``overwrite``) or repair a torn tail.
@@ -360,8 +377,26 @@ class ResultsFile:
         return iter_numbered(path)
 
     def append(self, diagnosis: Diagnosis) -> int:
-        """Append one result as one whole line; returns the byte offset where the line starts."""
-        return self.append_line(diagnosis.model_dump_json().encode())
+        """Append one result as one whole line; returns the byte offset where the line starts.
+
+        A result read from a local file records where that file is from anywhere (its absolute
+        path, and its path relative to this results file): ``path`` stays as the run was given it,
+        relative to where the run was started, which a report made elsewhere cannot resolve.
+        """
+        return self.append_line(self._located(diagnosis).model_dump_json().encode())
+
+    def _located(self, diagnosis: Diagnosis) -> Diagnosis:
+        source = diagnosis.source
+        if not source.path or source.absolute_path or "://" in source.path:
+            return diagnosis
+        if self._last_source is None or self._last_source[0] != source.path:  # a JSONL's traces come in a row
+            self._last_source = (source.path, _locate_source(source.path, self.path))
+        found = self._last_source[1]
+        if found is None:
+            return diagnosis
+        absolute, relative = found
+        return diagnosis.model_copy(update={"source": source.model_copy(
+            update={"absolute_path": absolute, "results_relative_path": relative})})
 
     def append_line(self, line: bytes) -> int:
         """Append already serialised JSON (no newline) as one line; returns its byte offset."""
@@ -392,7 +427,7 @@ class ResultsFile:
     def rewrite_without(self, drop: Callable[[Diagnosis], bool]) -> int:
         """Atomically rewrite the file without the results for which ``drop`` is true; returns how many."""
         dropped = {line.offset for line in iter_lines(self.path)
-                   if (d := _parse(self.path, line)) is not None and drop(d)}
+                   if (d := parse_line(self.path, line)) is not None and drop(d)}
         return self.drop_lines(dropped)
 
     def drop_lines(self, offsets: Collection[int]) -> int:
@@ -468,6 +503,22 @@ class ResultsFile:
         else:
             # A complete result missing only its newline (edited by hand): keep it, end the line.
             os.write(fd, b"\n")
+
+
+def _locate_source(path: str, results: Path) -> tuple[str, str | None] | None:
+    """``(absolute, relative to the results file's folder)`` of a source file; ``None`` when it is no file here."""
+    try:
+        target = Path(path)
+        if not target.is_file():
+            return None
+        absolute = target.resolve()
+    except (OSError, ValueError):
+        return None
+    try:
+        relative: str | None = os.path.relpath(absolute, results.resolve().parent)
+    except (OSError, ValueError):  # another drive (Windows): no relative path
+        relative = None
+    return str(absolute), relative
 
 
 def _copy_lines(path: Path, out: IO[bytes], offsets: Collection[int]) -> int:

@@ -290,6 +290,9 @@ class FakeLLMServer(FakeBatchAPI):
         faults: random faults for a share of requests.
         models: ids listed by ``/v1/models``.
         hang_limit: the longest a hanging reply waits before giving up on its own.
+        port: the port to listen on; 0 (the default) takes a free one. A test that reruns a command
+            against "the same server" passes the first server's port: the endpoint is part of the
+            answer cache key and the resume fingerprint, so a new port is a different judge.
 
     Use as a context manager, or call :meth:`start` / :meth:`stop`.
     """
@@ -307,8 +310,10 @@ class FakeLLMServer(FakeBatchAPI):
         batch_hold: threading.Event | None = None,
         batch_faults: Callable[[dict[str, Any]], str | None] | None = None,
         prompt_cache: bool = False,
+        port: int = 0,
     ) -> None:
         self.responder = responder
+        self._requested_port = port
         self.script: deque[Reply] = deque(script)
         self.latency = latency
         self.faults = faults
@@ -451,7 +456,7 @@ class FakeLLMServer(FakeBatchAPI):
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", self._requested_port))
         self._port = sock.getsockname()[1]
         site = web.SockSite(self._runner, sock, backlog=2048)
         await site.start()

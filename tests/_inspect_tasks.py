@@ -53,7 +53,9 @@ def _turn(messages: list[ChatMessage], tools: object, tool_choice: object, confi
         return ModelOutput.from_content(model=MODEL, content="3 * 4 = 12.")
     if last.role == "user":
         numbers = (2, 2) if "2+2" in question else (-3, 5)
-        return ModelOutput.for_tool_call(model=MODEL, tool_name="add", tool_arguments={"x": numbers[0], "y": numbers[1]})
+        return ModelOutput.for_tool_call(
+            model=MODEL, tool_name="add", tool_arguments={"x": numbers[0], "y": numbers[1]}
+        )
     if "2+2" in question:
         return ModelOutput.from_content(model=MODEL, content="2 + 2 = 4, so the answer is 4.")
     return ModelOutput.from_content(model=MODEL, content="The tool failed, so I guess the answer is 3.")
@@ -78,5 +80,16 @@ def judged(api_base: str = "", model: str = "openai/fake-judge") -> Task:
         dataset=[*SAMPLES, PRODUCT],
         solver=[use_tools(add()), generate()],
         scorer=[includes(), mast_scorer(model=model, api_base=api_base, max_retries=0, cache=False)],
+        model=get_model(MODEL, custom_outputs=_turn),
+    )
+
+
+@task
+def arithmetic_and_product() -> Task:
+    """The arithmetic samples and the product one (tests/test_scout.py's fake judge fails on it)."""
+    return Task(
+        dataset=[*SAMPLES, PRODUCT],
+        solver=[use_tools(add()), generate()],
+        scorer=includes(),
         model=get_model(MODEL, custom_outputs=_turn),
     )

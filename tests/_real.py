@@ -1,10 +1,13 @@
-"""The real-file corpus (``tests/data/real/<format>/``): its MANIFESTs, its goldens, and what a trace shows.
+"""The real-file corpus (``real/<format>/`` beside the checkout): its MANIFESTs, its goldens, and what a trace shows.
 
-Each folder holds files found in public repositories, byte for byte, a ``MANIFEST.md`` table (file,
-bytes, source repo, path in repo, commit, licence, sha256) and a ``GOLDEN.yaml`` of what a careful
-reader sees in each file, written without reading mast's code. ``tests/test_real_files.py`` checks
-mast against the goldens; ``tests/test_real_mutations.py`` mutates the files; the coverage that
-``mast formats`` shows (``mast/data/format_coverage.json``) is computed here.
+Each corpus folder holds files found in public repositories, byte for byte, with a ``MANIFEST.md`` table
+(file, bytes, source repo, path in repo, commit, licence, sha256); it lives outside the repository
+(``tests/_data.py`` finds it). The goldens, what a careful reader sees in each file, written without
+reading mast's code, are the project's own and live in ``tests/golden/real/<format>/GOLDEN.yaml``; each
+entry names its file's ``source`` (repo, path, commit, sha256, licence), checked against the bytes read.
+``tests/test_real_files.py`` checks mast against the goldens; ``tests/test_real_mutations.py`` mutates
+the files; the coverage that ``mast formats`` shows (``mast/data/format_coverage.json``) is computed
+from the goldens alone, so it is the same with or without the corpus.
 """
 
 from __future__ import annotations
@@ -16,15 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _data import REPO
+from _data import GOLDENS, REAL, REPO, TRACES, verified
 
 from mast.trace import Trace
 
-REAL = REPO / "tests" / "data" / "real"
-TRACES = REPO / "tests" / "data" / "traces"
-TRACES_GOLDEN = REPO / "tests" / "data" / "traces_golden"
-"""Goldens for the real files of the older sample folders (``tests/data/traces/<folder>/``), kept apart
-because the sample-corpus test reads every file in those folders as a trace."""
+REAL_GOLDEN = GOLDENS / "real"
+TRACES_GOLDEN = GOLDENS / "traces"
+"""Goldens for the real files of the older sample folders (``traces/<folder>/`` of the corpus)."""
 COVERAGE_FILE = REPO / "mast" / "data" / "format_coverage.json"
 KEEP = {"MANIFEST.md", "GOLDEN.yaml"}
 WRITTEN_FOR_MAST = "written for mast"
@@ -94,27 +95,44 @@ def folders() -> list[Path]:
     return sorted(p for p in REAL.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))) if REAL.is_dir() else []
 
 
+def _checked(path: Path, golden: dict[str, Any] | None) -> Path:
+    source = (golden or {}).get("source") or {}
+    return verified(path, str(source["sha256"])) if source.get("sha256") else path
+
+
 def real_files() -> list[RealFile]:
-    """Every data file of the corpus (everything in a folder but its MANIFEST and GOLDEN)."""
+    """Every data file of the corpus (everything in a folder but its MANIFEST), each checked against its golden's sha256."""
     found: list[RealFile] = []
     for folder in folders():
-        rows, gold = manifest_rows(folder), goldens(folder)
+        rows, gold = manifest_rows(folder), goldens(REAL_GOLDEN / folder.name)
         for path in sorted(folder.iterdir()):
             if path.is_file() and path.name not in KEEP and not path.name.startswith("."):
-                found.append(RealFile(folder.name, path, rows.get(path.name), gold.get(path.name)))
+                golden = gold.get(path.name)
+                found.append(RealFile(folder.name, _checked(path, golden), rows.get(path.name), golden))
     return found
 
 
+def golden_entries() -> list[tuple[str, str, dict[str, Any]]]:
+    """(folder, file name, golden) for every golden of the real corpus and the sample folders; no corpus needed."""
+    entries: list[tuple[str, str, dict[str, Any]]] = []
+    for root, prefix in ((REAL_GOLDEN, ""), (TRACES_GOLDEN, "traces/")):
+        for folder in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
+            entries += [(prefix + folder.name, name, golden) for name, golden in sorted(goldens(folder).items())]
+    return entries
+
+
 def sample_files() -> list[RealFile]:
-    """The files of ``tests/data/traces/<folder>/`` that have a golden in ``tests/data/traces_golden/<folder>/``."""
+    """The files of the corpus' ``traces/<folder>/`` that have a golden in ``tests/golden/traces/<folder>/``."""
     found: list[RealFile] = []
-    if not TRACES_GOLDEN.is_dir():
+    if not TRACES_GOLDEN.is_dir() or not TRACES.is_dir():
         return found
     for golden_dir in sorted(p for p in TRACES_GOLDEN.iterdir() if p.is_dir()):
         folder = TRACES / golden_dir.name
         rows = manifest_rows(folder)
         for name, golden in sorted(goldens(golden_dir).items()):
-            found.append(RealFile(f"traces/{golden_dir.name}", folder / name, rows.get(name), golden))
+            path = folder / name
+            found.append(RealFile(f"traces/{golden_dir.name}", _checked(path, golden) if path.is_file() else path,
+                                  rows.get(name), golden))
     return found
 
 
@@ -147,19 +165,20 @@ def tool_calls(traces: list[Trace]) -> list[str]:
     return [c.name for t in traces for s in t.steps for c in s.tool_calls]
 
 
-def coverage(files: list[RealFile] | None = None) -> dict[str, dict[str, Any]]:
-    """Per format: real files, source repositories and framework versions of the corpus."""
+def coverage(entries: list[tuple[str, str, dict[str, Any]]] | None = None) -> dict[str, dict[str, Any]]:
+    """Per format: real files, source repositories and framework versions, read from the goldens' ``source``."""
     out: dict[str, dict[str, Any]] = {}
-    for item in files if files is not None else [*real_files(), *sample_files()]:
-        if not is_real(item) or item.golden is None or not item.golden.get("format"):
-            continue  # a file that is no trace (its golden names no format) proves no reader
-        fmt = str(item.golden["format"])
+    for _folder, _name, golden in entries if entries is not None else golden_entries():
+        source = golden.get("source") or {}
+        repo = str(source.get("repo") or "")
+        if not repo or WRITTEN_FOR_MAST in repo.lower() or not golden.get("format"):
+            continue  # a file written for mast, or no trace (its golden names no format), proves no reader
+        fmt = str(golden["format"])
         entry = out.setdefault(fmt, {"files": 0, "repositories": [], "versions": []})
         entry["files"] += 1
-        assert item.row is not None
-        if item.row.repo not in entry["repositories"]:
-            entry["repositories"].append(item.row.repo)
-        version = str(item.golden.get("version") or "").strip()
+        if repo not in entry["repositories"]:
+            entry["repositories"].append(repo)
+        version = str(golden.get("version") or "").strip()
         if version and version not in entry["versions"]:
             entry["versions"].append(version)
     for entry in out.values():
@@ -172,12 +191,12 @@ README_START = "<!-- format-coverage: written by MAST_UPDATE_GOLDEN=1 pytest tes
 README_END = "<!-- /format-coverage -->"
 
 
-def coverage_document(files: list[RealFile] | None = None) -> dict[str, Any]:
+def coverage_document(entries: list[tuple[str, str, dict[str, Any]]] | None = None) -> dict[str, Any]:
     """What ``mast/data/format_coverage.json`` holds (no dates: it changes only when the corpus does)."""
     return {
         "schema": "mast-format-coverage/1",
-        "source": "tests/data/real/<format>/MANIFEST.md (files, repositories) and GOLDEN.yaml (versions)",
-        "formats": coverage(files),
+        "source": "tests/golden/{real,traces}/<folder>/GOLDEN.yaml (each entry's source repository, format and version)",
+        "formats": coverage(entries),
     }
 
 

@@ -1,11 +1,20 @@
-"""Fixtures every test gets: no API keys, caches in tmp. Sample data paths are in ``tests/_data.py``."""
+"""Fixtures every test gets: no API keys, caches in tmp. Third-party data is located by ``tests/_data.py``."""
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
+from collections.abc import Callable
+from typing import Any
 
 import pytest
+from _data import CORPUS, CORPUS_NAMES, SKIP_REASON, VALIDATION, build_label_sets, remove_label_sets
 from hypothesis import HealthCheck, settings
+
+# The CLI sizes its tables to COLUMNS when it is set (mast/cli/_shared.py); pytest-xdist's workers
+# set COLUMNS=80, which would wrap the lines tests read. Tests see the off-terminal width, as CI does.
+os.environ.pop("COLUMNS", None)
 
 # Property tests must not fail because the machine is busy: no per-example deadline, and no health
 # check on slow data generation (both measure the machine, not the code).
@@ -23,6 +32,86 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MAST_CACHE_DIR", str(tmp_path_factory.mktemp("mast-cache")))
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if CORPUS is not None:  # the label sets as `mast validate --data` reads them; never a download in a test
+        monkeypatch.setenv("MAST_VALIDATION_DIR", str(VALIDATION))
+
+
+# -- the third-party corpus: tests that need it are skipped, with one reason, where it is absent ---------
+
+_USES_CORPUS = re.compile(r"\b(?:" + "|".join(CORPUS_NAMES) + r")\b")
+_CORPUS_SKIPPED = pytest.StashKey[int]()
+
+
+def _xdist_worker(config: pytest.Config) -> bool:
+    """True in a pytest-xdist worker: the controller builds and removes what all workers share."""
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "corpus: needs the third-party corpus beside the checkout (tests/_data.py)")
+    config.stash[_CORPUS_SKIPPED] = 0
+    if CORPUS is not None:
+        if not _xdist_worker(config):  # built once, before any worker starts
+            build_label_sets()
+        os.environ["MAST_VALIDATION_DIR"] = str(VALIDATION)  # for module-scoped fixtures too (set again per test)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not _xdist_worker(config):  # a worker that ends first must not remove what the others read
+        remove_label_sets()
+
+
+def _source(func: Callable[..., Any] | None) -> str:
+    try:
+        return inspect.getsource(func) if func is not None else ""
+    except (OSError, TypeError):
+        return ""
+
+
+def _needs_corpus(item: pytest.Item) -> bool:
+    """Marked ``corpus``, or its code (decorators included) or a fixture it requests names a corpus path."""
+    if item.get_closest_marker("corpus"):
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    defs = [d for ds in info.name2fixturedefs.values() for d in ds] if info is not None else []
+    fixtures = [d.func for d in defs if getattr(d.func, "__module__", "") != "conftest"]  # this file's own are no use
+    sources = [_source(f) for f in [getattr(item, "function", None), *fixtures]]
+    if any(_USES_CORPUS.search(text) for text in sources):
+        return True
+    helpers = _corpus_helpers(getattr(item, "module", None))  # a module's own functions that read the corpus
+    return bool(helpers) and any(re.search(r"\b(?:" + "|".join(map(re.escape, helpers)) + r")\(", t) for t in sources)
+
+
+_HELPERS: dict[str, list[str]] = {}
+
+
+def _corpus_helpers(module: Any) -> list[str]:
+    if module is None:
+        return []
+    name = module.__name__
+    if name not in _HELPERS:
+        _HELPERS[name] = [
+            key for key, value in vars(module).items()
+            if inspect.isfunction(value) and value.__module__ == name and not key.startswith("test_")
+            and _USES_CORPUS.search(_source(value))
+        ]
+    return _HELPERS[name]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if CORPUS is not None:
+        return
+    skip = pytest.mark.skip(reason=SKIP_REASON)
+    for item in items:
+        if _needs_corpus(item):
+            item.add_marker(skip)
+            config.stash[_CORPUS_SKIPPED] += 1
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    skipped = config.stash.get(_CORPUS_SKIPPED, 0)
+    if skipped:
+        terminalreporter.write_line(f"{skipped} tests skipped: {SKIP_REASON}", yellow=True)
 
 
 @pytest.fixture

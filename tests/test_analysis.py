@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _data import REFERENCE, VALIDATION
+from _data import VALIDATION
 
 from mast import analysis
+from mast.datasets import paper_numbers
 from mast.diagnosis import Diagnosis, FirstFailure, JudgeInfo
 from mast.errors import EvaluationError
 from mast.evaluation import read_who_and_when
@@ -65,7 +66,7 @@ def table7_frame() -> pd.DataFrame:
     """Trace-level rows rebuilt from the paper's Table 7 percentages (ChatDev: 10 successful, 20 failed runs;
     MetaGPT: 12 and 18). Each mode column is rebuilt on its own, so co-occurrence is not preserved; the
     per-mode statistics fatal_vs_benign computes do not depend on it."""
-    table = json.loads((REFERENCE / "paper-numbers.json").read_text())["table7_occurrence_pct_success_vs_fail"]
+    table = paper_numbers()["table7_occurrence_pct_success_vs_fail"]
     sizes = {"ChatDev Success": 10, "ChatDev Fail": 20, "MetaGPT Success": 12, "MetaGPT Fail": 18}
     rows = []
     for group, n in sizes.items():
@@ -94,7 +95,7 @@ def test_fatal_vs_benign_reproduces_table7_differences() -> None:
 
     per = analysis.modes_per_trace(frame, by="framework", outcome="outcome").set_index("framework")
     assert per.loc["ChatDev", "n_failed"] == 20 and per.loc["ChatDev", "n_success"] == 10
-    chatdev = json.loads((REFERENCE / "paper-numbers.json").read_text())["table7_occurrence_pct_success_vs_fail"]
+    chatdev = paper_numbers()["table7_occurrence_pct_success_vs_fail"]
     assert per.loc["ChatDev", "mean_modes_failed"] == pytest.approx(sum(chatdev["ChatDev Fail"]) / 100)
 
 

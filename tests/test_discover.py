@@ -131,6 +131,7 @@ def test_rerun_makes_no_call_and_gives_the_same_decisions(run):
     assert again.manifest["totals"]["calls"] == 0 and again.manifest["totals"]["cached"] > 0
 
 
+@pytest.mark.corpus  # validates on the mad-human set
 def test_taxonomy_labels_a_folder_and_validate_and_evaluate_accept_it(run, tmp_path):
     out, corpus, server = run["root"] / "out", run["corpus"], run["server"]
     taxonomy_file = out / "taxonomy.yaml"
@@ -375,11 +376,14 @@ def test_two_candidates_the_annotators_swap_are_merged_and_gated_together(run):
     # answered from it); a new annotator C calls a skipped approval a stale metric, and stale metrics
     # truly where they are.
     fake = Scripted(b_model="fake-c", random_stale=False, confuse_approval="stale")
-    with FakeLLMServer(responder=fake) as server:
-        judge = {**run["judge"], "api_base": server.base_url}
+    server = run["server"]  # the same endpoint (it is part of the cache key), answering as annotator C now
+    module_fake, server.responder = server.responder, fake
+    try:
         result = discover([run["corpus"]], run["root"] / "out-swap", annotators=("openai/fake-a", "openai/fake-c"),
-                          window_tokens=300, stability=False, **judge)
-        assert fake.asked.get("mast_open_codes") is None            # the cache answered the discovery's own calls
+                          window_tokens=300, stability=False, **run["judge"])
+    finally:
+        server.responder = module_fake
+    assert fake.asked.get("mast_open_codes") is None            # the cache answered the discovery's own calls
     stale, approval = _by_name(result, "Stale"), _by_name(result, "Approval")
     assert approval.status == "merged" and approval.merged_into == stale.code
     assert stale.gate[0].confused_with == approval.code and stale.gate[0].disagreements > 0
@@ -460,3 +464,40 @@ def test_a_resume_without_the_cache_asks_no_discovery_call_again(tmp_path):
     assert len(server.chat_requests) == asked       # open codes, names and the rest came from DIR/work/
     assert again.manifest["totals"]["calls"] == 0
     assert [c.name for c in again.candidates] == [c.name for c in first.candidates]
+
+
+def test_discover_says_how_many_codes_and_candidates_were_dropped_for_each_reason(tmp_path):
+    # A coder whose quotes are mostly not in the trace (paraphrased), one code without a quote and one
+    # label repeated: the CLI line, the manifest and the report count each reason (issue 33, point 10).
+    corpus = write_corpus(tmp_path / "traces", n=8, filler=1)
+    scripted = Scripted()
+
+    def responder(body):
+        answer = scripted(body)
+        if schema_of(body) == "mast_open_codes" and answer["codes"]:
+            codes = [{**code, "quote": "paraphrase: " + code["quote"][::-1]} for code in answer["codes"]]
+            codes.append({**codes[0], "quote": " "})
+            codes.append(dict(answer["codes"][0]))
+            codes.append(dict(answer["codes"][0]))     # the same label again: kept once
+            answer = {**answer, "codes": codes}
+        return answer
+
+    with FakeLLMServer(responder=responder) as server:
+        done = CliRunner().invoke(main, [
+            "discover", str(corpus), "-o", str(tmp_path / "out"), "--model", "openai/fake-judge",
+            "--api-base", server.base_url, "--api-key", "x", "--no-stability", "--max-reasks", "0"])
+    assert done.exit_code == 0, done.output
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    drops = manifest["dropped"]
+    coded = manifest["open_coding"]["open_coding"]
+    assert drops["codes"]["unverified_dropped"] == coded["unverified_dropped"] > 0
+    assert drops["codes"]["no_quote_dropped"] == coded["no_quote_dropped"] > 0
+    assert drops["codes"]["repeated_dropped"] == coded["repeated_dropped"] > 0
+    assert sum(drops["candidates"].values()) == sum(
+        1 for c in yaml.safe_load((tmp_path / "out" / "candidates.yaml").read_text())["candidates"]
+        if c["status"] == "refused")
+    line = next(line for line in done.output.splitlines() if "dropped codes:" in line)
+    assert f"{coded['unverified_dropped']} quote not found in the trace" in line
+    assert f"{coded['no_quote_dropped']} no quote" in line and "refused candidates:" in line
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "<h2>Dropped</h2>" in page and "quote not found in the trace" in page

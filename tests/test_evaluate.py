@@ -14,10 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _data import REFERENCE, VALIDATION
+from _data import VALIDATION
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mast.datasets import paper_numbers
 from mast.errors import EvaluationError
 from mast.evaluation import compare_judges, evaluate, inter_annotator, majority_vote
 from mast.evaluation.labels import label_table, read_labels
@@ -83,7 +84,7 @@ def test_reproduces_mastlint_mad_counts_and_kappa() -> None:
 
 
 def test_reproduces_mast_paper_table2_o1_few_shot() -> None:
-    paper = json.loads((REFERENCE / "paper-numbers.json").read_text())
+    paper = paper_numbers()
     row = next(r for r in paper["table2_llm_judge_vs_human"] if r["model"] == "o1 (few shot)")
     counts = paper["table2_reconstruction_INFERRED"]["o1_few_shot"]
     assert (counts["tp"], counts["fp"], counts["fn"], counts["tn"]) == (10, 2, 3, 70)

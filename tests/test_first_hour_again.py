@@ -123,7 +123,8 @@ def test_a_second_ctrl_c_stops_at_once_and_the_abandoned_trace_is_judged_on_resu
         assert "1 abandoned (redone on resume)" in run.stderr  # the one in flight, not "not started"
         assert run.stderr.rstrip().endswith("run the same command again to continue"), run.stderr
         assert len(read_results(out)) == 1  # the abandoned trace has no line
-    with FakeLLMServer() as server:
+        port = server.port
+    with FakeLLMServer(port=port) as server:  # the same endpoint: the same command again
         again = cli("label", runs, "-o", out, *llm_args(server))
         assert again.exit_code == 0, again.output
         assert len(server.chat_requests) == 5 and len(read_results(out)) == 6
@@ -505,7 +506,8 @@ def test_a_bad_environment_variable_is_named(tmp_path: Path, variable: str, valu
     runs = write_runs(tmp_path / "runs.jsonl", 1)
     result = cli("label", runs, "-o", tmp_path / "r.jsonl", env={variable: value})
     assert result.exit_code == 2
-    assert f"{variable}={value}:" in result.stderr and "pydantic" not in result.stderr
+    assert variable in result.stderr and value in result.stderr and "pydantic" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("form", ["./data/run1.json", "absolute", "data/run1.json"])

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _data import REAL
 
 import mast
 from mast.normalize.file_formats.inspect_log import ZIP_ZSTANDARD
@@ -241,12 +242,12 @@ def test_diagnosis_scores_and_the_mode_shares_metric() -> None:
     assert shares == {code: 2 / 3}  # of the samples that assessed the mode; a sample that did not is left out
 
 
-REAL = ROOT / "tests" / "data" / "real" / "inspect"
+REAL_INSPECT = REAL / "inspect"
 
 
 def test_real_logs_from_inspect_ai_itself() -> None:
     """Logs Inspect wrote with older versions (deflated zips, .json), kept by inspect_ai as test fixtures."""
-    by_file = {path.name: mast.load_traces(path) for path in sorted(REAL.iterdir()) if path.suffix in (".eval", ".json")}
+    by_file = {path.name: mast.load_traces(path) for path in sorted(REAL_INSPECT.iterdir()) if path.suffix in (".eval", ".json")}
     assert len(by_file) == 5 and all(t.source.format == "inspect_log" for ts in by_file.values() for t in ts)
 
     (popularity,) = by_file["log_formats.eval"]
@@ -298,7 +299,7 @@ def test_attachments_errors_and_limits_of_a_json_log() -> None:
 
 
 def test_a_damaged_sample_member_loses_only_that_sample(tmp_path: Path) -> None:
-    source = REAL / "2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval"
+    source = REAL_INSPECT / "2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval"
     with zipfile.ZipFile(source) as zf:
         info = zf.getinfo("samples/3_epoch_1.json")
     data = bytearray(source.read_bytes())

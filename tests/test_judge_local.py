@@ -73,7 +73,7 @@ def test_llama_threads_leave_the_cores_that_other_processes_are_running_on(monke
     monkeypatch.setenv(local.THREADS_ENV, "3")
     assert local.threads_for_now() == 3
     monkeypatch.setenv(local.THREADS_ENV, "many")
-    with pytest.raises(UsageError, match="MAST_LOCAL_THREADS must be a whole number"):
+    with pytest.raises(UsageError, match="MAST_LOCAL_THREADS=.many. is not a whole number"):
         local.threads_for_now()
 
 

@@ -139,6 +139,7 @@ def test_write_back_one_feedback_per_mode_idempotent_and_updated_in_place(
     url = server.url("write-back")
     out = tmp_path / "results.jsonl"
     with FakeLLMServer(_responder("3.2")) as llm:
+        port = llm.port
         result = _label(url, "-o", out, *_judge_args(llm), "--write-back")
         assert result.exit_code == 0, result.output
         assert len(llm.chat_requests) == 2
@@ -176,8 +177,8 @@ def test_write_back_one_feedback_per_mode_idempotent_and_updated_in_place(
                             "source": {"source_type": "HUMAN", "source_id": "ana@example.com"}}}
     httpx.post(f"{server.base_url}/api/3.0/mlflow/traces/{ids[0]}/assessments", json=human).raise_for_status()
 
-    # The same command again: nothing judged, nothing added, every entry the same one.
-    with FakeLLMServer(_responder("3.2")) as llm:
+    # The same command again (the same endpoint): nothing judged, nothing added, every entry the same one.
+    with FakeLLMServer(_responder("3.2"), port=port) as llm:
         again = _label(url, "-o", out, *_judge_args(llm), "--write-back")
         assert again.exit_code == 0, again.output
         assert llm.chat_requests == []
@@ -275,6 +276,7 @@ def test_kill_9_during_write_back_loses_nothing_and_the_rerun_adds_no_duplicate(
         return Reply(hang=True) if len(calls) == 3 else verdict(body)
 
     with FakeLLMServer(third_hangs, hang_limit=120) as llm:
+        port = llm.port
         run = subprocess.Popen([sys.executable, "-m", "mast", "label", url, "-o", str(out), "--write-back"],
                                env=_env(llm), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         try:
@@ -298,7 +300,7 @@ def test_kill_9_during_write_back_loses_nothing_and_the_rerun_adds_no_duplicate(
                json={"assessment": copy}).raise_for_status()
     assert len(_rest_feedback(server, written[0])) == 17
 
-    with FakeLLMServer(_responder("3.2")) as llm:
+    with FakeLLMServer(_responder("3.2"), port=port) as llm:  # the rerun goes to the same endpoint
         done = subprocess.run([sys.executable, "-m", "mast", "label", url, "-o", str(out), "--write-back"],
                               env=_env(llm), capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr

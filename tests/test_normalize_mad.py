@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _data import TRACES, VALIDATION
+from _data import VALIDATION
 from _trace_facts import assert_labels_hidden, check_golden, speakers, unpaired
 
 from mast.errors import TraceFormatError
 from mast.normalize import _mad_logs, detect_format, iter_traces, load_trace, load_traces
 from mast.normalize.base import RawInput
 from mast.trace import Trace
+
+NORMALIZE_DATA = Path(__file__).parent / "data" / "normalize"  # fixtures written for mast
 
 # --- real records ----------------------------------------------------------------------------
 
@@ -101,7 +103,7 @@ def test_mastlint_ag2_group_chats() -> None:
 
 
 def test_mast_raw_metagpt_wrapper() -> None:
-    path = TRACES / "mast_raw_traces/metagpt_programdev_wordfreq.json"
+    path = NORMALIZE_DATA / "metagpt_programdev_wordfreq.json"
     assert detect_format(path)[0].name == "mast_raw"
     trace = load_trace(path)
     assert trace.trace_id == "run-7" and trace.framework == "metagpt"
@@ -547,7 +549,7 @@ def test_framework_log_files_on_their_own(tmp_path: Path, log: str, framework: s
 
 
 def test_metagpt_log_file_matches_the_wrapped_run(tmp_path: Path) -> None:
-    wrapper = json.loads((TRACES / "mast_raw_traces/metagpt_programdev_wordfreq.json").read_text(encoding="utf-8"))
+    wrapper = json.loads((NORMALIZE_DATA / "metagpt_programdev_wordfreq.json").read_text(encoding="utf-8"))
     path = tmp_path / "1.txt"
     path.write_text(wrapper["content"], encoding="utf-8")
     trace = load_trace(path)

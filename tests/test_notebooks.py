@@ -50,8 +50,8 @@ def test_notebook_runs_top_to_bottom(name: str, monkeypatch: pytest.MonkeyPatch)
         assert "pooled kappa 0.21 [0.00, 0.66] over 44 human-labelled traces" in text  # mast.validate, detectors
         assert "MAST_MODEL is not set: skipped the provider run" in text
         assert "184 cells compared" in text and "Fleiss kappa 0.896" in text
-        assert "Using the 4 records in data/validation/mad-human" in text
+        assert "Using the 4 records of the mad-human set" in text
         assert "4 raw records, 3 annotators: Fleiss kappa 0.934" in text
     else:
         assert "19 traces" in text and "modes_per_failed_trace" in text
-        assert "Falling back to the 4 MAD records" in text and "4 MAD traces from the in-repo sample" in text
+        assert "Falling back to the 4 MAD records" in text and "4 MAD traces from the mad-human sample" in text

@@ -252,6 +252,7 @@ def test_watch_killed_mid_run_and_restarted_loses_nothing_and_labels_nothing_twi
         return Reply(hang=True) if len(calls) == 3 else None
 
     with FakeLLMServer(third_hangs, hang_limit=120) as llm:
+        port = llm.port
         watcher = subprocess.Popen(
             [sys.executable, "-m", "mast", "watch", url, "-o", str(out), "--quiet", "0s", "--every", "1s"],
             env=_watch_env(llm), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
@@ -265,7 +266,7 @@ def test_watch_killed_mid_run_and_restarted_loses_nothing_and_labels_nothing_twi
             os.killpg(watcher.pid, signal.SIGKILL)
             watcher.wait()
         assert len(out.read_text().splitlines()) == 2  # killed while the third was in flight
-    with FakeLLMServer() as llm:
+    with FakeLLMServer(port=port) as llm:  # the restarted watcher talks to the same endpoint
         done = _watch(url, out, llm)
         assert done.returncode == 0, done.stderr
         assert len(llm.chat_requests) == 2  # the one in flight when killed, and the last one

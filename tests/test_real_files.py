@@ -1,6 +1,6 @@
-"""Every real file of ``tests/data/real/`` read as its golden says a careful reader reads it.
+"""Every real file of the corpus (``real/<format>/`` beside the checkout) read as its golden says a careful reader reads it.
 
-The goldens (``GOLDEN.yaml`` per folder) were written by someone who had not read mast's code,
+The goldens (``tests/golden/real/<format>/GOLDEN.yaml``) were written by someone who had not read mast's code,
 before mast was run on the files; they are never edited to match mast's output unless the reader
 was wrong (and then the commit says why). Per file: the format auto-detection picks, the number of
 steps (a range; the system prompt a run opens with is its set-up, not counted), the agents (those named must be among mast's), the number of tool calls (a range)
@@ -19,6 +19,7 @@ import pytest
 from _real import (
     COVERAGE_FILE,
     REAL,
+    REAL_GOLDEN,
     RealFile,
     agent_names,
     coverage_document,
@@ -50,21 +51,22 @@ def _known(items: list[RealFile]) -> list[Any]:
 GOLDEN_FIELDS = {"format", "version", "steps", "agents", "tool_calls", "tool_names", "task", "final", "notes"}
 
 
+@pytest.mark.corpus
 def test_known_gaps_name_files_that_exist() -> None:
     ids = {f.id for f in [*FILES, *SAMPLES]}
     assert set(NOT_YET) <= ids, sorted(set(NOT_YET) - ids)
 
 
 def test_the_corpus_is_there() -> None:
-    assert REAL.is_dir() and folders(), "tests/data/real/ holds no folder"
+    assert REAL.is_dir() and folders(), f"{REAL} holds no folder"
     assert FILES
 
 
 @pytest.mark.parametrize("folder", [f.name for f in folders()])
 def test_every_file_has_a_manifest_row_with_its_sha256_and_a_golden(folder: str) -> None:
     path = REAL / folder
-    rows, gold = manifest_rows(path), goldens(path)
-    assert (path / "MANIFEST.md").is_file() and (path / "GOLDEN.yaml").is_file()
+    rows, gold = manifest_rows(path), goldens(REAL_GOLDEN / folder)
+    assert (path / "MANIFEST.md").is_file() and (REAL_GOLDEN / folder / "GOLDEN.yaml").is_file()
     present = {f.path.name: f for f in FILES if f.folder == folder}
     problems: list[str] = []
     for name, item in present.items():
@@ -78,9 +80,13 @@ def test_every_file_has_a_manifest_row_with_its_sha256_and_a_golden(folder: str)
                 problems.append(f"{name}: MANIFEST says {item.row.bytes} bytes, the file has {len(data)}")
         if item.golden is None:
             problems.append(f"{name}: no GOLDEN entry")
+        elif item.row is not None and (src := item.golden.get("source") or {}) and (
+            src.get("repo"), src.get("path"), src.get("commit"), src.get("sha256")
+        ) != (item.row.repo, item.row.path, item.row.commit, item.row.sha256):
+            problems.append(f"{name}: GOLDEN source differs from the MANIFEST row")
         elif missing := {"format", "steps", "tool_calls"} - set(item.golden):
             problems.append(f"{name}: GOLDEN lacks {sorted(missing)}")
-        elif unknown := set(item.golden) - GOLDEN_FIELDS:
+        elif unknown := set(item.golden) - GOLDEN_FIELDS - {"source"}:
             problems.append(f"{name}: GOLDEN has unknown fields {sorted(unknown)}")
     problems += [f"{name}: MANIFEST row for a file not in the folder" for name in rows if name not in present]
     problems += [f"{name}: GOLDEN entry for a file not in the folder" for name in gold if name not in present]
@@ -98,7 +104,7 @@ def _check(item: RealFile) -> list[str]:
         # format null: the golden reads no run in the file, and a one-line refusal is the reading it asks for
         return [] if golden["format"] is None else [f"refused: {exc}"]
     if item.folder.startswith("traces/"):
-        traces = traces[:1]  # tests/data/traces_golden describes the first run of a file holding several
+        traces = traces[:1]  # tests/golden/traces describes the first run of a file holding several
     if fmt.name != golden["format"]:
         problems.append(f"format: detected {fmt.name}, golden {golden['format']}")
     steps = sum(step_count(t) for t in traces)
@@ -129,19 +135,20 @@ def test_real_file_reads_as_its_golden(item: RealFile) -> None:
 
 @pytest.mark.parametrize("item", _known(SAMPLES))
 def test_real_sample_file_reads_as_its_golden(item: RealFile) -> None:
-    """The real files of the older sample folders, against their goldens in tests/data/traces_golden/."""
+    """The real files of the older sample folders, against their goldens in tests/golden/traces/."""
     assert item.path.is_file(), f"{item.id}: golden for a file that is not there"
-    assert item.row is not None and item.row.sha256.strip("`") == hashlib.sha256(item.path.read_bytes()).hexdigest(), \
-        f"{item.id}: no MANIFEST row with this file's sha256"
+    assert item.golden is not None
+    assert (item.golden.get("source") or {}).get("sha256") == hashlib.sha256(item.path.read_bytes()).hexdigest(), \
+        f"{item.id}: its golden names another sha256"
     problems = _check(item)
     assert not problems, f"{item.id}:\n  " + "\n  ".join(problems)
 
 
 def test_format_coverage_data_is_up_to_date() -> None:
-    """``mast formats`` reads mast/data/format_coverage.json (wheels have no tests/); it must match the corpus.
+    """``mast formats`` reads mast/data/format_coverage.json (wheels have no tests/); it must match the goldens.
 
     The docs' formats reference is generated from the same file (docs/hooks.py).
-    ``MAST_UPDATE_GOLDEN=1`` rewrites it from the corpus.
+    ``MAST_UPDATE_GOLDEN=1`` rewrites it from the goldens (no corpus needed: it holds counts and sources, no data).
     """
     document = coverage_document()
     names = [f.name for f in formats()]

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from _data import REPO
-from _real import REAL
+from _real import REAL, REAL_GOLDEN
 
 from mast.errors import TraceFormatError
 from mast.normalize import _vcr, detect_format, load_trace, load_traces
@@ -370,7 +370,8 @@ def test_plain_text_speakers_skip_log_levels_and_timestamps(tmp_path: Path) -> N
 def test_every_real_file_loads_without_errors() -> None:
     """A cheap guard beside the goldens: no real file is refused, except one whose golden reads no run in it (format null)."""
     for folder in sorted(p for p in REAL.iterdir() if p.is_dir()):
-        goldens = yaml.safe_load((folder / "GOLDEN.yaml").read_text(encoding="utf-8")) if (folder / "GOLDEN.yaml").exists() else {}
+        golden_file = REAL_GOLDEN / folder.name / "GOLDEN.yaml"
+        goldens = yaml.safe_load(golden_file.read_text(encoding="utf-8")) if golden_file.exists() else {}
         for path in sorted(folder.iterdir()):
             if path.name in ("MANIFEST.md", "GOLDEN.yaml"):
                 continue

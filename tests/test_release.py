@@ -51,15 +51,21 @@ def test_the_wheel_carries_mast_and_its_prompts_but_no_data(dist: tuple[Path, Pa
     names = zipfile.ZipFile(dist[0]).namelist()
     assert "mast/__init__.py" in names and "mast/py.typed" in names
     assert any(n.startswith("mast/prompts/taxonomy/") for n in names)
-    outside = [n for n in names if not n.startswith(("mast/", "mast_judge-"))]
+    outside = [n for n in names if not n.startswith(("mast/", "mast_judge/", "mast_judge-"))]
     assert not outside, outside  # no tests/, data/ or other top-level folders
+    # mast_judge/ holds only the names other tools' registries find mast by (the Scout scanner).
+    assert sorted(n for n in names if n.startswith("mast_judge/")) == ["mast_judge/__init__.py", "mast_judge/scout.py"]
     # The data files the package needs at run time: the redaction rules (mast/redact/pii.py and
     # mast/redact/gitleaks.py read them; the gitleaks file carries its MIT notice) and the real-file
-    # coverage that `mast formats` shows (generated from tests/data/real, which the wheel does not carry).
+    # coverage that `mast formats` shows (generated from the goldens in tests/golden, which the wheel does not carry)
+    # the pinned homes of the validation sets (mast/data/label_sets.json: URLs and sha256, no data) and the
+    # published figures mast compares with (mast/data/paper_numbers.json, each with its source).
     assert sorted(n for n in names if "/data/" in n or n.startswith("tests/")) == [
         "mast/data/credential_rules.yaml",
         "mast/data/format_coverage.json",
         "mast/data/gitleaks_rules.json",
+        "mast/data/label_sets.json",
+        "mast/data/paper_numbers.json",
     ]
 
 
@@ -86,7 +92,7 @@ def test_the_unpacked_sdist_passes_its_fast_tests(dist: tuple[Path, Path], tmp_p
     with tarfile.open(dist[1]) as archive:
         archive.extractall(tmp_path, filter="data")
     (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    for needed in ("tests/data/traces", "data/validation", "data/examples", "THIRD_PARTY_DATA.md", "LICENSES"):
+    for needed in ("tests/golden", "data/examples", "THIRD_PARTY_DATA.md", "LICENSES"):
         assert (root / needed).exists(), f"the sdist lacks {needed}"
     # This interpreter has mast's dependencies; PYTHONPATH puts the sdist's own mast before the checkout's.
     env = {**os.environ, "PYTHONPATH": str(root)}

@@ -78,7 +78,9 @@ def test_section_embeds_transcripts_with_quotes_located_in_the_cited_step(labell
 
 def test_a_missing_source_keeps_the_verdicts_and_says_why(labelled, tmp_path):
     diagnosis = read_diagnoses(labelled)[0]
-    moved = diagnosis.model_copy(update={"source": diagnosis.source.model_copy(update={"path": str(tmp_path / "gone.json")})})
+    # Every place the result records is gone (the absolute path alone would still find the file).
+    gone = {"path": str(tmp_path / "gone.json"), "absolute_path": None, "results_relative_path": None}
+    moved = diagnosis.model_copy(update={"source": diagnosis.source.model_copy(update=gone)})
     (row,) = _embedded(trace_view_section([moved]))
     assert row["steps"] == [] and "source file not found" in row["note"]
     assert row["modes"] == _embedded(trace_view_section([diagnosis]))[0]["modes"]

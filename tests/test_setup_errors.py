@@ -92,6 +92,7 @@ def test_label_stops_after_identical_401s_and_a_rerun_picks_up_the_rest(tmp_path
     with FakeLLMServer(responder=lambda body: Reply(status=401)) as server:
         result = cli("label", runs, "-o", out, "--api-base", server.base_url, "--api-key", "wrong", *common)
         calls = len(server.chat_requests)
+        port = server.port
     assert result.exit_code == 1, result.output
     assert "stopped after 3 traces failed the same way: API key rejected by openai (HTTP 401)" in result.stderr
     assert result.stderr.count("API key rejected") == 2  # the first error line and the stop message
@@ -101,7 +102,7 @@ def test_label_stops_after_identical_401s_and_a_rerun_picks_up_the_rest(tmp_path
     assert calls == len(written) < 12  # one request per started trace, none retried
     assert all(d.status == "error" for d in written)
 
-    with FakeLLMServer() as good:
+    with FakeLLMServer(port=port) as good:  # the same endpoint, the key fixed
         again = cli("label", runs, "-o", out, "--api-base", good.base_url, "--api-key", "right", *common)
         assert len(good.chat_requests) == 12  # the errors are retried and the unstarted traces judged
     assert again.exit_code == 0, again.output

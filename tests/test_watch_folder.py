@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from _data import REAL, TRACES
 
 from mast.batch import ResultsFile, configured_judge
 from mast.batch.watch import Watcher
@@ -21,9 +22,9 @@ from mast.results import read_results
 from mast.sources.folder import FolderSource
 
 ROOT = Path(__file__).resolve().parent.parent
-REAL_CLAUDE = ROOT / "tests" / "data" / "real" / "claude_code"
+REAL_CLAUDE = REAL / "claude_code"
 CLAUDE = [REAL_CLAUDE / "claude_code_log_representative_messages.jsonl", REAL_CLAUDE / "claude_code_log_sidechain_integrated.jsonl"]
-CODEX = ROOT / "tests" / "data" / "traces" / "codex_rollout" / "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"
+CODEX = TRACES / "codex_rollout" / "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"
 
 
 class Clock:
@@ -168,3 +169,26 @@ def test_mast_watch_folder_survives_kill_9_and_restart(tmp_path: Path) -> None:
     ids = [r["trace_id"] for r in _results(out)]
     assert sorted(ids) == sorted({"test_session", "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358"})
     assert second.returncode == 0
+
+
+def test_watch_refuses_a_results_file_of_another_judge_before_judging(tmp_path: Path) -> None:
+    # Watching a folder with the offline detectors first and with a model later (the natural path)
+    # would append the model's answers beside the detectors'; the watcher refuses, as label does.
+    from click.testing import CliRunner
+
+    from mast.cli import main
+    from mast.testing import FakeLLMServer
+
+    out = tmp_path / "results.jsonl"
+    first = CliRunner().invoke(main, ["label", str(ROOT / "data" / "examples" / "ag2-exchange-loop.json"),
+                                      "-o", str(out), "--judge", "detectors"])
+    assert first.exit_code == 0, first.output
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    with FakeLLMServer() as server:
+        watched = CliRunner().invoke(main, ["watch", str(folder), "-o", str(out), "--once", "--quiet", "0s",
+                                            "-m", "openai/fake", "--api-base", server.base_url, "--api-key", "x"])
+        assert server.chat_requests == []
+    assert watched.exit_code == 2, watched.output
+    assert "holds results of another judge or settings (1 by detectors)" in watched.output
+    assert len(read_results(out)) == 1

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 import orjson
 
+from mast._env import env_number
 from mast.batch.batch_state import BatchEntry, BatchState, BatchStore, ItemResult
 from mast.errors import JudgeAPIError, UsageError
 from mast.judge.backend import LiteLLMBackend
@@ -169,7 +170,11 @@ class BatchEngine:
         self.retry = retry
         self.max_requests = max_requests
         self.max_bytes = max_bytes
-        self.poll_interval = poll_interval if poll_interval is not None else float(os.environ.get("MAST_BATCH_POLL_S", DEFAULT_POLL_S))
+        self.poll_interval = (
+            poll_interval
+            if poll_interval is not None
+            else env_number("MAST_BATCH_POLL_S", float, DEFAULT_POLL_S, minimum=0)
+        )
         self.on_progress = on_progress
         self.state: BatchState = store.load()
         if self.state.model not in (None, online.model):
@@ -195,7 +200,9 @@ class BatchEngine:
 
     # -- the judge's side --
 
-    async def ask(self, messages: list[dict[str, Any]], *, output: OutputSpec, mode: Mode, max_tokens: int) -> Completion:
+    async def ask(
+        self, messages: list[dict[str, Any]], *, output: OutputSpec, mode: Mode, max_tokens: int
+    ) -> Completion:
         """Park one request until its batch answers; see the module docs for re-asks."""
         if self.retry == "online" and any(m.get("role") == "assistant" for m in messages):
             return await self._online(messages, output, mode, max_tokens)
@@ -221,7 +228,9 @@ class BatchEngine:
             if not self.waiting[judgement]:
                 del self.waiting[judgement]
 
-    async def _online(self, messages: list[dict[str, Any]], output: OutputSpec, mode: Mode, max_tokens: int) -> Completion:
+    async def _online(
+        self, messages: list[dict[str, Any]], output: OutputSpec, mode: Mode, max_tokens: int
+    ) -> Completion:
         self.online_calls += 1
         return await self.online.complete(messages, output=output, mode=mode, max_tokens=max_tokens)
 
@@ -267,7 +276,9 @@ class BatchEngine:
         parked = self.parked.pop(key)
         for future in parked.futures:
             if not future.done():
-                future.set_exception(JudgeAPIError(f"{self.online.model} (batch): {reason}", status_code=status))
+                future.set_exception(
+                    JudgeAPIError(f"{self.online.model} (batch): {reason}", status_code=status)
+                )
 
     def _open_entry(self, key: str) -> BatchEntry | None:
         for entry in self.state.entries:
@@ -290,9 +301,13 @@ class BatchEngine:
             parked = self.parked[key]
             async with gate:
                 try:
-                    completion = await self._online(parked.messages, parked.output, parked.mode, parked.max_tokens)
+                    completion = await self._online(
+                        parked.messages, parked.output, parked.mode, parked.max_tokens
+                    )
                 except JudgeAPIError as exc:
-                    self._fail(key, f"batch item failed ({self._why(key)}), then online: {exc}", exc.status_code)
+                    self._fail(
+                        key, f"batch item failed ({self._why(key)}), then online: {exc}", exc.status_code
+                    )
                     return
             self.parked.pop(key)
             for future in parked.futures:
@@ -309,7 +324,9 @@ class BatchEngine:
         size = 0
         for key in keys:
             parked = self.parked[key]
-            line = orjson.dumps({"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": parked.body})
+            line = orjson.dumps(
+                {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": parked.body}
+            )
             if chunk and (len(chunk) >= self.max_requests or size + len(line) + 1 > self.max_bytes):
                 self._record(chunk)
                 chunk, size = [], 0
@@ -323,7 +340,9 @@ class BatchEngine:
         name, sha, n_bytes = self.store.write_requests(local_id, [line for _, line in chunk])
         requests = {key: self.parked[key].trace_id for key, _ in chunk}
         self.state.entries.append(
-            BatchEntry(local_id=local_id, request_file=name, request_sha256=sha, n_bytes=n_bytes, requests=requests)
+            BatchEntry(
+                local_id=local_id, request_file=name, request_sha256=sha, n_bytes=n_bytes, requests=requests
+            )
         )
         self.store.save(self.state)
 
@@ -372,14 +391,22 @@ class BatchEngine:
 
     def _note(self, entry: BatchEntry, info: BatchInfo) -> None:
         entry.provider_status = info.status
-        entry.counts = {k: v for k, v in (("total", info.total), ("completed", info.completed), ("failed", info.failed)) if v is not None}
+        entry.counts = {
+            k: v
+            for k, v in (("total", info.total), ("completed", info.completed), ("failed", info.failed))
+            if v is not None
+        }
 
     async def _download(self, entry: BatchEntry, info: BatchInfo) -> None:
         output = await self.api.content(info.output_file_id) if info.output_file_id else b""
         errors = await self.api.content(info.error_file_id) if info.error_file_id else b""
         checkpoint("download")
-        entry.output_file = self.store.write_result_file(entry, "output", output) if info.output_file_id else None
-        entry.error_file = self.store.write_result_file(entry, "errors", errors) if info.error_file_id else None
+        entry.output_file = (
+            self.store.write_result_file(entry, "output", output) if info.output_file_id else None
+        )
+        entry.error_file = (
+            self.store.write_result_file(entry, "errors", errors) if info.error_file_id else None
+        )
         entry.phase = "downloaded"
         entry.finished_at = datetime.now(UTC)
         self.store.save(self.state)
@@ -426,7 +453,9 @@ class BatchEngine:
         return cancelled
 
 
-def batch_prices(prices: Prices | None, input_tokens: int, output_tokens: int) -> tuple[float | None, float | None]:
+def batch_prices(
+    prices: Prices | None, input_tokens: int, output_tokens: int
+) -> tuple[float | None, float | None]:
     """``(batch cost, list cost)`` of this many tokens, no cache assumed (for dry runs)."""
     if prices is None:
         return None, None

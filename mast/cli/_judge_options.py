@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
-from mast.judge.config import ENV_VARS, JudgeConfig
+from mast.judge.config import ENV_VARS, FLAG_RANGES, JudgeConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -27,7 +27,29 @@ def _env(name: str) -> str:
     return f"[env: {ENV_VARS[name]}]"
 
 
-def _read_patterns(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[tuple[str, str], ...] | None:
+class _NumberRange(click.FloatRange):
+    """A float range that also refuses ``nan`` (click's passes it: every comparison with it is false)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number:
+            self.fail(f"{value!r} is not a number", param, ctx)
+        return number
+
+
+def _number(name: str) -> click.ParamType[Any]:
+    """The click type of a number option, from the one table its ``MAST_*`` variable is checked by too."""
+    kind, minimum, min_open = FLAG_RANGES[name]
+    if minimum is None:
+        return click.INT if kind is int else click.FLOAT
+    if kind is int:
+        return click.IntRange(min=int(minimum), min_open=min_open)
+    return _NumberRange(min=minimum, min_open=min_open)
+
+
+def _read_patterns(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[tuple[str, str], ...] | None:
     """``--redact-patterns FILE`` -> the ``(name, regex)`` pairs it holds (a one-line error when unreadable)."""
     if value is None:
         return None
@@ -37,55 +59,236 @@ def _read_patterns(ctx: click.Context, param: click.Parameter, value: str | None
 
 
 _OPTIONS: list[tuple[str, Callable[[F], F]]] = [
-    ("model", click.option("--model", "-m", default=None, metavar="MODEL",
-                           help=f"litellm model string (openai/gpt-4.1-mini, anthropic/..., local, local/PATH.gguf). {_env('model')}")),
-    ("api_base", click.option("--api-base", default=None, metavar="URL",
-                              help=f"Base URL of an OpenAI-compatible or other custom endpoint. {_env('api_base')}")),
-    ("api_key", click.option("--api-key", default=None, metavar="KEY",
-                             help=f"Provider key (else the provider's usual variable). {_env('api_key')}")),
-    ("structured_output", click.option("--structured-output", default=None,
-                                       type=click.Choice(["auto", "json_schema", "tool", "json"]),
-                                       help=f"How the answer's shape is enforced. {_env('structured_output')}")),
-    ("context_window", click.option("--context-window", default=None, type=click.IntRange(min=512), metavar="N",
-                                    help=f"Model context in tokens (else litellm's model info). {_env('context_window')}")),
-    ("timeout", click.option("--timeout", default=None, type=click.FloatRange(min=0, min_open=True), metavar="S",
-                             help=f"Seconds per LLM call. {_env('timeout')}")),
-    ("max_retries", click.option("--max-retries", default=None, type=click.IntRange(min=0), metavar="N",
-                                 help=f"Transport retries per call. {_env('max_retries')}")),
-    ("max_reasks", click.option("--max-reasks", default=None, type=click.IntRange(min=0), metavar="N",
-                                help=f"Re-asks when an answer does not validate. {_env('max_reasks')}")),
-    ("temperature", click.option("--temperature", default=None, type=click.FloatRange(min=0), metavar="T",
-                                 help=f"Sampling temperature (default 0). {_env('temperature')}")),
-    ("seed", click.option("--seed", default=None, type=int, help=f"Sampling seed. {_env('seed')}")),
-    ("max_output_tokens", click.option("--max-output-tokens", default=None, type=click.IntRange(min=64), metavar="N",
-                                       help=f"Cap on the judge's answer length. {_env('max_output_tokens')}")),
-    ("judge", click.option("--judge", "judge", default=None, type=click.Choice(["auto", "llm", "detectors", "both"]),
-                           help=f"Which judge: the LLM, the offline detectors, or both (auto: llm when a model is set). {_env('judge')}")),
-    ("hints", click.option("--hints/--no-hints", default=None, help=f"Give the LLM the detectors' findings as hints. {_env('hints')}")),
-    ("taxonomy", click.option("--taxonomy", default=None, metavar="NAME|FILE",
-                              help=f"Taxonomy version or YAML/JSON file. {_env('taxonomy')}")),
-    ("redact", click.option("--redact/--no-redact", default=None,
-                            help=f"Replace secrets and personal data before the trace leaves the process (default on). {_env('redact')}")),
-    ("redact_ips", click.option("--redact-ips/--keep-ips", default=None, help=f"Also redact IPv4 addresses. {_env('redact_ips')}")),
-    ("cache", click.option("--cache/--no-cache", default=None, help=f"Reuse identical earlier answers (default on). {_env('cache')}")),
-    ("cache_dir", click.option("--cache-dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
-                               help=f"Folder of the answer cache (default: a per-user cache folder). {_env('cache_dir')}")),
-    ("redact_patterns", click.option("--redact-patterns", default=None, metavar="FILE", callback=_read_patterns,
-                                     help="File of extra `name: regex` patterns to redact (on top of "
-                                          "MAST_REDACT_PATTERNS). [env: MAST_REDACT_PATTERNS]")),
-    ("price_input", click.option("--price-input", default=None, type=click.FloatRange(min=0), metavar="USD",
-                                 help=f"Dollars per million input tokens (for a model litellm has no price for). {_env('price_input')}")),
-    ("price_output", click.option("--price-output", default=None, type=click.FloatRange(min=0), metavar="USD",
-                                  help=f"Dollars per million output tokens. {_env('price_output')}")),
+    (
+        "model",
+        click.option(
+            "--model",
+            "-m",
+            default=None,
+            metavar="MODEL",
+            help=f"litellm model string (openai/gpt-4.1-mini, anthropic/..., local, local/PATH.gguf). {_env('model')}",
+        ),
+    ),
+    (
+        "api_base",
+        click.option(
+            "--api-base",
+            default=None,
+            metavar="URL",
+            help=f"Base URL of an OpenAI-compatible or other custom endpoint. {_env('api_base')}",
+        ),
+    ),
+    (
+        "api_key",
+        click.option(
+            "--api-key",
+            default=None,
+            metavar="KEY",
+            help=f"Provider key (else the provider's usual variable). {_env('api_key')}",
+        ),
+    ),
+    (
+        "structured_output",
+        click.option(
+            "--structured-output",
+            default=None,
+            type=click.Choice(["auto", "json_schema", "tool", "json"]),
+            help=f"How the answer's shape is enforced. {_env('structured_output')}",
+        ),
+    ),
+    (
+        "context_window",
+        click.option(
+            "--context-window",
+            default=None,
+            type=_number("context_window"),
+            metavar="N",
+            help=f"Model context in tokens (else litellm's model info). {_env('context_window')}",
+        ),
+    ),
+    (
+        "timeout",
+        click.option(
+            "--timeout",
+            default=None,
+            type=_number("timeout"),
+            metavar="S",
+            help=f"Seconds per LLM call. {_env('timeout')}",
+        ),
+    ),
+    (
+        "max_retries",
+        click.option(
+            "--max-retries",
+            default=None,
+            type=_number("max_retries"),
+            metavar="N",
+            help=f"Transport retries per call. {_env('max_retries')}",
+        ),
+    ),
+    (
+        "max_reasks",
+        click.option(
+            "--max-reasks",
+            default=None,
+            type=_number("max_reasks"),
+            metavar="N",
+            help=f"Re-asks when an answer does not validate. {_env('max_reasks')}",
+        ),
+    ),
+    (
+        "temperature",
+        click.option(
+            "--temperature",
+            default=None,
+            type=_number("temperature"),
+            metavar="T",
+            help=f"Sampling temperature (default 0). {_env('temperature')}",
+        ),
+    ),
+    (
+        "seed",
+        click.option("--seed", default=None, type=_number("seed"), help=f"Sampling seed. {_env('seed')}"),
+    ),
+    (
+        "max_output_tokens",
+        click.option(
+            "--max-output-tokens",
+            default=None,
+            type=_number("max_output_tokens"),
+            metavar="N",
+            help=f"Cap on the judge's answer length. {_env('max_output_tokens')}",
+        ),
+    ),
+    (
+        "judge",
+        click.option(
+            "--judge",
+            "judge",
+            default=None,
+            type=click.Choice(["auto", "llm", "detectors", "both"]),
+            help=f"Which judge: the LLM, the offline detectors, or both (auto: llm when a model is set). {_env('judge')}",
+        ),
+    ),
+    (
+        "hints",
+        click.option(
+            "--hints/--no-hints",
+            default=None,
+            help=f"Give the LLM the detectors' findings as hints. {_env('hints')}",
+        ),
+    ),
+    (
+        "taxonomy",
+        click.option(
+            "--taxonomy",
+            default=None,
+            metavar="NAME|FILE",
+            help=f"Taxonomy version or YAML/JSON file. {_env('taxonomy')}",
+        ),
+    ),
+    (
+        "redact",
+        click.option(
+            "--redact/--no-redact",
+            default=None,
+            help=f"Replace secrets and personal data before the trace leaves the process (default on). {_env('redact')}",
+        ),
+    ),
+    (
+        "redact_ips",
+        click.option(
+            "--redact-ips/--keep-ips", default=None, help=f"Also redact IPv4 addresses. {_env('redact_ips')}"
+        ),
+    ),
+    (
+        "cache",
+        click.option(
+            "--cache/--no-cache",
+            default=None,
+            help=f"Reuse identical earlier answers (default on). {_env('cache')}",
+        ),
+    ),
+    (
+        "cache_dir",
+        click.option(
+            "--cache-dir",
+            default=None,
+            type=click.Path(file_okay=False),
+            metavar="DIR",
+            help=f"Folder of the answer cache (default: a per-user cache folder). {_env('cache_dir')}",
+        ),
+    ),
+    (
+        "redact_patterns",
+        click.option(
+            "--redact-patterns",
+            default=None,
+            metavar="FILE",
+            callback=_read_patterns,
+            help="File of extra `name: regex` patterns to redact, applied after those of "
+            "the file that MAST_REDACT_PATTERNS names (read on every run).",
+        ),
+    ),
+    (
+        "price_input",
+        click.option(
+            "--price-input",
+            default=None,
+            type=_number("price_input"),
+            metavar="USD",
+            help=f"Dollars per million input tokens (for a model litellm has no price for). {_env('price_input')}",
+        ),
+    ),
+    (
+        "price_output",
+        click.option(
+            "--price-output",
+            default=None,
+            type=_number("price_output"),
+            metavar="USD",
+            help=f"Dollars per million output tokens. {_env('price_output')}",
+        ),
+    ),
     # Juries and repeated judging (mast.judge.jury).
-    ("samples", click.option("--samples", default=None, type=click.IntRange(min=1), metavar="K",
-                             help=f"Judge each trace K times (needs --temperature > 0) and reduce the votes. {_env('samples')}")),
-    ("jury", click.option("--jury", default=None, metavar="MODEL,...|FILE",
-                          help=f"Several models judge each trace (`detectors` = offline detectors), or a YAML jury file. {_env('jury')}")),
-    ("reducer", click.option("--reducer", default=None, metavar="RULE",
-                             help=f"How votes become a verdict: majority (tie = absent), any, all, at_least:N. {_env('reducer')}")),
-    ("quorum", click.option("--quorum", default=None, type=click.IntRange(min=1), metavar="N",
-                            help=f"Jurors that must answer (default: more than half). {_env('quorum')}")),
+    (
+        "samples",
+        click.option(
+            "--samples",
+            default=None,
+            type=_number("samples"),
+            metavar="K",
+            help=f"Judge each trace K times (needs --temperature > 0) and reduce the votes. {_env('samples')}",
+        ),
+    ),
+    (
+        "jury",
+        click.option(
+            "--jury",
+            default=None,
+            metavar="MODEL,...|FILE",
+            help=f"Several models judge each trace (`detectors` = offline detectors), or a YAML jury file. {_env('jury')}",
+        ),
+    ),
+    (
+        "reducer",
+        click.option(
+            "--reducer",
+            default=None,
+            metavar="RULE",
+            help=f"How votes become a verdict: majority (tie = absent), any, all, at_least:N. {_env('reducer')}",
+        ),
+    ),
+    (
+        "quorum",
+        click.option(
+            "--quorum",
+            default=None,
+            type=_number("quorum"),
+            metavar="N",
+            help=f"Jurors that must answer (default: more than half). {_env('quorum')}",
+        ),
+    ),
 ]
 
 JUDGE_OPTION_NAMES = tuple(name for name, _ in _OPTIONS)
@@ -97,7 +300,15 @@ def judge_options(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         values = {name: kwargs.pop(name, None) for name in JUDGE_OPTION_NAMES}
-        kwargs["judge_config"] = JudgeConfig.from_options(**values)
+        config = JudgeConfig.from_options(**values)
+        if not config.redact:
+            # Off only by an explicit, recognised value (mast._env); a run that sends traces as they are says so.
+            click.echo(
+                "mast: redaction is off (--no-redact or MAST_REDACT): secrets and personal data in the traces "
+                "are sent and written as they are",
+                err=True,
+            )
+        kwargs["judge_config"] = config
         return func(*args, **kwargs)
 
     decorated: Any = wrapper

@@ -47,7 +47,9 @@ class SafeConsole(Console):
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
             if segment.control is None and segment.text and not segment.text.isprintable():
-                yield Segment(terminal_safe(segment.text, keep_lines=True, keep_backslashes=True), segment.style)
+                yield Segment(
+                    terminal_safe(segment.text, keep_lines=True, keep_backslashes=True), segment.style
+                )
             else:
                 yield segment
 
@@ -66,6 +68,35 @@ def write_line(text: str) -> None:
     sys.stdout.write(terminal_safe(text, keep_lines=True, keep_backslashes=True) + "\n")
 
 
+def check_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``--format`` / ``MAST_FORMAT`` checked once, before any file is read (not once per file)."""
+    if value == "auto":
+        return value
+    from mast.errors import TraceFormatError
+    from mast.normalize import get_format
+
+    try:
+        get_format(value)
+    except TraceFormatError as exc:
+        from_env = ctx.get_parameter_source(param.name or "") is click.core.ParameterSource.ENVIRONMENT
+        raise click.BadParameter(
+            f"{exc} (or auto){' (from MAST_FORMAT)' if from_env else ''}", ctx=ctx, param=param
+        ) from None
+    return value
+
+
+format_option = click.option(
+    "--format",
+    "format_",
+    default="auto",
+    show_default=True,
+    envvar="MAST_FORMAT",
+    callback=check_format,
+    help="Source format (see `mast formats`).",
+)
+"""``--format`` / ``MAST_FORMAT``, the same option on every command that reads traces."""
+
+
 def boot_seed_option(command: Callable[..., Any]) -> Callable[..., Any]:
     """``--boot-seed``: the bootstrap's seed, named as in ``mast validate``.
 
@@ -74,11 +105,47 @@ def boot_seed_option(command: Callable[..., Any]) -> Callable[..., Any]:
     ``old_seed``: see :func:`bootstrap_seed`.
     """
     command = click.option("--seed", "old_seed", type=int, default=None, hidden=True)(command)
-    return click.option("--boot-seed", "seed", type=int, default=0, show_default=True,
-                        help="Seed of the bootstrap (as in mast validate; elsewhere --seed is the judge's "
-                             "sampling seed).")(command)
+    return click.option(
+        "--boot-seed",
+        "seed",
+        type=int,
+        default=0,
+        show_default=True,
+        help="Seed of the bootstrap (as in mast validate; elsewhere --seed is the judge's sampling seed).",
+    )(command)
 
 
 def bootstrap_seed(seed: int, old_seed: int | None) -> int:
     """The bootstrap seed: ``--boot-seed``, or the older ``--seed`` when that was given."""
     return old_seed if old_seed is not None else seed
+
+
+def results_path(given: str, *, newest: int = 1) -> list[str]:
+    """``given`` as results files: a file as it is; a folder's results files, the ``newest`` last changed.
+
+    ``mast hooks`` writes one results file per judge into a folder per project; ``mast report`` and
+    ``mast diff`` take that folder. When it holds more files than asked for, the choice is said on
+    stderr, with the way to choose another.
+
+    Raises:
+        UsageError: a folder with fewer results files than asked for.
+    """
+    from pathlib import Path
+
+    from mast.errors import UsageError
+    from mast.results import results_files
+
+    if not Path(given).is_dir():
+        return [given]
+    found = results_files(given)
+    if len(found) < newest:
+        what = "no results file (*.jsonl)" if not found else f"only {plural(len(found), 'results file')}"
+        raise UsageError(f"{given} holds {what}; pass a results file or a folder of them (one per judge)")
+    chosen = found[-newest:]
+    if len(found) > newest:
+        names = ", ".join(p.name for p in found)
+        picked = " and ".join(p.name for p in chosen)
+        stderr.print(terminal_safe(f"mast: {given} holds {len(found)} results files, one per judge ({names}); "
+                                   f"reading the last changed: {picked} (pass a file to choose another)"),
+                     markup=False, highlight=False)
+    return [str(p) for p in chosen]

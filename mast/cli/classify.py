@@ -14,7 +14,7 @@ from mast._outputs import terminal_safe
 from mast.batch.walk import no_traces_error, select_files
 from mast.cli._judge_options import judge_options
 from mast.cli._run_control import fail_on_option, file_options, gate_exit, modes_found, parse_fail_on
-from mast.cli._shared import plural, safe_text, stderr, stdout, write_line
+from mast.cli._shared import format_option, plural, safe_text, stderr, stdout, write_line
 from mast.diagnosis import Diagnosis
 from mast.errors import TraceFormatError
 from mast.judge.classify import judge_notice
@@ -28,7 +28,11 @@ QUOTE_CHARS = 90
 
 
 def _traces(
-    paths: tuple[str, ...], format_: str, failures: list[str], include: tuple[str, ...], exclude: tuple[str, ...],
+    paths: tuple[str, ...],
+    format_: str,
+    failures: list[str],
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
     follow_symlinks: bool = False,
 ) -> Iterator[Trace]:
     selection = select_files(paths, include=include, exclude=exclude, follow_symlinks=follow_symlinks)
@@ -62,8 +66,13 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
     if diagnosis.source.record is not None:
         where += f"#{diagnosis.source.record}"
     about = ", ".join(part for part in (judge.kind, judge.model, judge.strategy) if part)
-    console.print(Text(f"{terminal_safe(where)}  [{diagnosis.status}]  id {terminal_safe(diagnosis.trace_id)}  "
-                       f"judge: {terminal_safe(about)}", style="bold"))
+    console.print(
+        Text(
+            f"{terminal_safe(where)}  [{diagnosis.status}]  id {terminal_safe(diagnosis.trace_id)}  "
+            f"judge: {terminal_safe(about)}",
+            style="bold",
+        )
+    )
     if diagnosis.error is not None:
         return  # the reason goes to stderr once, as one line (see _run)
     present = [v for v in diagnosis.failure_modes if v.present]
@@ -83,11 +92,19 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
                 lines.append(_short(verdict.explanation))
             confidence = f"{verdict.confidence:.2f}" if verdict.confidence is not None else "-"
             if verdict.votes is not None:
-                confidence += f" ({verdict.votes.present}/{verdict.votes.present + verdict.votes.absent} votes)"
+                confidence += (
+                    f" ({verdict.votes.present}/{verdict.votes.present + verdict.votes.absent} votes)"
+                )
             table.add_row(verdict.code, verdict.name, confidence, safe_text("\n".join(lines) or "-"))
         console.print(table)
     else:
         console.print("  no failure mode judged present")
+    hinted = [v for v in diagnosis.failure_modes if v.hints and not v.present]
+    if hinted:
+        console.print(safe_text("  hints (seen by the detectors, not verdicts: the mode is not theirs to judge):"))
+        for verdict in hinted:
+            for hint in verdict.hints or []:
+                console.print(safe_text(f"    {verdict.code} {verdict.name}: {_short(hint, 160)}"))
     unassessed = [v.code for v in diagnosis.failure_modes if v.present is None]
     if unassessed:
         console.print(safe_text(f"  not assessed: {', '.join(unassessed)}", style="dim"))
@@ -96,44 +113,62 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
     first = diagnosis.first_failure
     if first is not None:
         step = f"S{first.step}" if first.step is not None else "step ?"
-        console.print(safe_text(f"  first failure: {step} by {first.agent or '?'} ({first.code or '-'}): {_short(first.explanation, 160)}"))
+        console.print(
+            safe_text(
+                f"  first failure: {step} by {first.agent or '?'} ({first.code or '-'}): {_short(first.explanation, 160)}"
+            )
+        )
     if diagnosis.summary:
         console.print(safe_text(f"  summary: {diagnosis.summary}"))
     if diagnosis.jury is not None and diagnosis.jury.agreement is not None:
         agreement = diagnosis.jury.agreement
-        kappa = f"{round(agreement.fleiss_kappa, 2) + 0.0:.2f}" if agreement.fleiss_kappa is not None else "undefined"
+        kappa = (
+            f"{round(agreement.fleiss_kappa, 2) + 0.0:.2f}"
+            if agreement.fleiss_kappa is not None
+            else "undefined"
+        )
         raw = f"{agreement.raw:.2f}" if agreement.raw is not None else "-"
-        console.print(safe_text(
-            f"  jury: {len(diagnosis.jury.answered)} of {len(diagnosis.jury.jurors)} answered, {diagnosis.jury.reducer}; "
-            f"agreement {raw} (Fleiss kappa {kappa}) over {agreement.n_modes} modes"
-        ))
+        console.print(
+            safe_text(
+                f"  jury: {len(diagnosis.jury.answered)} of {len(diagnosis.jury.jurors)} answered, {diagnosis.jury.reducer}; "
+                f"agreement {raw} (Fleiss kappa {kappa}) over {agreement.n_modes} modes"
+            )
+        )
     usage = diagnosis.usage
     if usage.cost_usd is not None:
         cost = f"${usage.cost_usd:.4f}"
     else:
         cost = "no LLM cost" if usage.llm_calls == 0 else "cost unknown"
     cached = ", cached" if usage.cached else ""
-    console.print(safe_text(
-        f"  {plural(usage.llm_calls, 'call')}, {usage.input_tokens}+{usage.output_tokens} tokens, {cost}, {usage.latency_s:.1f}s{cached}",
-        style="dim",
-    ))
+    console.print(
+        safe_text(
+            f"  {plural(usage.llm_calls, 'call')}, {usage.input_tokens}+{usage.output_tokens} tokens, {cost}, {usage.latency_s:.1f}s{cached}",
+            style="dim",
+        )
+    )
     for warning in diagnosis.warnings[:5]:
         console.print(safe_text(f"  warning: {warning}", style="yellow"))
     if len(diagnosis.warnings) > 5:
-        console.print(safe_text(f"  ... {len(diagnosis.warnings) - 5} more warnings (see --json)", style="yellow"))
+        console.print(
+            safe_text(f"  ... {len(diagnosis.warnings) - 5} more warnings (see --json)", style="yellow")
+        )
 
 
 @click.command("classify")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("--format", "format_", default="auto", show_default=True, envvar="MAST_FORMAT",
-              help="Source format (see `mast formats`).")
+@format_option
 @click.option("--json", "as_json", is_flag=True, help="Print each Diagnosis as one JSON line.")
 @judge_options
 @file_options
 @fail_on_option
 def command(
-    paths: tuple[str, ...], format_: str, as_json: bool, judge_config: JudgeConfig,
-    include: tuple[str, ...] = (), exclude: tuple[str, ...] = (), fail_on: str | None = None,
+    paths: tuple[str, ...],
+    format_: str,
+    as_json: bool,
+    judge_config: JudgeConfig,
+    include: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+    fail_on: str | None = None,
     follow_symlinks: bool = False,
 ) -> None:
     """Label the trace(s) in PATHS with the MAST failure modes.
@@ -179,6 +214,9 @@ async def _run(traces: Iterator[Trace], as_json: bool, config: JudgeConfig, foun
             else:
                 render_diagnosis(diagnosis, stdout)
             if diagnosis.status != "judged" and diagnosis.error is not None:
-                stderr.print(f"mast: {diagnosis.trace_id}: {diagnosis.status}: {diagnosis.error.message}",
-                             markup=False, highlight=False)
+                stderr.print(
+                    f"mast: {diagnosis.trace_id}: {diagnosis.status}: {diagnosis.error.message}",
+                    markup=False,
+                    highlight=False,
+                )
     return failed

@@ -10,7 +10,7 @@ import click
 import orjson
 
 from mast._outputs import terminal_safe
-from mast.cli._shared import stdout, write_line
+from mast.cli._shared import results_path, stdout, write_line
 from mast.errors import UsageError
 
 EXIT_WORSE = 3
@@ -43,8 +43,8 @@ def _codes(text: str) -> list[str]:
 
 
 @click.command("diff")
-@click.argument("base", type=click.Path(exists=True, dir_okay=False))
-@click.argument("new", type=click.Path(exists=True, dir_okay=False))
+@click.argument("base", type=click.Path(exists=True))
+@click.argument("new", type=click.Path(exists=True))
 @click.option("--key", default="auto", show_default=True, metavar="auto|trace_id|file|COLUMN",
               help="What identifies a task in both runs (auto: trace_id, else the source file name).")
 @click.option("--pairing", type=click.Choice(["auto", "paired", "unpaired"]), default="auto", show_default=True,
@@ -67,8 +67,11 @@ def command(
     \b
     mast diff v1.jsonl v2.jsonl
     mast diff v1.jsonl v2.jsonl --fail-if-worse 1.3,3.2 --threshold 0.05     for CI: exit 3 on a rise
+    mast diff HOOKS_FOLDER HOOKS_FOLDER       one folder, one file per judge (mast hooks): the two judges compared
     """  # noqa: D301 (click's \b keeps the example lines as they are)
     from mast.regression import changed_traces, diff, worse_modes
+
+    base, new = _runs(base, new)
 
     result = diff(base, new, key=key, pairing=pairing, level=level)  # type: ignore[arg-type]
     watched = _codes(fail_if_worse) if fail_if_worse else []
@@ -89,6 +92,29 @@ def command(
     if worse:
         click.echo(terminal_safe(f"mast: significant rise in {', '.join(worse)} (threshold {threshold:g})"), err=True)
         sys.exit(EXIT_WORSE)
+
+
+def _runs(base: str, new: str) -> tuple[str, str]:
+    """The two results files to compare; a folder (one results file per judge, as hooks write) gives its own.
+
+    The same folder twice compares its two last changed files (two judges of the same sessions);
+    two folders compare the same judge's file in each when they share one.
+    """
+    from pathlib import Path
+
+    if Path(base).is_dir() and Path(new).is_dir():
+        if Path(base).resolve() == Path(new).resolve():
+            older, newer = results_path(base, newest=2)
+            return older, newer
+        common = {p.name for p in Path(base).glob("*.jsonl")} & {p.name for p in Path(new).glob("*.jsonl")}
+        if common:
+            from mast.results import results_files
+
+            name = next(p.name for p in reversed(results_files(new)) if p.name in common)
+            return str(Path(base) / name), str(Path(new) / name)
+    (base_file,) = results_path(base)
+    (new_file,) = results_path(new)
+    return base_file, new_file
 
 
 def _print(result: Any, changed: Any, base: str, new: str, level: float, max_changed: int, worse: list[str]) -> None:

@@ -85,6 +85,7 @@ def command(
         _print_plan(plan)
         return
     from mast._sync import run_sync
+    from mast.discovery.stages import describe_drops
 
     result = run_sync(adiscover(list(paths), output, config=judge_config, results=results, options=options))
     _trace_view(output, results)
@@ -97,6 +98,8 @@ def command(
                          markup=False, highlight=False)
         for note in result.manifest["notes"]:
             click.echo(terminal_safe(f"mast: {note}"), err=True)
+        kept = result.manifest["open_coding"].get("open_coding", {}).get("codes")
+        stdout.print(describe_drops(result.manifest["dropped"], kept), markup=False, highlight=False)
         totals = result.manifest["totals"]
         cost = "unknown" if totals["cost_usd"] is None else f"${totals['cost_usd']:.4f}"
         stdout.print(f"{len(result.accepted)} accepted; {totals['calls']} calls ({totals['cached']} answered from the "

@@ -7,32 +7,91 @@ import click
 from mast.cli._shared import boot_seed_option, bootstrap_seed, stdout, write_line
 from mast.errors import UsageError
 
-_FORMATS = click.Choice(["auto", "diagnoses", "long", "wide", "mad", "mastlint", "present-list"])
+_FORMATS = click.Choice(["auto", "diagnoses", "long", "wide", "mad", "mastlint", "present-list", "review"])
 
 
 @click.command("evaluate")
-@click.option("--pred", "preds", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Predictions: results.jsonl or a label file. Give it twice (and no --gold) to compare two judges.")
-@click.option("--gold", type=click.Path(exists=True), help="Gold labels (CSV, JSONL, MAD, mast-lint); with --attribution, Who&When records.")
+@click.option(
+    "--pred",
+    "preds",
+    multiple=True,
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Predictions: results.jsonl or a label file. Give it twice (and no --gold) to compare two judges.",
+)
+@click.option(
+    "--gold",
+    type=click.Path(exists=True),
+    help="Gold labels (CSV, JSONL, MAD, mast-lint); with --attribution, Who&When records.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
-@click.option("--attribution", is_flag=True, help="Evaluate first_failure (agent, step) against Who&When-style gold.")
-@click.option("--n-boot", default=1000, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples of traces (0: no CIs).")
+@click.option(
+    "--attribution", is_flag=True, help="Evaluate first_failure (agent, step) against Who&When-style gold."
+)
+@click.option(
+    "--n-boot",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Bootstrap resamples of traces (0: no CIs).",
+)
 @boot_seed_option
-@click.option("--ties", type=click.Choice(["exclude", "present", "absent"]), default="exclude", show_default=True,
-              help="What a tied majority vote of several annotators becomes.")
-@click.option("-k", "--k", "k", default=1, show_default=True, type=click.IntRange(min=0), help="Step tolerance for --attribution.")
-@click.option("--pred-format", type=_FORMATS, default="auto", show_default=True, help="Format of the --pred files.")
-@click.option("--gold-format", type=_FORMATS, default="auto", show_default=True, help="Format of the --gold file.")
-@click.option("--jurors", is_flag=True,
-              help="Jury results (--jury/--samples): score each juror, the reduced verdict and inter-juror agreement.")
-@click.option("--taxonomy", default=None, metavar="NAME|FILE",
-              help="Taxonomy of the labels (e.g. a `mast discover` taxonomy.yaml) [default: mast-v3].")
-@click.option("--disagreements", "max_disagreements", default=20, show_default=True, type=click.IntRange(min=0),
-              help="Disagreements listed in the table (--json lists all).")
+@click.option(
+    "--ties",
+    type=click.Choice(["exclude", "present", "absent"]),
+    default="exclude",
+    show_default=True,
+    help="What a tied majority vote of several annotators becomes.",
+)
+@click.option(
+    "-k",
+    "--k",
+    "k",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Step tolerance for --attribution.",
+)
+@click.option(
+    "--pred-format", type=_FORMATS, default="auto", show_default=True, help="Format of the --pred files."
+)
+@click.option(
+    "--gold-format", type=_FORMATS, default="auto", show_default=True, help="Format of the --gold file."
+)
+@click.option(
+    "--jurors",
+    is_flag=True,
+    help="Jury results (--jury/--samples): score each juror, the reduced verdict and inter-juror agreement.",
+)
+@click.option(
+    "--taxonomy",
+    default=None,
+    metavar="NAME|FILE",
+    help="Taxonomy of the labels (e.g. a `mast discover` taxonomy.yaml) [default: mast-v3].",
+)
+@click.option(
+    "--disagreements",
+    "max_disagreements",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Disagreements listed in the table (--json lists all).",
+)
 def command(
-    preds: tuple[str, ...], gold: str | None, as_json: bool, attribution: bool, n_boot: int, seed: int, ties: str,
-    k: int, pred_format: str, gold_format: str, max_disagreements: int, jurors: bool = False,
-    taxonomy: str | None = None, old_seed: int | None = None,
+    preds: tuple[str, ...],
+    gold: str | None,
+    as_json: bool,
+    attribution: bool,
+    n_boot: int,
+    seed: int,
+    ties: str,
+    k: int,
+    pred_format: str,
+    gold_format: str,
+    max_disagreements: int,
+    jurors: bool = False,
+    taxonomy: str | None = None,
+    old_seed: int | None = None,
 ) -> None:
     """Measure how far predictions agree with gold labels (or with a second judge).
 
@@ -47,7 +106,9 @@ def command(
     seed = bootstrap_seed(seed, old_seed)
     if attribution:
         if len(preds) != 1 or gold is None:
-            raise UsageError("--attribution needs one --pred (results) and --gold (Who&When records or a table)")
+            raise UsageError(
+                "--attribution needs one --pred (results) and --gold (Who&When records or a table)"
+            )
         attr = evaluate_attribution(preds[0], gold, k=k, n_boot=n_boot, seed=seed)
         if as_json:
             write_line(attr.to_json())
@@ -85,4 +146,6 @@ def _jurors(preds: tuple[str, ...], gold: str | None, as_json: bool, **options: 
     if len(preds) != 1 or gold is None:
         raise UsageError("--jurors needs one --pred (jury results) and --gold")
     report = evaluate_jury(preds[0], gold, **options)  # type: ignore[arg-type]
-    write_line(report.to_json() if as_json else render_text(report.table(), width=max(stdout.width, 130)).rstrip())
+    write_line(
+        report.to_json() if as_json else render_text(report.table(), width=max(stdout.width, 130)).rstrip()
+    )

@@ -13,7 +13,7 @@ import click
 
 from mast.cli._shared import write_line
 from mast.cli._source_options import parse_duration
-from mast.errors import MastError
+from mast.errors import MastError, one_line
 
 _TOOL = click.argument("tool", type=click.Choice(["claude-code", "codex"]))
 _SCOPE_USER = click.option("--user", "scope", flag_value="user", default=True,
@@ -23,7 +23,7 @@ _SCOPE_PROJECT = click.option("--project", "scope", flag_value="project",
 _SETTINGS = click.option("--settings", "settings_file", type=click.Path(dir_okay=False, path_type=Path),
                          help="Edit this settings file instead.")
 _OUTPUT = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-                       help="Results file [default: one per project under the user's data folder, or $MAST_HOOKS_DIR].")
+                       help="Results file [default: one per judge in a folder per project under the user's data folder, or $MAST_HOOKS_DIR].")
 _QUIET = click.option("--quiet", default=None, metavar="DURATION",
                       help="After Stop or a Codex turn, label once the transcript was quiet this long [default: 5m].")
 
@@ -134,5 +134,7 @@ def label_command(transcript: Path, session: str, output: Path, quiet: str, tool
         line = hooks.label_session(transcript, session, output, quiet=parse_duration(quiet).total_seconds(),
                                    judge_options=_judge(options), tool=tool)  # type: ignore[arg-type]
     except MastError as exc:
-        line = f"session {session}: not labelled: {exc}"
+        line = f"session {session}: not labelled: {one_line(exc)}"
+    except Exception as exc:  # noqa: BLE001 - the log is all a detached process has: the reason, in one line
+        line = f"session {session}: not labelled: {type(exc).__name__}: {one_line(exc)}"
     write_line(f"{stamp} {line}")

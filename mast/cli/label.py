@@ -37,7 +37,7 @@ from mast.batch import (
 from mast.batch.breaker import DEFAULT_MAX_CONSECUTIVE_ERRORS, CircuitBreaker
 from mast.cli._judge_options import judge_options
 from mast.cli._run_control import fail_on_option, file_options, gate_exit, parse_fail_on, selection_options
-from mast.cli._shared import plural, stderr, write_line
+from mast.cli._shared import format_option, plural, stderr, write_line
 from mast.cli._source_options import SourceInputs, source_options
 from mast.diagnosis import Diagnosis
 from mast.engines import label
@@ -56,51 +56,111 @@ NOT_ASSESSED = "—"
 
 @click.command("label")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="Results file: .jsonl (one Diagnosis per line); .csv or .parquet also writes a table, "
-                   "resuming from the .jsonl of the same name.")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Results file: .jsonl (one Diagnosis per line); .csv or .parquet also writes a table, "
+    "resuming from the .jsonl of the same name.",
+)
 @judge_options
 @source_options
-@click.option("-j", "--concurrency", type=click.IntRange(1, 2000), default=8, show_default=True,
-              envvar="MAST_CONCURRENCY", help="Traces judged at the same time.")
-@click.option("--rpm", type=click.FloatRange(min=0, min_open=True), envvar="MAST_RPM",
-              help="Requests-per-minute limit.")
-@click.option("--tpm", type=click.FloatRange(min=0, min_open=True), envvar="MAST_TPM",
-              help="Tokens-per-minute limit (from estimated tokens, corrected by actual use).")
-@click.option("--budget-usd", type=click.FloatRange(min=0), envvar="MAST_BUDGET_USD",
-              help="Start no new trace once spend plus in-flight estimates would pass this many dollars.")
-@click.option("--max-consecutive-errors", type=click.IntRange(min=0), default=DEFAULT_MAX_CONSECUTIVE_ERRORS,
-              show_default=True, envvar="MAST_MAX_CONSECUTIVE_ERRORS",
-              help="Stop starting traces after this many in a row end in error (0: never).")
+@click.option(
+    "-j",
+    "--concurrency",
+    type=click.IntRange(1, 2000),
+    default=8,
+    show_default=True,
+    envvar="MAST_CONCURRENCY",
+    help="Traces judged at the same time.",
+)
+@click.option(
+    "--rpm", type=click.FloatRange(min=0, min_open=True), envvar="MAST_RPM", help="Requests-per-minute limit."
+)
+@click.option(
+    "--tpm",
+    type=click.FloatRange(min=0, min_open=True),
+    envvar="MAST_TPM",
+    help="Tokens-per-minute limit (from estimated tokens, corrected by actual use).",
+)
+@click.option(
+    "--budget-usd",
+    type=click.FloatRange(min=0),
+    envvar="MAST_BUDGET_USD",
+    help="Start no new trace once spend plus in-flight estimates would pass this many dollars.",
+)
+@click.option(
+    "--max-consecutive-errors",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_CONSECUTIVE_ERRORS,
+    show_default=True,
+    envvar="MAST_MAX_CONSECUTIVE_ERRORS",
+    help="Stop starting traces after this many in a row end in error (0: never).",
+)
 @click.option("--dry-run", is_flag=True, help="Count traces and estimate tokens and cost; call no LLM.")
 @click.option("--overwrite", is_flag=True, help="Start over: empty the results file instead of resuming.")
-@click.option("--format", "format_", default="auto", show_default=True, envvar="MAST_FORMAT",
-              help="Source format (see `mast formats`).")
+@format_option
 @click.option("--recursive/--no-recursive", default=True, show_default=True, help="Walk sub-folders.")
-@click.option("--shard", metavar="I/N", help="Judge only shard I of N (stable hash of the trace id): the "
-              "no-dependency way to split a corpus across machines (see --engine ray).")
-@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True, envvar="MAST_ENGINE",
-              help="local: this process; ray: a Ray cluster (pip install 'mast-judge[ray]'), same results file.")
-@click.option("--address", envvar="RAY_ADDRESS", help="--engine ray: the cluster to join ('auto': the running one) "
-              "[default: start Ray on this machine].")
-@click.option("--actors", type=click.IntRange(1, 4096), help="--engine ray: judge actors (each with -j calls in flight) "
-              "[default: one per 2 CPUs, at least 2].")
-@click.option("--router", type=click.Path(exists=True, dir_okay=False, path_type=Path), envvar="MAST_ROUTER",
-              help="litellm Router YAML (model_list of deployments with rpm/tpm, routing_strategy, fallbacks).")
-@click.option("--progress/--no-progress", "show_progress", default=None,
-              help="Progress on stderr: a live bar on a terminal; elsewhere (CI logs) a plain line every tenth "
-                   "of the run or 30 s. --no-progress: neither.")
+@click.option(
+    "--shard",
+    metavar="I/N",
+    help="Judge only shard I of N (stable hash of the trace id): the "
+    "no-dependency way to split a corpus across machines (see --engine ray).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    envvar="MAST_ENGINE",
+    help="local: this process; ray: a Ray cluster (pip install 'mast-judge[ray]'), same results file.",
+)
+@click.option(
+    "--address",
+    envvar="RAY_ADDRESS",
+    help="--engine ray: the cluster to join ('auto': the running one) [default: start Ray on this machine].",
+)
+@click.option(
+    "--actors",
+    type=click.IntRange(1, 4096),
+    help="--engine ray: judge actors (each with -j calls in flight) [default: one per 2 CPUs, at least 2].",
+)
+@click.option(
+    "--router",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    envvar="MAST_ROUTER",
+    help="litellm Router YAML (model_list of deployments with rpm/tpm, routing_strategy, fallbacks).",
+)
+@click.option(
+    "--progress/--no-progress",
+    "show_progress",
+    default=None,
+    help="Progress on stderr: a live bar on a terminal; elsewhere (CI logs) a plain line every tenth "
+    "of the run or 30 s. --no-progress: neither.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the final report as JSON on stdout.")
 @file_options
 @selection_options
 @fail_on_option
-@click.option("--batch-api", is_flag=True, envvar="MAST_BATCH_API",
-              help="Send the calls through the provider's batch API (about half price, results within 24 h); "
-                   "resumable: rerun the same command after any interruption.")
+@click.option(
+    "--batch-api",
+    is_flag=True,
+    envvar="MAST_BATCH_API",
+    help="Send the calls through the provider's batch API (about half price, results within 24 h); "
+    "resumable: rerun the same command after any interruption.",
+)
 @click.option("--batch-status", is_flag=True, help="Show the batches recorded for OUTPUT and stop.")
-@click.option("--batch-cancel", is_flag=True, help="Cancel the batches of OUTPUT still running at the provider.")
-@click.option("--batch-retry", type=click.Choice(["online", "batch"]), default="online", show_default=True,
-              help="Ask failed, expired or invalid batch items again online, or in a follow-up batch.")
+@click.option(
+    "--batch-cancel", is_flag=True, help="Cancel the batches of OUTPUT still running at the provider."
+)
+@click.option(
+    "--batch-retry",
+    type=click.Choice(["online", "batch"]),
+    default="online",
+    show_default=True,
+    help="Ask failed, expired or invalid batch items again online, or in a follow-up batch.",
+)
 def command(
     paths: tuple[str, ...],
     output: Path,
@@ -165,23 +225,56 @@ def command(
     plain = not stderr.is_terminal and show_progress is not False
     progress_on = progress_on and stderr.is_terminal
     gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
-    select = Selection(include=include, exclude=exclude, limit=limit, sample=sample, sample_seed=sample_seed,
-                       trace_ids=trace_ids, follow_symlinks=follow_symlinks)
-    common: dict[str, Any] = {"config": judge_config, "overwrite": overwrite, "format": format_, "recursive": recursive,
-              "shard": shard, "on_notice": _notice}
+    select = Selection(
+        include=include,
+        exclude=exclude,
+        limit=limit,
+        sample=sample,
+        sample_seed=sample_seed,
+        trace_ids=trace_ids,
+        follow_symlinks=follow_symlinks,
+    )
+    common: dict[str, Any] = {
+        "config": judge_config,
+        "overwrite": overwrite,
+        "format": format_,
+        "recursive": recursive,
+        "shard": shard,
+        "on_notice": _notice,
+    }
     if batch_api or batch_status or batch_cancel:
         # The provider's batch API (issue 14): every trace is read first, then submitted at once.
         from mast.cli.label_batch import BatchCommand, run_batch_command
 
         def read_items() -> list[WorkItem]:
-            return read_work_items(paths, output, format=format_, recursive=recursive, shard=shard,
-                                   select=replace(select, traces=sources.traces()), on_notice=_notice)
+            return read_work_items(
+                paths,
+                output,
+                format=format_,
+                recursive=recursive,
+                shard=shard,
+                select=replace(select, traces=sources.traces()),
+                on_notice=_notice,
+            )
 
-        sys.exit(run_batch_command(BatchCommand(
-            output=Path(output), judge_config=judge_config, status=batch_status, cancel=batch_cancel,
-            retry="batch" if batch_retry == "batch" else "online", dry_run=dry_run, overwrite=overwrite,
-            read_items=read_items, sources=sources, fail_on=gate, show_progress=progress_on, as_json=as_json,
-        )))
+        sys.exit(
+            run_batch_command(
+                BatchCommand(
+                    output=Path(output),
+                    judge_config=judge_config,
+                    status=batch_status,
+                    cancel=batch_cancel,
+                    retry="batch" if batch_retry == "batch" else "online",
+                    dry_run=dry_run,
+                    overwrite=overwrite,
+                    read_items=read_items,
+                    sources=sources,
+                    fail_on=gate,
+                    show_progress=progress_on,
+                    as_json=as_json,
+                )
+            )
+        )
     if dry_run:
         common["select"] = replace(select, traces=sources.traces())
         with stderr.status("reading traces...", spinner="dots") if progress_on else nullcontext():
@@ -200,11 +293,23 @@ def command(
     with _ProgressBar(total=expected, enabled=progress_on, plain=plain) as bar:
         # Store URLs are read a page at a time as the run goes; --write-back / --emit-otel are sinks,
         # fed as each result is written (mast.engines.label).
-        report = label([*paths, *sources.urls], output, query=sources.query, sinks=sources.sinks,
-                       sink_options=sources.sink_options, concurrency=concurrency, rpm=rpm, tpm=tpm,
-                       budget_usd=budget_usd, engine=engine, engine_options=engine_options,
-                       on_progress=bar.on_progress, catch_sigint=True,
-                       breaker=CircuitBreaker(max_consecutive_errors=max_consecutive_errors), **common)
+        report = label(
+            [*paths, *sources.urls],
+            output,
+            query=sources.query,
+            sinks=sources.sinks,
+            sink_options=sources.sink_options,
+            concurrency=concurrency,
+            rpm=rpm,
+            tpm=tpm,
+            budget_usd=budget_usd,
+            engine=engine,
+            engine_options=engine_options,
+            on_progress=bar.on_progress,
+            catch_sigint=True,
+            breaker=CircuitBreaker(max_consecutive_errors=max_consecutive_errors),
+            **common,
+        )
     _print_summary(report, judge_config, jsonl, output)
     if as_json:
         write_line(report.model_dump_json())
@@ -281,9 +386,13 @@ class _ProgressBar:
     def __exit__(self, *exc: object) -> None:
         self.progress.stop()
 
-    def on_progress(self, report: BatchReport, item: WorkItem, outcome: str, diagnosis: Diagnosis | None) -> None:
+    def on_progress(
+        self, report: BatchReport, item: WorkItem, outcome: str, diagnosis: Diagnosis | None
+    ) -> None:
         if item.whole_file:
-            self.progress.console.print(f"mast: skipped {file_error_line(item)}", markup=False, highlight=False)
+            self.progress.console.print(
+                f"mast: skipped {file_error_line(item)}", markup=False, highlight=False
+            )
             return
         if self.plain:
             self._plain_line(report)
@@ -304,7 +413,11 @@ class _ProgressBar:
                     self.progress.console.print(f"mast: {where}: {warning}", markup=False, highlight=False)
         if diagnosis is not None and diagnosis.status == "error" and outcome != "resumed":
             reason = diagnosis.error.message if diagnosis.error is not None else ""
-            if reason in self.reasons_shown and diagnosis.error is not None and diagnosis.error.type == "JudgeSetupError":
+            if (
+                reason in self.reasons_shown
+                and diagnosis.error is not None
+                and diagnosis.error.type == "JudgeSetupError"
+            ):
                 return  # the same setup error (no key, unknown model) for every trace: said once
             self.reasons_shown.add(reason)
             self.errors_shown += 1
@@ -312,8 +425,9 @@ class _ProgressBar:
                 line = result_error_line(diagnosis)
                 self.progress.console.print(f"mast: {line}", markup=False, highlight=False)
             elif self.errors_shown == MAX_ERROR_LINES + 1:
-                self.progress.console.print("mast: more errors: see the results file", markup=False, highlight=False)
-
+                self.progress.console.print(
+                    "mast: more errors: see the results file", markup=False, highlight=False
+                )
 
     def _plain_line(self, report: BatchReport) -> None:
         """One line after the first result, then every tenth (20 traces or more) or :data:`PLAIN_EVERY_S` s."""
@@ -339,7 +453,8 @@ class _ProgressBar:
             f"mast: progress: {report.done}{of} traces, {plural(report.failed, 'error')}, "
             f"{_tokens(report.input_tokens + report.output_tokens)} tokens, ${report.cost_usd:.4f}, "
             f"{_clock(elapsed)} elapsed{eta}",
-            markup=False, highlight=False,
+            markup=False,
+            highlight=False,
         )
 
 
@@ -377,11 +492,19 @@ def _print_plan(dry: DryRunPlan, as_json: bool) -> None:
     if dry.estimated_input_tokens is not None:
         cost = dry.estimated_cost_usd
         table.add_row("est. input tokens", f"{dry.estimated_input_tokens:,}")
-        per_answer = (f" ({dry.answer_tokens:,} per answer, as this judge's earlier answers)"
-                      if dry.answer_tokens else "")
+        per_answer = (
+            f" ({dry.answer_tokens:,} per answer, as this judge's earlier answers)"
+            if dry.answer_tokens
+            else ""
+        )
         table.add_row("est. output tokens", f"{dry.estimated_output_tokens or 0:,}{per_answer}")
-        table.add_row("est. cost", "unknown: no price for this model (give --price-input and --price-output, "
-                      "dollars per million tokens)" if cost is None else f"${cost:.4f}")
+        table.add_row(
+            "est. cost",
+            "unknown: no price for this model (give --price-input and --price-output, "
+            "dollars per million tokens)"
+            if cost is None
+            else f"${cost:.4f}",
+        )
     stderr.print(table)
     if dry.last_estimate:
         stderr.print(f"mast: {dry.last_estimate}", markup=False, highlight=False)
@@ -401,10 +524,14 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
     if report.abandoned:
         table.add_row("abandoned (redone on resume)", str(report.abandoned))
     if report.not_started:
-        table.add_row("not started", ("at least " if report.not_started_partial else "") + str(report.not_started))
+        table.add_row(
+            "not started", ("at least " if report.not_started_partial else "") + str(report.not_started)
+        )
     if report.file_errors:
         table.add_row("files skipped", str(len(report.file_errors)))
-    table.add_row("LLM calls", f"{report.llm_calls:,}" + (f" (+{report.cached} cached)" if report.cached else ""))
+    table.add_row(
+        "LLM calls", f"{report.llm_calls:,}" + (f" (+{report.cached} cached)" if report.cached else "")
+    )
     table.add_row("tokens in / out", f"{report.input_tokens:,} / {report.output_tokens:,}")
     cost = f"${report.cost_usd:.4f}" + (f" (+{report.cost_unknown} unpriced)" if report.cost_unknown else "")
     table.add_row("cost", cost)
@@ -444,13 +571,18 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
             + f"{left} "
             f"{'trace' if report.not_started == 1 and not report.not_started_partial else 'traces'} not started; "
             "run the same command again to continue",
-            markup=False, highlight=False,
+            markup=False,
+            highlight=False,
         )
     failed = report.failed
     if failed:
         parts = [plural(report.statuses.get("error", 0), "error")] if report.statuses.get("error") else []
         if report.statuses.get("unjudgeable"):
             parts.append(f"{report.statuses['unjudgeable']} unjudgeable")
-        stderr.print(f"mast: {' and '.join(parts)} of {plural(report.total, 'trace')} (see {jsonl})", markup=False, highlight=False)
+        stderr.print(
+            f"mast: {' and '.join(parts)} of {plural(report.total, 'trace')} (see {jsonl})",
+            markup=False,
+            highlight=False,
+        )
     if output != jsonl:
         stderr.print(f"mast: table written to {output}", markup=False, highlight=False)

@@ -7,7 +7,7 @@ import click
 from mast._outputs import terminal_safe
 from mast.batch.walk import no_traces_error, select_files
 from mast.cli._run_control import file_options
-from mast.cli._shared import plural, stderr, stdout, write_line
+from mast.cli._shared import format_option, plural, stderr, stdout, write_line
 from mast.errors import TraceFormatError
 from mast.normalize import formats, iter_traces
 from mast.trace import Trace
@@ -33,14 +33,22 @@ def _transcript(item: Trace) -> str:
 
 @click.command("normalize")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("--format", "format_", default="auto", show_default=True, envvar="MAST_FORMAT", help="Source format (see `mast formats`).")
+@format_option
 @click.option("--json", "as_json", is_flag=True, help="Print the normalised traces as JSON lines.")
-@click.option("--transcript", is_flag=True,
-              help="Print the numbered transcript the judge reads ([S<n>] per step, secrets redacted).")
+@click.option(
+    "--transcript",
+    is_flag=True,
+    help="Print the numbered transcript the judge reads ([S<n>] per step, secrets redacted).",
+)
 @file_options
 def command(
-    paths: tuple[str, ...], format_: str, as_json: bool, transcript: bool,
-    include: tuple[str, ...] = (), exclude: tuple[str, ...] = (), follow_symlinks: bool = False,
+    paths: tuple[str, ...],
+    format_: str,
+    as_json: bool,
+    transcript: bool,
+    include: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+    follow_symlinks: bool = False,
 ) -> None:
     """Read trace files of any supported format and print them normalised.
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import click
 
 from mast.cli._judge_options import _read_patterns
-from mast.cli._shared import boot_seed_option, bootstrap_seed, stdout
+from mast.cli._shared import boot_seed_option, bootstrap_seed, results_path, stdout
 from mast.errors import UsageError
 
 
 @click.command("report")
-@click.argument("results", type=click.Path(exists=True, dir_okay=False))
+@click.argument("results", type=click.Path(exists=True))
 @click.option("--gold", type=click.Path(exists=True, dir_okay=False), help="Gold labels: adds agreement and disagreement sections.")
 @click.option("-o", "--output", default="report.html", show_default=True, type=click.Path(dir_okay=False), help="HTML file to write.")
 @click.option("--title", help="Page title.")
@@ -28,6 +28,7 @@ def command(results: str, gold: str | None, output: str, title: str | None, n_bo
     mast report results.jsonl -o report.html
     mast report results.jsonl --gold gold.csv -o report.html
     mast report v2.jsonl --base v1.jsonl -o report.html           adds what changed since v1
+    mast report HOOKS_FOLDER -o report.html                        a folder of one file per judge: the last changed
     """  # noqa: D301 (click's \b keeps the example lines as they are)
     from mast.report import write_report
 
@@ -35,6 +36,7 @@ def command(results: str, gold: str | None, output: str, title: str | None, n_bo
     if not output.lower().endswith((".html", ".htm")):
         raise UsageError(f"-o {output}: mast report writes one HTML file; use a name ending in .html")
 
+    (results,) = results_path(results)
     path = write_report(results, output, gold=gold, title=title, n_boot=n_boot, seed=seed, base=base,
                         redact_patterns=redact_patterns or ())
     stdout.print(f"wrote {path}", markup=False, highlight=False)

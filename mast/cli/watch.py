@@ -11,6 +11,7 @@ from types import FrameType
 import click
 
 from mast.batch import ResultsFile, configured_judge
+from mast.batch.mixing import check_one_judge
 from mast.batch.watch import DEFAULT_QUIET, PollReport, Watcher
 from mast.cli._judge_options import judge_options
 from mast.cli._shared import stderr
@@ -82,6 +83,9 @@ def command(
     interval = parse_duration(every).total_seconds()
     query = TraceQuery(since=parse_time(since) if since else None, root_names=root_names, filter=store_filter or None)
     judge = configured_judge(judge_config)
+    # The watcher appends to -o as label does: a file of another judge's answers (an earlier watch
+    # with the detectors, another endpoint) is refused before anything is judged, not mixed into.
+    check_one_judge(output, judge.info)
     notice = judge_notice(judge_config) if not judge_config.jury else None
     if notice:
         stderr.print(f"mast: {notice}", markup=False, highlight=False)

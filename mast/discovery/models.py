@@ -81,6 +81,8 @@ class Candidate(_Model):
     status: Literal["refused", "accepted", "merged", "candidate", "not gated"] = "candidate"
     reason: str = ""
     """Why: the figures behind the decision."""
+    refused_for: Literal["prevalence", "catch-all", "unnamed"] | None = None
+    """The kind of reason a refused candidate was refused for (counted in the run's drop summary)."""
     gate: list[GateFigures] = []
     revised: bool = False
     merged_into: str | None = None

@@ -353,6 +353,8 @@ async def _open_code_part(run: _Run, caller: Caller, ids: Sequence[str], by_id: 
         "traces": len(ids), "open_coded": len(chosen), "windows": sum(c.windows for c in codings),
         "codes": sum(len(c.codes) for c in codings), "covered_by_mast": sum(c.covered for c in codings),
         "unverified_dropped": sum(c.unverified for c in codings),
+        "no_quote_dropped": sum(c.no_quote for c in codings),
+        "repeated_dropped": sum(c.repeated for c in codings),
         "windows_failed": sum(len(c.failed or []) for c in codings),
     }
     failed = [line for c in codings for line in (c.failed or [])]

@@ -80,6 +80,10 @@ class OpenCoding:
     """Codes the coder said a MAST mode explains."""
     unverified: int = 0
     """Codes whose quote is not in the trace (dropped)."""
+    no_quote: int = 0
+    """Codes without a quote (dropped: nothing to check them against)."""
+    repeated: int = 0
+    """Codes repeating a label already kept for this trace (dropped)."""
     windows: int = 0
     failed: list[str] | None = None
     """Why windows got no valid answer (the rest of the trace is still coded; a rerun asks again)."""
@@ -121,22 +125,60 @@ async def open_code(
             if _covered(item.covered_by, base):
                 result.covered += 1
                 continue
+            if not item.quote.strip():
+                result.no_quote += 1
+                continue
             step = item.step if material.verify(item.step, item.quote) else None
             if step is None:
                 # Evidence is checked like the judge's: a quote found in another step of this window
                 # is kept at that step; a quote found nowhere is dropped.
                 other = material.find_quote(item.quote)
                 step = other if other is not None and window.first <= other <= window.last else None
-            if step is None or not item.quote.strip():
+            if step is None:
                 result.unverified += 1
                 continue
             key = " ".join(item.label.lower().split())
             if key in seen:
+                result.repeated += 1
                 continue
             seen.add(key)
             result.codes.append(OpenCode(trace_id=trace.trace_id, step=step, quote=item.quote.strip(),
                                          label=item.label.strip(), description=item.description.strip(), window=number))
     return result
+
+
+# What was thrown away, by reason: the counts the CLI line, the manifest and the report show, so a run
+# that accepts nothing says why (a coder whose quotes never match the trace, codes MAST explains...).
+CODE_DROPS = {
+    "covered_by_mast": "explained by a MAST mode",
+    "unverified_dropped": "quote not found in the trace",
+    "no_quote_dropped": "no quote",
+    "repeated_dropped": "label repeated within a trace",
+    "windows_failed": "windows without a valid answer",
+}
+CANDIDATE_DROPS = {
+    "prevalence": "in too few traces",
+    "catch-all": "catch-all",
+    "unnamed": "could not be named",
+}
+
+
+def drop_counts(open_coding: dict[str, Any], candidates: Iterable[Candidate]) -> dict[str, dict[str, int]]:
+    """Open codes and candidates dropped, by reason (the ``open_coding`` stage's counts and the refusals)."""
+    coded = open_coding.get("open_coding", {})
+    refused = Counter(str(c.refused_for) for c in candidates if c.status == "refused" and c.refused_for)
+    return {
+        "codes": {key: int(coded.get(key, 0)) for key in CODE_DROPS},
+        "candidates": {key: refused.get(key, 0) for key in CANDIDATE_DROPS},
+    }
+
+
+def describe_drops(drops: dict[str, dict[str, int]], kept_codes: int | None = None) -> str:
+    """One line: every reason a code or a candidate was dropped, with its count (zeros included)."""
+    codes = ", ".join(f"{drops['codes'].get(key, 0)} {text}" for key, text in CODE_DROPS.items())
+    candidates = ", ".join(f"{drops['candidates'].get(key, 0)} {text}" for key, text in CANDIDATE_DROPS.items())
+    kept = "" if kept_codes is None else f"{kept_codes} open codes kept; "
+    return f"{kept}dropped codes: {codes}; refused candidates: {candidates}"
 
 
 def _covered(value: str | None, base: Taxonomy) -> bool:
@@ -259,12 +301,12 @@ async def consolidate(
             labels=list(dict.fromkeys(labels))[:10], nearest_candidate=nearest, examples=_examples(members),
         )
         if len(traces) < options.min_traces:
-            candidate.status = "refused"
+            candidate.status, candidate.refused_for = "refused", "prevalence"
             candidate.reason = (f"prevalence {len(traces)}/{n_traces} traces, below the minimum of "
                                 f"{options.min_traces} traces")
             return candidate
         if share > options.catch_all_share and cohesion < options.catch_all_cohesion and len(set(labels)) > 2:
-            candidate.status = "refused"
+            candidate.status, candidate.refused_for = "refused", "catch-all"
             candidate.reason = (f"catch-all: holds {len(members)} of {total} codes ({share:.0%}) with a mean "
                                 f"similarity of {cohesion:.2f} to its centre (< {options.catch_all_cohesion})")
             return candidate
@@ -282,7 +324,7 @@ async def consolidate(
         except JudgeSetupError:
             raise
         except JudgeError as exc:
-            candidate.status = "refused"
+            candidate.status, candidate.refused_for = "refused", "unnamed"
             candidate.reason = f"could not be named (a rerun asks again): {one_line(exc)}"
             return candidate
         assert isinstance(answer, CandidateAnswer)
@@ -293,7 +335,7 @@ async def consolidate(
         candidate.nearest_mast = _code_or_none(answer.nearest_mast, base)
         candidate.relation, candidate.category = _relation(answer, base)
         if not answer.coherent:
-            candidate.status = "refused"
+            candidate.status, candidate.refused_for = "refused", "catch-all"
             candidate.reason = (f"catch-all: its {len(members)} codes describe several different failures "
                                 f"(judged incoherent when naming it; similarity {cohesion:.2f})")
         return candidate

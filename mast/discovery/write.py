@@ -22,6 +22,7 @@ import yaml
 from mast.__about__ import __version__
 from mast.discovery._llm import PROMPT_VERSION
 from mast.discovery.models import SCHEMA_VERSION, Candidate
+from mast.discovery.stages import CANDIDATE_DROPS, CODE_DROPS, drop_counts
 from mast.taxonomy import Taxonomy
 from mast.trace import Trace
 
@@ -143,6 +144,7 @@ def manifest(run: _Run, state: dict[str, Any], candidates: Sequence[Candidate], 
         "split": state.get("split"),
         "traces": n_traces,
         "open_coding": state.get("open_coding", {}),
+        "dropped": drop_counts(state.get("open_coding", {}), candidates),
         "stages": {name: vars(spend) for name, spend in run.spend.stages.items()},
         "totals": totals,
         "runs": runs,
@@ -217,6 +219,7 @@ def report_html(result: DiscoveryResult) -> str:
                      f"<td>{_e(c.relation)}</td><td>{c.n_traces}</td><td>{c.prevalence:.0%}</td><td>{_e(kappa)}</td>"
                      f"<td class='{_e(c.status.replace(' ', '-'))}'>{_e(c.status)}</td></tr>")
     parts.append("</table>")
+    parts.append(_dropped(m))
     for c in result.candidates:
         parts.append(_mode_card(c))
     parts.append(_stability(result))
@@ -224,6 +227,18 @@ def report_html(result: DiscoveryResult) -> str:
     parts.append(_spend(m))
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _dropped(m: dict[str, Any]) -> str:
+    """What open coding and consolidation threw away, by reason: why a run accepts nothing."""
+    drops = m.get("dropped") or {"codes": {}, "candidates": {}}
+    kept = (m.get("open_coding") or {}).get("open_coding", {}).get("codes")
+    rows = [f"<tr><td>open code</td><td>{_e(text)}</td><td>{int(drops['codes'].get(key, 0))}</td></tr>"
+            for key, text in CODE_DROPS.items()]
+    rows += [f"<tr><td>candidate</td><td>{_e(text)}</td><td>{int(drops['candidates'].get(key, 0))}</td></tr>"
+             for key, text in CANDIDATE_DROPS.items()]
+    return (f"<h2>Dropped</h2><p>{_e(kept if kept is not None else '—')} open codes kept; these were not:</p>"
+            "<table><tr><th>what</th><th>reason</th><th>count</th></tr>" + "".join(rows) + "</table>")
 
 
 def _mode_card(c: Candidate) -> str:

@@ -97,7 +97,9 @@ class JudgeTally:
         counts = ", ".join(f"{name}: {count}" for name, count in self.names().items())
         raise EvaluationError(
             f"{source} mixes {len(self._counts)} judges ({counts}); label each judge into its own results file "
-            "(mast label -o, or --overwrite), then compare them with mast evaluate --pred a.jsonl --pred b.jsonl"
+            "(mast label -o, or --overwrite), then compare them with mast evaluate --pred a.jsonl --pred b.jsonl; "
+            "a file written by mast hooks before they kept one file per judge: move it aside, the hook now writes "
+            "<project folder>/<judge>.jsonl, and mast report / mast diff take that folder"
         )
 
 

@@ -32,6 +32,8 @@ File shapes :func:`read_labels` understands (``format="auto"`` picks by content)
   ``role="pred"`` reads the judge's findings (a finding listed = present, every other mode absent),
   ``role="gold"`` the human labels (only the modes the gold lists are assessed).
 * ``present-list``: ``{"modes": [...], "labels": {trace_id: {"present": [codes]}}}`` gold files.
+* ``review``: the gold JSONL ``mast review`` writes (:mod:`mast.gold`): the last value of each
+  reviewer's cells from the random queue (``unsure`` and improve-queue cells are left out).
 
 Example:
     >>> table = label_table([{"trace_id": "t1", "code": "FM-1.3", "present": 1}])
@@ -62,7 +64,7 @@ from mast.taxonomy import Taxonomy, load_taxonomy, normalize_code
 LABEL_COLUMNS = ("trace_id", "code", "present", "annotator", "confidence", "evidence")
 """Columns of a label table, in order."""
 
-LabelFormat = Literal["auto", "diagnoses", "long", "wide", "mad", "mastlint", "present-list"]
+LabelFormat = Literal["auto", "diagnoses", "long", "wide", "mad", "mastlint", "present-list", "review"]
 Role = Literal["pred", "gold"]
 LabelSource: TypeAlias = str | os.PathLike[str] | pd.DataFrame | Iterable[Diagnosis]
 """What :func:`read_labels` accepts: a path, a DataFrame (long or wide), or diagnoses."""
@@ -98,7 +100,9 @@ def parse_present(value: Any, *, where: str = "") -> bool | None:
             return False
         if text in _MISSING:
             return None
-    raise EvaluationError(f"{where}: label {value!r} is not a yes/no value (1/0, true/false, yes/no)".lstrip(": "))
+    raise EvaluationError(
+        f"{where}: label {value!r} is not a yes/no value (1/0, true/false, yes/no)".lstrip(": ")
+    )
 
 
 def normalize_label_code(code: Any, taxonomy: Taxonomy, *, where: str = "") -> str:
@@ -109,7 +113,9 @@ def normalize_label_code(code: Any, taxonomy: Taxonomy, *, where: str = "") -> s
         raise EvaluationError(f"{where}: {exc}".lstrip(": ")) from exc
     if normal not in taxonomy.codes:
         raise EvaluationError(
-            f"{where}: mode {code!r} is not in taxonomy {taxonomy.version} ({', '.join(taxonomy.codes)})".lstrip(": ")
+            f"{where}: mode {code!r} is not in taxonomy {taxonomy.version} ({', '.join(taxonomy.codes)})".lstrip(
+                ": "
+            )
         )
     return normal
 
@@ -132,7 +138,9 @@ def label_table(
     values: dict[Any, bool | None] = {}
     for n, row in enumerate(rows):
         line = row.get(LINE_COLUMN)
-        where = f"{source or 'labels'} line {line}" if line is not None else f"{source or 'labels'} row {n + 1}"
+        where = (
+            f"{source or 'labels'} line {line}" if line is not None else f"{source or 'labels'} row {n + 1}"
+        )
         if "trace_id" not in row or _is_missing(row["trace_id"]):
             raise EvaluationError(f"{where}: no trace_id")
         if "code" not in row:
@@ -159,7 +167,9 @@ def label_table(
                 "present": present,
                 "annotator": None if _is_missing(annotator) else str(annotator),
                 "confidence": math.nan if confidence is None else _confidence(confidence, where),
-                "evidence": "" if evidence is None or evidence == "" or _is_missing(evidence) else str(evidence),
+                "evidence": ""
+                if evidence is None or evidence == "" or _is_missing(evidence)
+                else str(evidence),
             }
         )
     return _finish(pd.DataFrame.from_records(records, columns=list(LABEL_COLUMNS)), source)
@@ -181,7 +191,9 @@ def check_label_table(frame: pd.DataFrame, *, taxonomy: Taxonomy | None = None) 
 
 def _finish(frame: pd.DataFrame, source: str | None) -> pd.DataFrame:
     # Plain object strings: pandas' Arrow-backed default is slow to iterate and group row by row.
-    frame = frame.astype({"trace_id": object, "code": object, "evidence": object, "present": bool, "confidence": float})
+    frame = frame.astype(
+        {"trace_id": object, "code": object, "evidence": object, "present": bool, "confidence": float}
+    )
     frame["annotator"] = frame["annotator"].astype(object).where(frame["annotator"].notna(), None)
     keys = ["trace_id", "code", "annotator"]
     keyed = frame.assign(annotator=frame["annotator"].fillna(""))
@@ -237,7 +249,9 @@ def _from_wide(frame: pd.DataFrame, taxonomy: Taxonomy, source: str) -> pd.DataF
         except ValueError:
             continue  # metadata columns (framework, notes...) are allowed beside the codes
         if code not in taxonomy.codes:
-            raise EvaluationError(f"{source}: column {column!r} names mode {code}, not in taxonomy {taxonomy.version}")
+            raise EvaluationError(
+                f"{source}: column {column!r} names mode {code}, not in taxonomy {taxonomy.version}"
+            )
         code_columns[str(column)] = code
     if not code_columns:
         raise EvaluationError(f"{source}: no column named after a failure mode (expected e.g. 1.1 or FM-1.1)")
@@ -322,11 +336,16 @@ def labels_from_diagnoses(
             confidence.append(math.nan if verdict.confidence is None else verdict.confidence)
             evidence.append(texts.setdefault(text, text))
     tally.check(source)
-    frame = pd.DataFrame({
-        "trace_id": pd.Series(trace_ids, dtype=object), "code": pd.Series(codes, dtype=object),
-        "present": np.frombuffer(present, dtype=np.int8).astype(bool), "annotator": None,
-        "confidence": np.frombuffer(confidence, dtype=np.float64), "evidence": pd.Series(evidence, dtype=object),
-    })
+    frame = pd.DataFrame(
+        {
+            "trace_id": pd.Series(trace_ids, dtype=object),
+            "code": pd.Series(codes, dtype=object),
+            "present": np.frombuffer(present, dtype=np.int8).astype(bool),
+            "annotator": None,
+            "confidence": np.frombuffer(confidence, dtype=np.float64),
+            "evidence": pd.Series(evidence, dtype=object),
+        }
+    )
     del trace_ids, codes, evidence
     # One judge per results file: its name is kept in attrs, not as a second "annotator" to vote with.
     table = _finish(frame, source)
@@ -374,6 +393,10 @@ def read_labels(
     name = str(path)
     if kind == "diagnoses":
         return labels_from_diagnoses(iter_results(path), taxonomy=tax, source=name)
+    if kind == "review":
+        from mast.gold import iter_events, label_rows
+
+        return label_table(label_rows(iter_events(path)), taxonomy=tax, source=name)
     if kind in ("long", "wide"):
         from mast.evaluation.sourcekeys import add_source_keys
 
@@ -385,8 +408,10 @@ def read_labels(
             kind = "long"  # trace_id,mode,label: the long form under other names
         if kind == "long" and not {"trace_id", "code", "present"} <= set(frame.columns):
             found = ", ".join(given[:8]) or "none"
-            raise EvaluationError(f"{path}: long labels need columns trace_id, code (or mode), present (or label); "
-                                  f"found columns: {found}")
+            raise EvaluationError(
+                f"{path}: long labels need columns trace_id, code (or mode), present (or label); "
+                f"found columns: {found}"
+            )
         if kind == "wide" and "trace_id" not in frame.columns:
             found = ", ".join(given[:8]) or "none"
             raise EvaluationError(
@@ -398,7 +423,9 @@ def read_labels(
     from mast.evaluation import mad
 
     if kind == "mad":
-        return mad.labels_from_mad(iter_json_records(path), taxonomy=tax, source=name, trace_id_prefix=trace_id_prefix)
+        return mad.labels_from_mad(
+            iter_json_records(path), taxonomy=tax, source=name, trace_id_prefix=trace_id_prefix
+        )
     if kind == "mastlint":
         if role is None:
             raise EvaluationError(
@@ -526,7 +553,9 @@ def sniff_format(path: Path) -> LabelFormat:
         has_present = "present" in columns or bool(columns & set(PRESENT_ALIASES))
         return "long" if has_code and has_present else "wide"
     if suffix not in (".json", ".jsonl", ".ndjson"):
-        raise EvaluationError(f"{path}: cannot tell the label format from the name; use .csv, .json or .jsonl")
+        raise EvaluationError(
+            f"{path}: cannot tell the label format from the name; use .csv, .json or .jsonl"
+        )
     try:
         first = next(iter(iter_json_records(path)), None)
     except EvaluationError:
@@ -537,6 +566,8 @@ def sniff_format(path: Path) -> LabelFormat:
         keys = set(first)
         if "failure_modes" in keys or str(first.get("schema_version", "")).startswith("mast-diagnosis"):
             return "diagnoses"
+        if str(first.get("schema_version", "")).startswith("mast-gold"):
+            return "review"
         if {"modes", "labels"} <= keys:
             return "present-list"
         if {"report", "gold"} <= keys:

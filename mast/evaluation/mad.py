@@ -16,7 +16,7 @@ task outcomes...") and "lack of critical verification" as its 3.3 *Incorrect Ver
 those definitions, so by default the drafts map that way (``verification="paper"``, which also
 agrees with mast-lint's remapping of the same records). MAD's final human round, however, prints
 the *critical* body under the 3.2 title and the *result* body under 3.3, and
-the crosswalk ``data/reference/mad-code-crosswalk.csv`` (in the repository) maps the drafts by that layout;
+the crosswalk below (checked by the tests against a reference table kept beside the repository) maps the drafts by that layout;
 ``verification="mad-layout"`` does the same. Final-round codes are taken as given either way.
 
 The LLM-labelled full set carries ``mast_annotation: {"1.1": 0, "1.2": 1, ...}`` in final codes.

@@ -78,8 +78,14 @@ class TraceView:
     100,000 lines makes a page that opens.
     """
 
-    def __init__(self, gold: pd.DataFrame | None = None, *, redact_patterns: tuple[tuple[str, str], ...] = ()) -> None:
-        self._transcripts = _TranscriptReader(redact_patterns)
+    def __init__(
+        self,
+        gold: pd.DataFrame | None = None,
+        *,
+        redact_patterns: tuple[tuple[str, str], ...] = (),
+        results: Path | None = None,
+    ) -> None:
+        self._transcripts = _TranscriptReader(redact_patterns, results=results)
         self._gold = _gold_votes(gold) if gold is not None else {}
         self._spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES, mode="w+", encoding="utf-8")
         self.count = 0
@@ -129,7 +135,9 @@ class TraceView:
             "same rules and options as the run (secrets show as [REDACTED:kind]); it is shown only when the source "
             "file still holds the judged trace (same content hash). Each cited quote is highlighted in its step; "
             "unverified quotes (not found in the cited step) are listed in red.</p>"
-            + controls + table + "<div id='trace-detail' hidden></div>"
+            + controls
+            + table
+            + "<div id='trace-detail' hidden></div>"
             + "<script type='application/json' id='mast-traces'>["
         )
         self._spool.seek(0)
@@ -140,6 +148,21 @@ class TraceView:
     def close(self) -> None:
         """Drop the spooled rows."""
         self._spool.close()
+
+
+class TraceRows:
+    """One trace's detailed row as this view draws it: the redacted transcript, marks, verdicts (``mast review``).
+
+    The same rules as the report: the transcript is shown only when the source file still holds the
+    judged trace (same content hash), redacted with the run's options.
+    """
+
+    def __init__(self, *, redact_patterns: tuple[tuple[str, str], ...] = ()) -> None:
+        self._transcripts = _TranscriptReader(redact_patterns)
+
+    def row(self, diagnosis: Diagnosis) -> dict[str, Any]:
+        """The row of ``diagnosis`` (JSON-ready), with its transcript and evidence."""
+        return _row(diagnosis, self._transcripts, {})
 
 
 def script_text() -> str:
@@ -176,24 +199,45 @@ def _row(diagnosis: Diagnosis, transcripts: _TranscriptReader, gold: dict[str, l
         by_index = {s.index: s for s in trace.steps}
         for index, text in material.blocks:
             agent = by_index[index].agent if index in by_index else None
-            steps.append(_step(index, scrub(agent) if agent else agent, text,
-                               [_scrubbed(e, scrub) for e in cited.get(index, [])]))
+            steps.append(
+                _step(
+                    index,
+                    scrub(agent) if agent else agent,
+                    text,
+                    [_scrubbed(e, scrub) for e in cited.get(index, [])],
+                )
+            )
         agents = sorted({scrub(a.name) for a in trace.agents if a.name})
         task = scrub(trace.task or "")
         if diagnosis.judge.params.get("redact") is False:
             note = _UNREDACTED_RUN
     first = diagnosis.first_failure
-    if first and first.agent and scrub(first.agent) not in agents:
+    # The agent filter offers the trace's own agents; a first failure's agent joins them only when
+    # the trace could not be read (an older result may name one the trace does not have).
+    if trace is None and first and first.agent and scrub(first.agent) not in agents:
         agents.append(scrub(first.agent))
-    modes = [{"code": v.code, "name": v.name, "present": v.present, "confidence": v.confidence,
-              "explanation": scrub(v.explanation), "gold": gold.get(v.code),
-              "evidence": [{"step": e.step, "quote": scrub(e.quote), "verified": e.verified} for e in v.evidence]}
-             for v in diagnosis.failure_modes]
+    modes = [
+        {
+            "code": v.code,
+            "name": v.name,
+            "present": v.present,
+            "confidence": v.confidence,
+            "explanation": scrub(v.explanation),
+            "gold": gold.get(v.code),
+            "hints": [scrub(h) for h in v.hints or []],
+            "evidence": [
+                {"step": e.step, "quote": scrub(e.quote), "verified": e.verified} for e in v.evidence
+            ],
+        }
+        for v in diagnosis.failure_modes
+    ]
     return _view_row(diagnosis, task=task, note=note, agents=agents, modes=modes, steps=steps, scrub=scrub)
 
 
-_UNREDACTED_RUN = ("This run did not redact what it sent to the judge; the page shows the transcript redacted with "
-                   "the default rules all the same.")
+_UNREDACTED_RUN = (
+    "This run did not redact what it sent to the judge; the page shows the transcript redacted with "
+    "the default rules all the same."
+)
 
 
 def _scrubbed(evidence: Evidence, scrub: Scrub) -> Evidence:
@@ -203,19 +247,46 @@ def _scrubbed(evidence: Evidence, scrub: Scrub) -> Evidence:
 def _compact_row(diagnosis: Diagnosis, gold: dict[str, list[bool]], scrub: Scrub) -> dict[str, Any]:
     """A row past the detail budget: what the table shows and the verdicts found, no transcript or quotes."""
     first = diagnosis.first_failure
-    modes = [{"code": v.code, "name": v.name, "present": v.present, "confidence": v.confidence,
-              "explanation": scrub(v.explanation), "gold": gold.get(v.code), "evidence": []}
-             for v in diagnosis.failure_modes if v.present or v.code in gold]
-    return _view_row(diagnosis, task="", note=_LEFT_OUT, agents=[scrub(first.agent)] if first and first.agent else [],
-                     modes=modes, steps=[], scrub=scrub)
+    modes = [
+        {
+            "code": v.code,
+            "name": v.name,
+            "present": v.present,
+            "confidence": v.confidence,
+            "explanation": scrub(v.explanation),
+            "gold": gold.get(v.code),
+            "hints": [scrub(h) for h in v.hints or []],
+            "evidence": [],
+        }
+        for v in diagnosis.failure_modes
+        if v.present or v.code in gold or v.hints
+    ]
+    return _view_row(
+        diagnosis,
+        task="",
+        note=_LEFT_OUT,
+        agents=[scrub(first.agent)] if first and first.agent else [],
+        modes=modes,
+        steps=[],
+        scrub=scrub,
+    )
 
 
-def _view_row(diagnosis: Diagnosis, *, task: str, note: str | None, agents: list[str],
-              modes: list[dict[str, Any]], steps: list[dict[str, Any]], scrub: Scrub) -> dict[str, Any]:
+def _view_row(
+    diagnosis: Diagnosis,
+    *,
+    task: str,
+    note: str | None,
+    agents: list[str],
+    modes: list[dict[str, Any]],
+    steps: list[dict[str, Any]],
+    scrub: Scrub,
+) -> dict[str, Any]:
     """One row of the trace view; the detailed and the compact row differ only in the arguments."""
     first = diagnosis.first_failure
     usage = diagnosis.usage
     return {
+        "key": row_key(diagnosis),
         "id": diagnosis.trace_id,
         "status": diagnosis.status,
         "error": scrub(diagnosis.error.message) if diagnosis.error else None,
@@ -225,12 +296,22 @@ def _view_row(diagnosis: Diagnosis, *, task: str, note: str | None, agents: list
         "agents": agents,
         "summary": scrub(diagnosis.summary),
         "task_completed": diagnosis.task_completed,
-        "first_failure": first.model_copy(update={"agent": scrub(first.agent) if first.agent else first.agent,
-                                                  "explanation": scrub(first.explanation)}).model_dump()
-        if first else None,
-        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                  "cost_usd": usage.cost_usd, "llm_calls": usage.llm_calls, "latency_s": round(usage.latency_s, 3),
-                  "cached": usage.cached},
+        "first_failure": first.model_copy(
+            update={
+                "agent": scrub(first.agent) if first.agent else first.agent,
+                "explanation": scrub(first.explanation),
+            }
+        ).model_dump()
+        if first
+        else None,
+        "usage": {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cost_usd": usage.cost_usd,
+            "llm_calls": usage.llm_calls,
+            "latency_s": round(usage.latency_s, 3),
+            "cached": usage.cached,
+        },
         "judge": diagnosis.judge.model or diagnosis.judge.kind,
         "modes": modes,
         "steps": steps,
@@ -299,14 +380,17 @@ class _TranscriptReader:
     content hash is never looked up, and a file is shown only through a trace with that hash.
     """
 
-    def __init__(self, patterns: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(self, patterns: tuple[tuple[str, str], ...] = (), *, results: Path | None = None) -> None:
         self._files: OrderedDict[str, list[Trace] | str] = OrderedDict()
+        self._results_dir = results.parent if results is not None else None
         self._patterns = patterns
         self._fingerprint: str | None = None
         self._fingerprinted = False
         self._redactors: dict[bool, Redactor] = {}
 
-    def scrubber(self, diagnosis: Diagnosis) -> tuple[Scrub, tuple[bool, tuple[tuple[str, str], ...]], str | None]:
+    def scrubber(
+        self, diagnosis: Diagnosis
+    ) -> tuple[Scrub, tuple[bool, tuple[tuple[str, str], ...]], str | None]:
         """How to redact this result's texts, the options for its transcript, and why it is withheld (or ``None``).
 
         The run's options come from the result (``judge.params``): ``redact_ips`` as it was, custom
@@ -325,8 +409,10 @@ class _TranscriptReader:
         recorded = params.get("redact_patterns")
         withheld = None
         if recorded and recorded != self._custom_fingerprint():
-            withheld = (f"the run redacted with custom patterns ({recorded}) this report does not have: transcript not "
-                        "shown; set MAST_REDACT_PATTERNS to the run's patterns file to show it")
+            withheld = (
+                f"the run redacted with custom patterns ({recorded}) this report does not have: transcript not "
+                "shown; set MAST_REDACT_PATTERNS to the run's patterns file to show it"
+            )
         return scrub, (ips, self._patterns), withheld
 
     def _custom_fingerprint(self) -> str | None:
@@ -343,7 +429,35 @@ class _TranscriptReader:
             return None, "no source path in the result: transcript not available"
         if not diagnosis.trace_hash:
             # Without the hash nothing ties the path to what was judged: it is not read at all.
-            return None, f"{path}: the result has no content hash, so the file is not read (transcript not shown)"
+            return (
+                None,
+                f"{path}: the result has no content hash, so the file is not read (transcript not shown)",
+            )
+        # The path as the run was given it holds from where the run started; the one relative to
+        # the results file holds when both moved together; the absolute one holds on the same
+        # machine. Each is read only through the content hash, so a wrong file is never shown.
+        places = list(dict.fromkeys(self._places(diagnosis)))
+        if not any(Path(place).is_file() for place in places):
+            return None, f"{path}: source file not found, transcript not available"
+        note = None
+        for place in places:
+            if not Path(place).is_file():
+                continue
+            trace, note = self._find(place, diagnosis)
+            if trace is not None:
+                return trace, None
+        return None, note
+
+    def _places(self, diagnosis: Diagnosis) -> list[str]:
+        source = diagnosis.source
+        places = [source.path] if source.path else []
+        if source.results_relative_path and self._results_dir is not None:
+            places.append(str(self._results_dir / source.results_relative_path))
+        if source.absolute_path:
+            places.append(source.absolute_path)
+        return places
+
+    def _find(self, path: str, diagnosis: Diagnosis) -> tuple[Trace | None, str | None]:
         if path in self._files:
             self._files.move_to_end(path)
         else:
@@ -360,8 +474,10 @@ class _TranscriptReader:
         for trace in candidates:
             if trace.content_hash() == diagnosis.trace_hash:
                 return trace, None
-        return None, (f"{path}: no trace in the file has the judged trace's content hash "
-                      "(changed or not the judged file): transcript not shown")
+        return None, (
+            f"{path}: no trace in the file has the judged trace's content hash "
+            "(changed or not the judged file): transcript not shown"
+        )
 
     @staticmethod
     def _read(path: str, format: str | None) -> list[Trace] | str:
@@ -384,6 +500,16 @@ def _gold_votes(gold: pd.DataFrame) -> dict[str, dict[str, list[bool]]]:
     return {t: dict(m) for t, m in votes.items()}
 
 
+def row_key(diagnosis: Diagnosis) -> str:
+    """What tells one row of the trace view from another: source file, record and trace id.
+
+    Two files may hold traces of the same id (two runs of one task): the id alone would open the
+    first one's transcript for both.
+    """
+    source = diagnosis.source
+    return f"{source.path or ''}#{source.record if source.record is not None else ''}#{diagnosis.trace_id}"
+
+
 def _source_label(diagnosis: Diagnosis) -> str:
     source = diagnosis.source
     if not source.path:
@@ -392,7 +518,9 @@ def _source_label(diagnosis: Diagnosis) -> str:
 
 
 def _select(element_id: str, label: str, options: Iterable[tuple[str, str]]) -> str:
-    items = "".join(f"<option value='{html.escape(v, quote=True)}'>{html.escape(t)}</option>" for v, t in options)
+    items = "".join(
+        f"<option value='{html.escape(v, quote=True)}'>{html.escape(t)}</option>" for v, t in options
+    )
     return f"<label>{html.escape(label)} <select id='{element_id}'>{items}</select></label>"
 
 
@@ -424,7 +552,7 @@ function draw(){
     const ff = f ? [f.step != null ? `step ${f.step}` : '', f.agent || '', f.code || ''].filter(Boolean).join(', ') : '';
     const cost = r.usage.cost_usd == null ? '–' : r.usage.cost_usd.toFixed(4);
     const file = r.source ? ` <span class="src">${esc(r.source.split('/').pop())}</span>` : '';
-    return `<tr data-id="${esc(r.id)}"><td class="text">${esc(r.id)}${file}</td><td class="text">${esc(r.status)}</td>` +
+    return `<tr data-key="${esc(r.key)}" data-id="${esc(r.id)}"><td class="text">${esc(r.id)}${file}</td><td class="text">${esc(r.status)}</td>` +
       `<td class="text">${esc(found(r).join(', '))}</td><td>${found(r).length}</td><td class="text">${esc(ff)}</td>` +
       `<td>${cost}</td><td class="text">${esc(r.agents.join(', '))}</td></tr>`;
   }).join('');
@@ -440,18 +568,21 @@ function marked(step){
   }
   return html + esc(step.text.slice(at));
 }
-function open(id){
-  const r = rows.find((x) => x.id === id);
+// A row is found by its key (file, record, id); a link that carries only a trace id (older pages,
+// the disagreements table) opens the first row of that id.
+function open(key){
+  const r = rows.find((x) => x.key === key) || rows.find((x) => x.id === key);
   if (!r) return;
   const cited = new Set(r.modes.flatMap((m) => m.evidence.map((e) => e.step)));
-  const verdicts = r.modes.filter((m) => m.present !== null || m.gold).map((m) => {
+  const verdicts = r.modes.filter((m) => m.present !== null || m.gold || (m.hints || []).length).map((m) => {
     const gold = m.gold ? m.gold.map((v) => v ? 'yes' : 'no').join('/') : '–';
     const miss = m.gold && m.present !== null && m.gold.filter((v) => v === m.present).length * 2 <= m.gold.length;
+    const hints = (m.hints || []).map((h) => `<div class="hint">hint: ${esc(h)}</div>`).join('');
     const ev = m.evidence.map((e) => `<div class="${e.verified ? '' : 'unverified'}">S${esc(e.step)}: “${esc(e.quote)}”${e.verified ? '' : ' (not found in the step)'}</div>`).join('');
     return `<tr class="${miss ? 'gold-miss' : ''}" data-code="${esc(m.code)}"><td class="text">${esc(m.code)} ${esc(m.name)}</td>` +
-      `<td class="text verdict ${m.present ? 'present' : ''}">${m.present === null ? 'not assessed' : m.present ? 'present' : 'absent'}</td>` +
+      `<td class="text verdict ${m.present ? 'present' : ''}">${m.present === null ? ((m.hints || []).length ? 'not assessed (hint)' : 'not assessed') : m.present ? 'present' : 'absent'}</td>` +
       `<td>${m.confidence == null ? '–' : m.confidence.toFixed(2)}</td><td class="text">${gold}</td>` +
-      `<td class="text">${esc(m.explanation)}${ev}</td></tr>`;
+      `<td class="text">${esc(m.explanation)}${hints}${ev}</td></tr>`;
   }).join('');
   const ff = r.first_failure;
   const u = r.usage;
@@ -461,7 +592,7 @@ function open(id){
     (r.task ? `<p><b>Task:</b> ${esc(r.task.slice(0, 2000))}</p>` : '') +
     (r.summary ? `<p><b>Summary:</b> ${esc(r.summary)}</p>` : '') +
     (ff ? `<p id="trace-first-failure"><b>First failure:</b> ${[ff.step != null ? 'step ' + esc(ff.step) : '', ff.agent ? 'agent ' + esc(ff.agent) : '', esc(ff.code || '')].filter(Boolean).join(', ')}${ff.explanation ? ': ' + esc(ff.explanation) : ''}</p>` : '') +
-    `<p class="note">tokens ${u.input_tokens} in / ${u.output_tokens} out · cost ${u.cost_usd == null ? 'unknown' : '$' + u.cost_usd.toFixed(4)}` +
+    `<p class="note">tokens ${u.input_tokens} in / ${u.output_tokens} out · cost ${u.cost_usd == null ? (u.llm_calls === 0 ? '$0.0000' : 'unknown') : '$' + u.cost_usd.toFixed(4)}` +
     ` · ${u.llm_calls} LLM call${u.llm_calls === 1 ? '' : 's'} · ${u.latency_s} s${u.cached ? ' · from cache' : ''}</p>` +
     `<table class="verdicts"><thead><tr><th class="text">mode</th><th class="text">verdict</th><th>confidence</th>` +
     `<th class="text">gold</th><th class="text">explanation and evidence</th></tr></thead><tbody>${verdicts}</tbody></table>` +
@@ -469,13 +600,13 @@ function open(id){
     `<div class="transcript">${r.steps.map((s) => `<div class="step${cited.has(s.i) ? ' cited' : ''}" data-step="${s.i}">` +
       `${marked(s)}</div>`).join('')}</div>`;
   $('trace-detail').hidden = false;
-  history.replaceState(null, '', '#trace=' + encodeURIComponent(id));
+  history.replaceState(null, '', '#trace=' + encodeURIComponent(r.key));
   $('trace-detail').scrollIntoView();
 }
 for (const id of ['f-mode', 'f-status', 'f-agent', 'f-sort']) $(id).addEventListener('change', () => { page = 0; draw(); });
 $('prev').addEventListener('click', () => { page = Math.max(0, page - 1); draw(); });
 $('next').addEventListener('click', () => { page += 1; draw(); });
-$('trace-table').tBodies[0].addEventListener('click', (ev) => { const tr = ev.target.closest('tr'); if (tr) open(tr.dataset.id); });
+$('trace-table').tBodies[0].addEventListener('click', (ev) => { const tr = ev.target.closest('tr'); if (tr) open(tr.dataset.key); });
 draw();
 // A link to `report.html#trace=ID` opens that trace, on load and when the hash changes; a fragment
 // that is not valid percent-encoding (decodeURIComponent throws URIError) is ignored.

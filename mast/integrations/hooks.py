@@ -20,15 +20,21 @@ and never fails the hook: it starts a detached process (:func:`label_session`) a
 it after a quiet period (``--quiet``, default 5 minutes) in which its transcript did not change: one
 process per session waits (it starts its wait again whenever the transcript changed), and the
 processes of later events find it waiting and leave at once. Results go
-to one results file per project (default ``<user data dir>/mast/hooks/<project>-<hash>.jsonl``;
-``-o`` chooses), through the batch runner, so a repeated event, a rerun or the same transcript seen
-twice adds nothing (resume keys), and a session labelled again after it grew replaces its older
-result: one result per session. The detectors judge unless a model is configured (``--model`` at
-install, or ``MAST_MODEL`` in the agent's environment).
+to one folder per project and one results file per judge in it (default
+``<user data dir>/mast/hooks/<project>-<hash>/<judge>.jsonl``, e.g. ``detectors.jsonl`` beside
+``openai-gpt-4o-mini.jsonl``; ``-o`` chooses a file), so trying the detectors first and adding a
+model later never mixes two judges in one file, and ``mast report`` / ``mast diff`` take the
+folder. Labelling goes through the batch runner, so a repeated event, a rerun or the same
+transcript seen twice adds nothing (resume keys); the transcript is read once the results file is
+locked, so of two processes for one session the later one reads the later transcript, and its
+result replaces the session's older ones: one result per session and judge, the latest. The
+detectors judge unless a model is configured (``--model`` at install, or ``MAST_MODEL`` in the
+agent's environment).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import re
@@ -36,7 +42,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -58,7 +64,9 @@ HOOK_TIMEOUT_S = 30
 LOCK_WAIT_S = 600.0
 """How long a labelling process waits for another one writing the same results file."""
 MAX_EVENT_BYTES = 1 << 20
-CODEX_MARK = "# mast hooks: the notify program below is mast's (`mast hooks uninstall codex` removes both lines)"
+CODEX_MARK = (
+    "# mast hooks: the notify program below is mast's (`mast hooks uninstall codex` removes both lines)"
+)
 CODEX_CREATED = " (mast created this file)"
 """Added to the mark when install created ``config.toml``: uninstall then removes the file if nothing else is left."""
 
@@ -92,12 +100,42 @@ def hooks_dir() -> Path:
     return Path(platformdirs.user_data_dir("mast")) / "hooks"
 
 
-def default_results(cwd: str | os.PathLike[str] | None) -> Path:
-    """The results file of the project at ``cwd``: its folder name and a hash of its path."""
+def project_dir(cwd: str | os.PathLike[str] | None) -> Path:
+    """The results folder of the project at ``cwd``: its folder name and a hash of its path."""
     where = str(cwd or "unknown-project")
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(where).name).strip("-.") or "project"
+    name = _file_name(Path(where).name) or "project"
     digest = hashlib.sha256(where.encode()).hexdigest()[:10]
-    return hooks_dir() / f"{name}-{digest}.jsonl"
+    return hooks_dir() / f"{name}-{digest}"
+
+
+def judge_name(judge: Mapping[str, str | None] | None = None) -> str:
+    """The file name (without ``.jsonl``) of a judge's results: ``detectors``, the model, or a jury.
+
+    Read from the hook's options and ``MAST_MODEL`` / ``MAST_JUDGE`` alone, without loading the
+    judge (the hook must answer at once); the labelling process judges with the same settings.
+    """
+    options = judge or {}
+    kind = options.get("judge") or os.environ.get("MAST_JUDGE") or "auto"
+    model = options.get("model") or os.environ.get("MAST_MODEL")
+    jury = options.get("jury")
+    if kind == "detectors" or not (model or jury):
+        name = "detectors"
+    else:
+        name = f"jury-{hashlib.sha256(str(jury).encode()).hexdigest()[:8]}" if jury else str(model)
+        name += "+detectors" if kind == "both" else ""
+    taxonomy = options.get("taxonomy") or os.environ.get("MAST_TAXONOMY")
+    if taxonomy:
+        name += f"-{Path(taxonomy).stem}"
+    return _file_name(name) or "judge"
+
+
+def _file_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+-]+", "-", text).strip("-.")
+
+
+def default_results(cwd: str | os.PathLike[str] | None, judge: Mapping[str, str | None] | None = None) -> Path:
+    """The results file of the project at ``cwd`` for ``judge``: ``<project folder>/<judge>.jsonl``."""
+    return project_dir(cwd) / f"{judge_name(judge)}.jsonl"
 
 
 def log_path(results: Path) -> Path:
@@ -108,8 +146,14 @@ def log_path(results: Path) -> Path:
 # -- the installed command ---------------------------------------------------------------------
 
 
-def hook_argv(tool: Tool, *, output: Path | None = None, quiet: float | None = None,
-              judge: dict[str, str | None] | None = None, python: str | None = None) -> list[str]:
+def hook_argv(
+    tool: Tool,
+    *,
+    output: Path | None = None,
+    quiet: float | None = None,
+    judge: dict[str, str | None] | None = None,
+    python: str | None = None,
+) -> list[str]:
     """The command the tool runs: this Python's ``mast hooks run`` with the chosen options."""
     argv = [python or sys.executable, "-m", "mast", "hooks", "run", "--tool", tool]
     if output is not None:
@@ -118,7 +162,9 @@ def hook_argv(tool: Tool, *, output: Path | None = None, quiet: float | None = N
         argv += ["--quiet", f"{quiet:g}s"]
     for name, value in (judge or {}).items():
         if name not in JUDGE_FLAGS:
-            raise UsageError(f"mast hooks install carries no --{name.replace('_', '-')} (keys stay in the environment)")
+            raise UsageError(
+                f"mast hooks install carries no --{name.replace('_', '-')} (keys stay in the environment)"
+            )
         if value not in (None, ""):
             argv += [f"--{name.replace('_', '-')}", str(value)]
     return argv
@@ -127,15 +173,20 @@ def hook_argv(tool: Tool, *, output: Path | None = None, quiet: float | None = N
 def is_ours(command: Any) -> bool:
     """Whether a hook command (a shell string or an argv list) is ``mast hooks run``."""
     try:
-        words = command if isinstance(command, list) else shlex.split(command) if isinstance(command, str) else []
+        words = (
+            command if isinstance(command, list) else shlex.split(command) if isinstance(command, str) else []
+        )
     except ValueError:  # a command of the user's with unbalanced quotes: not ours, and left alone
         return False
     words = [str(w) for w in words]
     for at in range(len(words) - 1):
         if words[at] == "hooks" and words[at + 1] == "run":
             before = words[:at]
-            return any(Path(w).name in ("mast", "mast.exe") for w in before) or "mast" in before[-1:] or (
-                len(before) >= 2 and before[-2:] == ["-m", "mast"])
+            return (
+                any(Path(w).name in ("mast", "mast.exe") for w in before)
+                or "mast" in before[-1:]
+                or (len(before) >= 2 and before[-2:] == ["-m", "mast"])
+            )
     return False
 
 
@@ -148,7 +199,9 @@ def _read_json_settings(path: Path) -> dict[str, Any]:
     try:
         data = orjson.loads(path.read_bytes() or b"{}")
     except orjson.JSONDecodeError as exc:
-        raise UsageError(f"{path} is not valid JSON ({exc}); fix it by hand, mast leaves it as it is") from exc
+        raise UsageError(
+            f"{path} is not valid JSON ({exc}); fix it by hand, mast leaves it as it is"
+        ) from exc
     if not isinstance(data, dict):
         raise UsageError(f"{path} does not hold a JSON object; mast leaves it as it is")
     return data
@@ -171,7 +224,9 @@ def _dump_settings(settings: dict[str, Any], path: Path) -> bytes:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    path = path.resolve()  # a settings file linked from a dotfiles repository stays a link: its target is written
+    path = (
+        path.resolve()
+    )  # a settings file linked from a dotfiles repository stays a link: its target is written
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
@@ -210,10 +265,53 @@ def _strip_claude(settings: dict[str, Any]) -> int:
     return removed
 
 
+def _memo_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.mast-install")
+
+
+def _read_memo(path: Path) -> dict[str, Any] | None:
+    """What install remembered of ``path`` before it added the hook (``None``: nothing, or unreadable)."""
+    try:
+        memo = orjson.loads(_memo_path(path).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return memo if isinstance(memo, dict) else None
+
+
+def _memo_matches(memo: dict[str, Any], settings: dict[str, Any]) -> bool:
+    """True when the remembered file holds ``settings`` (the user's part of the file now)."""
+    before = memo.get("before")
+    if isinstance(before, str):
+        try:
+            return bool(orjson.loads(before) == settings)
+        except orjson.JSONDecodeError:
+            return False
+    return bool(memo.get("created")) and not settings
+
+
+def _remember(path: Path, original: bytes | None, replaced: bool, settings: dict[str, Any]) -> None:
+    """Keep the file's bytes before the first install beside it, so uninstall puts them back as they were.
+
+    JSON has no comments to mark what mast wrote, and a JSON writer cannot keep a hand-made layout
+    (arrays on one line, aligned values): the bytes are kept instead, and only restored while the
+    user's part of the file is still what they were.
+    """
+    memo = _read_memo(path)
+    if memo is not None and _memo_matches(memo, settings):
+        return  # installed again over our own entry: the first install's memory still holds
+    fresh = {
+        "created": original is None,
+        "before": original.decode("utf-8", "replace") if original and not replaced else None,
+    }
+    _write_atomic(_memo_path(path), orjson.dumps(fresh))
+
+
 def install_claude(path: Path, argv: Sequence[str]) -> str:
     """Merge the hook into Claude Code's ``settings.json`` at ``path`` (an earlier mast entry is replaced)."""
+    original = path.read_bytes() if path.exists() else None
     settings = _read_json_settings(path)
     replaced = _strip_claude(settings)
+    _remember(path, original, bool(replaced), copy.deepcopy(settings))
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise UsageError(f"{path}: 'hooks' is not an object; mast leaves the file as it is")
@@ -228,13 +326,26 @@ def install_claude(path: Path, argv: Sequence[str]) -> str:
 
 
 def uninstall_claude(path: Path) -> str:
-    """Remove mast's hook entries from Claude Code's ``settings.json``; everything else stays."""
+    """Remove mast's hook entries from Claude Code's ``settings.json``; everything else stays.
+
+    The file comes back byte for byte as it was before install while the rest of it is unchanged,
+    and a file that install created is deleted when nothing else is in it.
+    """
     settings = _read_json_settings(path)
     removed = _strip_claude(settings)
     if not removed:
         return f"no mast hook in {path}"
-    _write_atomic(path, _dump_settings(settings, path))
-    return f"removed {removed} mast hook entr{'y' if removed == 1 else 'ies'} from {path}"
+    memo = _read_memo(path)
+    said = f"removed {removed} mast hook entr{'y' if removed == 1 else 'ies'} from {path}"
+    if memo is not None and memo.get("created") and not settings:
+        path.unlink()
+        said = f"{said} and the file, which mast hooks install had created"
+    elif memo is not None and isinstance(memo.get("before"), str) and _memo_matches(memo, settings):
+        _write_atomic(path, str(memo["before"]).encode("utf-8"))
+    else:
+        _write_atomic(path, _dump_settings(settings, path))
+    _memo_path(path).unlink(missing_ok=True)
+    return said
 
 
 # -- Codex config.toml -----------------------------------------------------------------------------
@@ -251,7 +362,9 @@ def _toml(path: Path) -> tuple[str, dict[str, Any]]:
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path} is not valid TOML ({exc}); fix it by hand, mast leaves it as it is") from exc
+        raise UsageError(
+            f"{path} is not valid TOML ({exc}); fix it by hand, mast leaves it as it is"
+        ) from exc
 
 
 def _toml_array(argv: Sequence[str]) -> str:
@@ -262,8 +375,12 @@ def _toml_array(argv: Sequence[str]) -> str:
 def _without_our_notify(text: str) -> tuple[str, bool]:
     lines = text.splitlines(keepends=True)
     for at, line in enumerate(lines):
-        if line.strip() in (CODEX_MARK, CODEX_MARK + CODEX_CREATED) and at + 1 < len(lines) and lines[at + 1].lstrip().startswith("notify"):
-            return "".join(lines[:at] + lines[at + 2:]), True
+        if (
+            line.strip() in (CODEX_MARK, CODEX_MARK + CODEX_CREATED)
+            and at + 1 < len(lines)
+            and lines[at + 1].lstrip().startswith("notify")
+        ):
+            return "".join(lines[:at] + lines[at + 2 :]), True
     return text, False
 
 
@@ -275,13 +392,19 @@ def install_codex(path: Path, argv: Sequence[str]) -> str:
     text, replaced = _without_our_notify(text)
     rest = tomllib.loads(text)
     if "notify" in rest:
-        raise UsageError(f"{path} already has notify = {rest['notify']!r}; Codex runs one notify program, "
-                         "so mast leaves it: remove it first, or call `mast hooks run --tool codex` from it")
-    created = not path.exists() or (replaced and CODEX_MARK + CODEX_CREATED in path.read_text(encoding="utf-8"))
+        raise UsageError(
+            f"{path} already has notify = {rest['notify']!r}; Codex runs one notify program, "
+            "so mast leaves it: remove it first, or call `mast hooks run --tool codex` from it"
+        )
+    created = not path.exists() or (
+        replaced and CODEX_MARK + CODEX_CREATED in path.read_text(encoding="utf-8")
+    )
     new = f"{CODEX_MARK}{CODEX_CREATED if created else ''}\nnotify = {_toml_array(argv)}\n" + text
     parsed = tomllib.loads(new)
     if parsed.get("notify") != list(argv) or {k: v for k, v in parsed.items() if k != "notify"} != rest:
-        raise UsageError(f"{path}: could not add notify without changing other settings; add it by hand: notify = {_toml_array(argv)}")
+        raise UsageError(
+            f"{path}: could not add notify without changing other settings; add it by hand: notify = {_toml_array(argv)}"
+        )
     _write_atomic(path, new.encode())
     return f"{'updated' if replaced else 'installed'} mast as Codex's notify program in {path}"
 
@@ -294,12 +417,16 @@ def uninstall_codex(path: Path) -> str:
     new, removed = _without_our_notify(text)
     if not removed:
         if "notify" in config and is_ours(config["notify"]):
-            raise UsageError(f"{path}: notify runs mast but was not written by mast hooks install; remove it by hand")
+            raise UsageError(
+                f"{path}: notify runs mast but was not written by mast hooks install; remove it by hand"
+            )
         return f"no mast notify in {path}"
     after = tomllib.loads(new)
     if {k: v for k, v in config.items() if k != "notify"} != after:
         raise UsageError(f"{path}: removing mast's notify would change other settings; remove it by hand")
-    if not new.strip() and CODEX_MARK + CODEX_CREATED in text:  # install made the file and nothing else is in it
+    if (
+        not new.strip() and CODEX_MARK + CODEX_CREATED in text
+    ):  # install made the file and nothing else is in it
         path.unlink()
         return f"removed mast's notify and {path}, which mast hooks install had created"
     _write_atomic(path, new.encode())
@@ -421,8 +548,15 @@ def parse_event(tool: Tool | None, payload: dict[str, Any]) -> HookEvent:
     if not isinstance(session, str) or not session or not isinstance(transcript, str) or not transcript:
         raise UsageError("Claude Code hook event has no session_id and transcript_path")
     event = str(payload.get("hook_event_name") or "Stop")
-    return HookEvent("claude-code", session, Path(transcript).expanduser(), payload.get("cwd"), event,
-                     final=event in FINAL_EVENTS, raw=payload)
+    return HookEvent(
+        "claude-code",
+        session,
+        Path(transcript).expanduser(),
+        payload.get("cwd"),
+        event,
+        final=event in FINAL_EVENTS,
+        raw=payload,
+    )
 
 
 def last_verdict(results: Path, session_id: str) -> str | None:
@@ -442,7 +576,9 @@ def last_verdict(results: Path, session_id: str) -> str | None:
         return None
     if found.get("status") != "judged":
         return str(found.get("status"))
-    codes = [m.get("code") for m in found.get("failure_modes") or [] if isinstance(m, dict) and m.get("present")]
+    codes = [
+        m.get("code") for m in found.get("failure_modes") or [] if isinstance(m, dict) and m.get("present")
+    ]
     return f"modes {', '.join(str(c) for c in codes)}" if codes else "no failure mode found"
 
 
@@ -453,17 +589,38 @@ def spawn_labeller(event: HookEvent, results: Path, quiet: float, judge: dict[st
     results file's hooks log, so neither the hook's return nor the agent waits for it, and a
     Ctrl-C in the agent's terminal does not reach it.
     """
-    argv = [sys.executable, "-m", "mast", "hooks", "label", "--transcript", str(event.transcript),
-            "--session", event.session_id, "-o", str(results), "--quiet", f"{0 if event.final else quiet:g}s",
-            "--tool", event.tool]
+    argv = [
+        sys.executable,
+        "-m",
+        "mast",
+        "hooks",
+        "label",
+        "--transcript",
+        str(event.transcript),
+        "--session",
+        event.session_id,
+        "-o",
+        str(results),
+        "--quiet",
+        f"{0 if event.final else quiet:g}s",
+        "--tool",
+        event.tool,
+    ]
     for name, value in judge.items():
         if value not in (None, ""):
             argv += [f"--{name.replace('_', '-')}", str(value)]
     log = log_path(results)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, close_fds=True,
-                                   start_new_session=True, cwd=str(results.parent))
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            close_fds=True,
+            start_new_session=True,
+            cwd=str(results.parent),
+        )
     return process.pid
 
 
@@ -533,8 +690,14 @@ def check_transcript(event: HookEvent) -> None:
         raise UsageError(f"{what} is not a {FORMATS[event.tool]} transcript")
 
 
-def handle_event(payload: dict[str, Any], *, tool: Tool | None, output: Path | None, quiet: float,
-                 judge: dict[str, str | None]) -> str:
+def handle_event(
+    payload: dict[str, Any],
+    *,
+    tool: Tool | None,
+    output: Path | None,
+    quiet: float,
+    judge: dict[str, str | None],
+) -> str:
     """Parse one hook event, start its labelling in the background, and say so in one line.
 
     Raises:
@@ -542,12 +705,13 @@ def handle_event(payload: dict[str, Any], *, tool: Tool | None, output: Path | N
     """
     event = parse_event(tool, payload)
     check_transcript(event)
-    results = Path(output).expanduser() if output is not None else default_results(event.cwd)
+    results = Path(output).expanduser() if output is not None else default_results(event.cwd, judge)
     spawn_labeller(event, results, quiet, judge)
     when = "now" if event.final or quiet <= 0 else f"once its transcript is quiet for {quiet:g}s"
     verdict = last_verdict(results, event.session_id)
     known = f"; last verdict: {verdict}" if verdict else ""
-    return f"mast: session {event.session_id[:12]} ({event.event}) labelled {when} -> {results}{known}"
+    # The whole id: two sessions may share any prefix (11111111-aaaa-... and 11111111-aaab-...).
+    return f"mast: session {event.session_id} ({event.event}) labelled {when} -> {results}{known}"
 
 
 # -- the detached labeller ---------------------------------------------------------------------
@@ -575,8 +739,16 @@ def _open_results(path: Path, wait_s: float) -> Any:
             time.sleep(0.25)
 
 
-def label_session(transcript: Path, session_id: str, results: Path, *, quiet: float,
-                  judge_options: dict[str, Any], sleep: Any = time.sleep, tool: Tool | None = None) -> str:
+def label_session(
+    transcript: Path,
+    session_id: str,
+    results: Path,
+    *,
+    quiet: float,
+    judge_options: dict[str, Any],
+    sleep: Any = time.sleep,
+    tool: Tool | None = None,
+) -> str:
     """Label one session's transcript into ``results`` (what the detached process runs); one line back.
 
     With ``quiet`` > 0 it first waits until the transcript has not changed for that long; one process
@@ -624,8 +796,9 @@ def _waiter_lock(results: Path, session_id: str) -> int | None:
     return fd
 
 
-def _label_now(transcript: Path, session_id: str, results: Path, judge_options: dict[str, Any],
-               format: str = "auto") -> str:
+def _label_now(
+    transcript: Path, session_id: str, results: Path, judge_options: dict[str, Any], format: str = "auto"
+) -> str:
     import asyncio
 
     from mast.batch.inputs import scan
@@ -634,21 +807,27 @@ def _label_now(transcript: Path, session_id: str, results: Path, judge_options: 
     from mast.judge.config import JudgeConfig
 
     config = JudgeConfig.from_options(**judge_options)
-    items = list(scan([transcript], format=format))
-    if not items:
-        return f"session {session_id}: {transcript} holds no trace"
-    unreadable = [item.error for item in items if item.error is not None]
-    if format != "auto" and unreadable:  # not the tool's own transcript: nothing is judged or written
-        return f"session {session_id}: not labelled: {transcript} is not a {format} transcript ({one_line(unreadable[0])})"
     judge = configured_judge(config)
     written: list[Any] = []
     out = _open_results(results, LOCK_WAIT_S)
     try:
+        # The transcript is read under the results file's lock: a process that waited for the lock
+        # (a Stop's, while SessionEnd's wrote) reads the transcript as it is now, never the older
+        # copy it would have read before waiting, so the later result is always of the later content.
+        items = list(scan([transcript], format=format))
+        if not items:
+            return f"session {session_id}: {transcript} holds no trace"
+        unreadable = [item.error for item in items if item.error is not None]
+        if format != "auto" and unreadable:  # not the tool's own transcript: nothing is judged or written
+            return f"session {session_id}: not labelled: {transcript} is not a {format} transcript ({one_line(unreadable[0])})"
         runner = BatchRunner(judge, concurrency=2, results=out)
-        runner.on_result = lambda _item, diagnosis, outcome: written.append(diagnosis) if outcome == "judged" else None
+        runner.on_result = lambda _item, diagnosis, outcome: (
+            written.append(diagnosis) if outcome == "judged" else None
+        )
         report = asyncio.run(runner.run(items))
         new = {(d.trace_id, d.trace_hash) for d in written if d.status != "error"}
         if new:
+            # One result per session: the new verdict replaces every other line of the session.
             ids = {trace_id for trace_id, _ in new}
             out.rewrite_without(lambda d: d.trace_id in ids and (d.trace_id, d.trace_hash) not in new)
     finally:
@@ -656,11 +835,17 @@ def _label_now(transcript: Path, session_id: str, results: Path, judge_options: 
     if report.file_errors:
         return f"session {session_id}: not labelled: {'; '.join(report.file_errors)}"
     if not written:
-        return f"session {session_id}: already labelled, nothing new ({report.resumed} result(s) in {results})"
+        return (
+            f"session {session_id}: already labelled, nothing new ({report.resumed} result(s) in {results})"
+        )
     parts = []
     for diagnosis in written:
         codes = diagnosis.present_codes
-        verdict = diagnosis.status if diagnosis.status != "judged" else (", ".join(codes) if codes else "no failure mode")
+        if diagnosis.status != "judged":
+            reason = f" ({one_line(diagnosis.error.message)})" if diagnosis.error is not None else ""
+            verdict = f"{diagnosis.status}{reason}"
+        else:
+            verdict = ", ".join(codes) if codes else "no failure mode"
         parts.append(f"{diagnosis.trace_id}: {verdict}")
     return f"session {session_id}: labelled {'; '.join(parts)}"
 

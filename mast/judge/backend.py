@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 import random
 import warnings
 from typing import Any
@@ -27,19 +26,27 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from mast.errors import JudgeAPIError
+from mast.judge._litellm_offline import pin_offline
 from mast.judge.backend_errors import classify_error, retry_after_seconds, setup_failure, translate_error
 from mast.judge.config import JudgeConfig, StructuredOutput
 from mast.judge.pricing import Prices, call_cost, list_cost, usage_parts
-from mast.judge.protocol import Backend, Completion, Mode, UsageMeter
+from mast.judge.protocol import Backend, Completion, Mode, UsageMeter, is_constrained
 from mast.judge.schema import OutputSpec
 from mast.otel import judge_call_span
 
 __all__ = [
-    "Backend", "Completion", "LiteLLMBackend", "Mode", "UsageMeter", "classify_error", "setup_failure", "translate_error",
+    "Backend",
+    "Completion",
+    "LiteLLMBackend",
+    "Mode",
+    "UsageMeter",
+    "classify_error",
+    "setup_failure",
+    "translate_error",
 ]
 
-# litellm downloads its price map at import unless told to use the copy it ships.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# Before litellm is imported: its price map, tokenizers and other catalogs come from the copies it ships.
+pin_offline()
 
 import litellm  # noqa: E402
 
@@ -60,7 +67,8 @@ RETRY_AFTER_MAX = 120.0
 """Longest ``Retry-After`` honoured; a longer one is cut to this."""
 
 _STRICT_PROVIDERS = ("openai", "azure")
-_SELF_HOSTED_PREFIXES = ("openai/", "hosted_vllm/", "llamafile/", "llama_cpp/")
+# Providers whose model info litellm fetches from the network rather than its bundled table.
+_HUB_INFO_PREFIXES = ("huggingface/",)
 # Keywords OpenAI's strict structured outputs reject; kept for grammar-based servers (llama.cpp).
 _UNSUPPORTED_STRICT = ("maxLength", "minLength")
 # Providers whose Claude models take Anthropic's cache_control breakpoints (litellm passes them on).
@@ -101,12 +109,13 @@ class LiteLLMBackend:
         """True for a local model: every call costs 0."""
         self.user_prices = (
             Prices(input=price_input / 1_000_000, output=price_output / 1_000_000)
-            if price_input is not None and price_output is not None else None
+            if price_input is not None and price_output is not None
+            else None
         )
         """List prices given by the user (``--price-input``/``--price-output``, dollars per million
         tokens); they win over litellm's table, cache and batch rates derived by the documented factors."""
         # A self-hosted OpenAI-compatible server (llama.cpp, vLLM) turns json_schema into a grammar.
-        self.constrained = free or (api_base is not None and model.startswith(_SELF_HOSTED_PREFIXES))
+        self.constrained = is_constrained(model, api_base, free=free)
 
     @classmethod
     def from_config(cls, config: JudgeConfig, **overrides: Any) -> LiteLLMBackend:
@@ -145,6 +154,11 @@ class LiteLLMBackend:
     def _model_info(self) -> dict[str, Any] | None:
         # Looked up once per backend: the judge asks for it on every call (context window, price).
         if not self._info_known:
+            if self.model.startswith(_HUB_INFO_PREFIXES):
+                # litellm would download the model's config.json from the Hugging Face hub for it; mast
+                # lets litellm reach the network only for the model call (--context-window sets it).
+                self._info_known = True
+                return None
             try:
                 self._info = dict(litellm.get_model_info(self.model))
             except Exception:  # litellm raises when the model is not in its table
@@ -204,7 +218,10 @@ class LiteLLMBackend:
         if prices is not None:
             tokens_in, tokens_out, read, write = usage
             cost = call_cost(
-                prices, input_tokens=tokens_in, output_tokens=tokens_out, cached_input_tokens=read,
+                prices,
+                input_tokens=tokens_in,
+                output_tokens=tokens_out,
+                cached_input_tokens=read,
                 cache_creation_input_tokens=write,
             )
             return cost, list_cost(prices, input_tokens=tokens_in, output_tokens=tokens_out)
@@ -291,7 +308,14 @@ class LiteLLMBackend:
             kwargs["response_format"] = {"type": "json_schema", "json_schema": spec}
         elif mode == "tool":
             kwargs["tools"] = [
-                {"type": "function", "function": {"name": output.name, "description": output.description, "parameters": schema}}
+                {
+                    "type": "function",
+                    "function": {
+                        "name": output.name,
+                        "description": output.description,
+                        "parameters": schema,
+                    },
+                }
             ]
             kwargs["tool_choice"] = {"type": "function", "function": {"name": output.name}}
         else:
@@ -333,11 +357,19 @@ class LiteLLMBackend:
                         response = await litellm.acompletion(**kwargs)
             except Exception as exc:
                 raise translate_error(
-                    exc, model=self.model, attempts=attempts, api_base=self.api_base, api_key_given=bool(self.api_key)
+                    exc,
+                    model=self.model,
+                    attempts=attempts,
+                    api_base=self.api_base,
+                    api_key_given=bool(self.api_key),
                 ) from exc
             completion = self._completion(response, attempts)
-            call_span.finish(input_tokens=completion.input_tokens, output_tokens=completion.output_tokens,
-                             finish_reason=completion.finish_reason, attempts=attempts)
+            call_span.finish(
+                input_tokens=completion.input_tokens,
+                output_tokens=completion.output_tokens,
+                finish_reason=completion.finish_reason,
+                attempts=attempts,
+            )
         return completion
 
     def _completion(self, response: Any, attempts: int) -> Completion:

@@ -7,13 +7,13 @@ backend, it is the only other place that knows litellm's exception classes.
 from __future__ import annotations
 
 import email.utils
-import os
 import time
 from typing import Any, Literal
 
 from mast.errors import JudgeAPIError, JudgeSetupError, one_line
+from mast.judge._litellm_offline import pin_offline
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+pin_offline()  # before litellm is imported (see mast.judge._litellm_offline)
 
 import litellm  # noqa: E402
 from litellm.exceptions import (  # noqa: E402
@@ -30,7 +30,14 @@ from litellm.exceptions import (  # noqa: E402
     Timeout,
 )
 
-__all__ = ["ErrorClass", "SetupReason", "classify_error", "retry_after_seconds", "setup_failure", "translate_error"]
+__all__ = [
+    "ErrorClass",
+    "SetupReason",
+    "classify_error",
+    "retry_after_seconds",
+    "setup_failure",
+    "translate_error",
+]
 
 # --- error classification and translation ----------------------------------------------------------
 
@@ -98,8 +105,13 @@ SetupReason = Literal["auth", "permission", "unknown_model", "connection_refused
 
 # How the OpenAI client and litellm word a missing key (they raise it as a 500, or, for Anthropic,
 # as a 401 although no request was sent).
-_MISSING_KEY_TEXT = ("missing credentials", "api_key client option must be set", "no api key", "missing api key",
-                     "no key is set")
+_MISSING_KEY_TEXT = (
+    "missing credentials",
+    "api_key client option must be set",
+    "no api key",
+    "missing api key",
+    "no key is set",
+)
 # A 200 whose body is not JSON (a proxy's or login portal's HTML page): the OpenAI client fails to
 # parse it and litellm reports that as HTTP 500. Every call would get the same page.
 _NOT_JSON_TEXT = ("expecting value: line 1 column 1",)
@@ -209,24 +221,34 @@ def setup_error(
     elif reason == "unknown_model" and endpoint is not None:
         assert api_base is not None
         base = api_base.rstrip("/")[: -len(endpoint)]
-        message = (f"--api-base {api_base} ends in {endpoint}, which the client adds itself (HTTP {status or 404}): "
-                   f"give the base URL, --api-base {base}")
+        message = (
+            f"--api-base {api_base} ends in {endpoint}, which the client adds itself (HTTP {status or 404}): "
+            f"give the base URL, --api-base {base}"
+        )
     elif reason == "unknown_model":
         message = f"unknown model {model!r} at {api_base or provider}: check the model name (litellm's provider/model form)"
     elif reason == "not_json" and any(t in " ".join(str(e) for e in _chain(exc)).lower() for t in _HTML_TEXT):
-        message = (f"{api_base or provider} answered {model} with HTTP 200 and an HTML page, not JSON "
-                   "(a proxy login page or a wrong --api-base?)")
+        message = (
+            f"{api_base or provider} answered {model} with HTTP 200 and an HTML page, not JSON "
+            "(a proxy login page or a wrong --api-base?)"
+        )
     elif reason == "not_json":
-        message = (f"{api_base or provider} answered {model} with a body that is not JSON (an HTML page from a proxy "
-                   "or login portal?): check --api-base and the network path to the provider")
+        message = (
+            f"{api_base or provider} answered {model} with a body that is not JSON (an HTML page from a proxy "
+            "or login portal?): check --api-base and the network path to the provider"
+        )
     else:
         message = f"cannot connect to {api_base or provider} for {model}: connection refused (is the server running?)"
     # The provider's own words help with a 401/403/404 (which key, which model); litellm's wrapper
     # text around a missing key or a refused connection adds nothing to the line above.
-    worded = reason == "permission" or (reason == "unknown_model" and endpoint is None) or (
-        reason == "auth" and status == 401 and not key_missing)
-    return JudgeSetupError(f"{message} [{detail}]" if worded else message,
-                           reason=reason, status_code=status, n_attempts=attempts)
+    worded = (
+        reason == "permission"
+        or (reason == "unknown_model" and endpoint is None)
+        or (reason == "auth" and status == 401 and not key_missing)
+    )
+    return JudgeSetupError(
+        f"{message} [{detail}]" if worded else message, reason=reason, status_code=status, n_attempts=attempts
+    )
 
 
 def translate_error(
@@ -237,7 +259,9 @@ def translate_error(
         return exc
     reason = setup_failure(exc)
     if reason is not None:
-        return setup_error(exc, reason, model=model, api_base=api_base, api_key_given=api_key_given, attempts=attempts)
+        return setup_error(
+            exc, reason, model=model, api_base=api_base, api_key_given=api_key_given, attempts=attempts
+        )
     status = _status(exc)
     kind = classify_error(exc)
     label = {

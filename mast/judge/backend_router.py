@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+# isort: off
+# mast.judge.backend pins litellm offline before its first import (mast.judge._litellm_offline).
+from mast.judge.backend import LiteLLMBackend
 from litellm.router import Router
 
-from mast.judge.backend import LiteLLMBackend
+# isort: on
 from mast.judge.backend_errors import translate_error
 from mast.judge.config import JudgeConfig
 

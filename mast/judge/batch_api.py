@@ -22,11 +22,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import litellm  # the package's __init__ has already pinned litellm to its bundled price map
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from mast.errors import UsageError
 from mast.judge.backend import LiteLLMBackend, _wait, classify_error, translate_error
+
+# isort: off
+# After mast.judge.backend, which pins litellm offline before its first import (mast.judge._litellm_offline).
+import litellm
+
+# isort: on
 from mast.judge.pricing import call_cost, list_cost, usage_parts
 from mast.judge.protocol import Completion, Mode
 from mast.judge.schema import OutputSpec
@@ -37,8 +42,9 @@ from mast.judge.schema import OutputSpec
 # "coroutine ... was never awaited" to a user of --batch-api, who can do nothing about them; the
 # download itself succeeded. Only these two messages are silenced.
 for _leftover in ("OpenAIFilesAPI.afile_content", "connect_tcp.<locals>.try_connect"):
-    warnings.filterwarnings("ignore", message=f"coroutine '{re.escape(_leftover)}' was never awaited",
-                            category=RuntimeWarning)
+    warnings.filterwarnings(
+        "ignore", message=f"coroutine '{re.escape(_leftover)}' was never awaited", category=RuntimeWarning
+    )
 
 ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
@@ -73,7 +79,12 @@ class BatchInfo:
 
 
 def batch_body(
-    backend: LiteLLMBackend, messages: list[dict[str, Any]], *, output: OutputSpec, mode: Mode, max_tokens: int
+    backend: LiteLLMBackend,
+    messages: list[dict[str, Any]],
+    *,
+    output: OutputSpec,
+    mode: Mode,
+    max_tokens: int,
 ) -> dict[str, Any]:
     """The body of a call as one line of a batch file: the online request minus transport options."""
     # The backend's own request builder: a batch must ask exactly what the online path asks.
@@ -98,8 +109,12 @@ def completion_from_body(backend: LiteLLMBackend, body: dict[str, Any]) -> Compl
     cost = list_price = None
     if prices is not None:
         cost = call_cost(
-            prices, input_tokens=tokens_in, output_tokens=tokens_out, cached_input_tokens=read,
-            cache_creation_input_tokens=write, batch=True,
+            prices,
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            cached_input_tokens=read,
+            cache_creation_input_tokens=write,
+            batch=True,
         )
         list_price = list_cost(prices, input_tokens=tokens_in, output_tokens=tokens_out)
     return Completion(
@@ -199,15 +214,21 @@ class ProviderBatchAPI:
                     return await call()
         except Exception as exc:
             raise translate_error(
-                exc, model=f"{self.backend.model} ({what})", attempts=attempts,
-                api_base=self.backend.api_base, api_key_given=bool(self.backend.api_key),
+                exc,
+                model=f"{self.backend.model} ({what})",
+                attempts=attempts,
+                api_base=self.backend.api_base,
+                api_key_given=bool(self.backend.api_key),
             ) from exc
         raise AssertionError("unreachable: tenacity either returns or raises")
 
     async def upload(self, name: str, content: bytes) -> str:
         """Upload a batch request file; returns its file id."""
         created = await self._call(
-            "upload", lambda: litellm.acreate_file(file=(name, content, "application/jsonl"), purpose="batch", **self._params())
+            "upload",
+            lambda: litellm.acreate_file(
+                file=(name, content, "application/jsonl"), purpose="batch", **self._params()
+            ),
         )
         return str(created.id)
 
@@ -216,19 +237,30 @@ class ProviderBatchAPI:
         batch = await self._call(
             "create batch",
             lambda: litellm.acreate_batch(
-                completion_window=COMPLETION_WINDOW, endpoint=ENDPOINT, input_file_id=input_file_id,
-                metadata=metadata, **self._params(),
+                completion_window=COMPLETION_WINDOW,
+                endpoint=ENDPOINT,
+                input_file_id=input_file_id,
+                metadata=metadata,
+                **self._params(),
             ),
         )
         return _info(batch)
 
     async def retrieve(self, batch_id: str) -> BatchInfo:
         """The batch's current state."""
-        return _info(await self._call("retrieve batch", lambda: litellm.aretrieve_batch(batch_id=batch_id, **self._params())))
+        return _info(
+            await self._call(
+                "retrieve batch", lambda: litellm.aretrieve_batch(batch_id=batch_id, **self._params())
+            )
+        )
 
     async def cancel(self, batch_id: str) -> BatchInfo:
         """Ask the provider to cancel the batch (finished items stay in its output)."""
-        return _info(await self._call("cancel batch", lambda: litellm.acancel_batch(batch_id=batch_id, **self._params())))
+        return _info(
+            await self._call(
+                "cancel batch", lambda: litellm.acancel_batch(batch_id=batch_id, **self._params())
+            )
+        )
 
     async def find(self, key: str, value: str, *, limit: int = 100) -> BatchInfo | None:
         """The most recent batch whose metadata has ``key: value`` (a batch created before a crash)."""
@@ -242,6 +274,8 @@ class ProviderBatchAPI:
 
     async def content(self, file_id: str) -> bytes:
         """The bytes of an output or error file."""
-        response = await self._call("download", lambda: litellm.afile_content(file_id=file_id, **self._params()))
+        response = await self._call(
+            "download", lambda: litellm.afile_content(file_id=file_id, **self._params())
+        )
         data = getattr(response, "content", response)
         return data if isinstance(data, bytes) else str(data).encode()

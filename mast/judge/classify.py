@@ -58,6 +58,7 @@ from mast.judge.budget import (
 )
 from mast.judge.cache import JudgeCache
 from mast.judge.config import JudgeConfig, check_option_names, invalid_options
+from mast.judge.deferred import DeferredBackend
 from mast.judge.local import DEFAULT_CONTEXT, check_installed, gguf_for, is_local, shared_server
 from mast.judge.material import prepare
 from mast.judge.messages import prepare_trace
@@ -170,11 +171,10 @@ class Judge:
         """Set up the backend; for ``local`` models, start the llama.cpp server."""
         if self._backend is not None or self.config.kind == "detectors":
             return
-        # litellm is imported only now: `import mast` stays fast for users of the detectors alone.
-        from mast.judge.backend import LiteLLMBackend
-
         model = self.config.model or ""
         if is_local(model):
+            from mast.judge.backend import LiteLLMBackend
+
             check_installed(model)  # both parts named at once
             gguf = gguf_for(model)
             server = await asyncio.to_thread(shared_server, gguf, n_ctx=self.config.context_window or DEFAULT_CONTEXT)
@@ -189,7 +189,9 @@ class Judge:
                 free=True,
             )
         else:
-            self._backend = LiteLLMBackend.from_config(self.config)
+            # litellm itself is imported on the first call (or the first fact the cache does not
+            # hold): a run answered from the cache never pays for the import (mast.judge.deferred).
+            self._backend = DeferredBackend(self.config, self._cache)
 
     async def aclose(self) -> None:
         """Release what this judge holds (a local model server is shared and stops at exit)."""

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import (
     BaseModel,
@@ -26,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from mast._env import env_value, parse_bool, parse_number
 from mast._json import canonical_hash
 from mast.errors import UsageError
 
@@ -59,6 +61,42 @@ ENV_VARS: dict[str, str] = {
     "quorum": "MAST_QUORUM",
 }
 """Each option that a ``MAST_*`` variable sets, and the variable (``--help`` shows them)."""
+
+NumberRule = tuple[type[int] | type[float], float | None, bool]
+"""``(kind, minimum, minimum excluded)`` of a number option."""
+
+FLAG_RANGES: dict[str, NumberRule] = {
+    "timeout": (float, 0, True),
+    "max_retries": (int, 0, False),
+    "max_reasks": (int, 0, False),
+    "temperature": (float, 0, False),
+    "seed": (int, None, False),
+    "max_output_tokens": (int, 64, False),
+    "context_window": (int, 512, False),
+    "price_input": (float, 0, False),
+    "price_output": (float, 0, False),
+    "samples": (int, 1, False),
+    "quorum": (int, 1, False),
+}
+"""The range of each number option, as its flag and its ``MAST_*`` variable both check it (the CLI's
+click types are built from this table). The Python API checks only what the model itself needs."""
+
+BOOL_OPTIONS = frozenset({"cache", "hints", "redact", "redact_ips"})
+"""Options a ``MAST_*`` variable switches on or off (read by :func:`mast._env.parse_bool`)."""
+
+
+def _env_option(name: str, var: str, raw: str) -> Any:
+    """The value of option ``name`` from its variable ``var``, read with the rules of its flag.
+
+    Raises:
+        UsageError: a boolean or number the flag would refuse.
+    """
+    if name in BOOL_OPTIONS:
+        return parse_bool(var, raw)
+    if name in FLAG_RANGES:
+        kind, minimum, min_open = FLAG_RANGES[name]
+        return parse_number(var, raw, kind, minimum=minimum, min_open=min_open)
+    return raw
 
 
 class JudgeConfig(BaseModel):
@@ -112,7 +150,8 @@ class JudgeConfig(BaseModel):
     price_output: float | None = Field(default=None, ge=0)
     """Dollars per million output tokens (give both prices, or neither)."""
     extra: dict[str, Any] = Field(default_factory=dict)
-    """Extra keyword arguments passed to ``litellm.acompletion`` (not part of the answer key)."""
+    """Extra keyword arguments passed to ``litellm.acompletion``; their fingerprint is part of the
+    answer key (they reach the request), never their values."""
     samples: int = Field(default=1, ge=1)
     """Independent judgements per trace (and per juror), reduced to one verdict; above 1 needs a
     temperature above 0 (see :mod:`mast.judge.jury`)."""
@@ -148,7 +187,9 @@ class JudgeConfig(BaseModel):
     @model_validator(mode="after")
     def _both_prices(self) -> JudgeConfig:
         if (self.price_input is None) != (self.price_output is None):
-            raise ValueError("give both --price-input and --price-output (dollars per million tokens), or neither")
+            raise ValueError(
+                "give both --price-input and --price-output (dollars per million tokens), or neither"
+            )
         return self
 
     @classmethod
@@ -162,9 +203,9 @@ class JudgeConfig(BaseModel):
         values: dict[str, Any] = {}
         from_env: set[str] = set()
         for name, var in ENV_VARS.items():
-            if options.get(name) is None and os.environ.get(var) not in (None, ""):
-                raw = os.environ[var]
-                values[name] = raw.lower() in ("1", "true", "yes", "on") if cls.model_fields[name].annotation is bool else raw
+            raw = env_value(var)
+            if options.get(name) is None and raw is not None:
+                values[name] = _env_option(name, var, raw)
                 from_env.add(name)
         values.update({k: v for k, v in options.items() if v is not None})
         try:
@@ -199,6 +240,19 @@ class JudgeConfig(BaseModel):
             "redact": self.redact,
             "redact_ips": self.redact_ips,
             "redact_patterns": self.redact_patterns_fingerprint() if self.kind != "detectors" else None,
+            # The endpoint and the extra request options change who answers and how. Left out when
+            # unset, so the keys of runs without them stay those of earlier releases, while an entry
+            # written without an endpoint never matches a run that has one.
+            **(
+                {"endpoint": public_endpoint(self.api_base)}
+                if self.api_base and self.kind != "detectors"
+                else {}
+            ),
+            **(
+                {"extra": "sha256:" + canonical_hash(self.extra)}
+                if self.extra and self.kind != "detectors"
+                else {}
+            ),
             # Sample 0 (and a single judgement) keeps the plain key, so a run with one sample is reused.
             **({"sample": self.sample} if self.sample else {}),
         }
@@ -215,6 +269,28 @@ class JudgeConfig(BaseModel):
         if not pairs:
             return None
         return "sha256:" + canonical_hash(pairs)
+
+
+# Query parameters that carry credentials in a base URL (Azure's ``api-key``, signed URLs' ``sig``...).
+_SECRET_QUERY = re.compile(r"key|token|secret|passw|pwd|sig|auth|credential|session", re.IGNORECASE)
+
+
+def public_endpoint(url: str | None) -> str | None:
+    """``url`` without what must not be written down: user and password, and query values that are secrets.
+
+    What the cache key and the results' judge record hold as the endpoint: the same server under other
+    credentials is the same endpoint, and a results file can be shared.
+
+    Example:
+        >>> public_endpoint("https://me:pw@llm.example/v1/?api-key=s3cret&api-version=2024-06-01")
+        'https://llm.example/v1?api-version=2024-06-01'
+    """
+    if not url:
+        return None
+    parts = urlsplit(url.strip())
+    host = parts.netloc.rpartition("@")[2]
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _SECRET_QUERY.search(k)]
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), urlencode(query), ""))
 
 
 def _env_patterns() -> tuple[tuple[str, str], ...]:

@@ -25,6 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from mast._env import env_number, env_value
 from mast.errors import UsageError
 
 LOCAL_PREFIX = "local"
@@ -111,12 +112,8 @@ def threads_for_now() -> int:
     running when the server starts (``/proc/loadavg``'s running count, this one excluded), never more
     than the cores this process may use, never less than one.
     """
-    fixed = os.environ.get(THREADS_ENV, "").strip()
-    if fixed:
-        try:
-            return max(1, int(fixed))
-        except ValueError as exc:
-            raise UsageError(f"{THREADS_ENV} must be a whole number of threads, not {fixed!r}") from exc
+    if env_value(THREADS_ENV) is not None:
+        return env_number(THREADS_ENV, int, 1, minimum=1)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, cores - others_running())
 

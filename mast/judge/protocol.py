@@ -94,6 +94,15 @@ class UsageMeter:
         return None if self.price_unknown else self.list_cost_usd
 
 
+SELF_HOSTED_PREFIXES = ("openai/", "hosted_vllm/", "llamafile/", "llama_cpp/")
+"""Model prefixes that, behind a custom ``api_base``, are a self-hosted OpenAI-compatible server."""
+
+
+def is_constrained(model: str, api_base: str | None, *, free: bool = False) -> bool:
+    """True when the server turns ``json_schema`` into a grammar (llama.cpp, vLLM behind ``api_base``)."""
+    return free or (api_base is not None and model.startswith(SELF_HOSTED_PREFIXES))
+
+
 class Backend(Protocol):
     """What the judge needs from a model."""
 

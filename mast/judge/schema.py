@@ -88,7 +88,11 @@ def worst_case_tokens(limits: Limits, n_modes: int) -> tuple[int, int]:
         + (limits.evidence - 1) * _EVIDENCE_FRAME_TOKENS
         + (limits.evidence * limits.quote + limits.text) / _CHARS_PER_TOKEN
     )
-    diagnosis = n_modes * per_mode + _ANSWER_FRAME_TOKENS + (AGENT_MAX_CHARS + limits.text + limits.summary) / _CHARS_PER_TOKEN
+    diagnosis = (
+        n_modes * per_mode
+        + _ANSWER_FRAME_TOKENS
+        + (AGENT_MAX_CHARS + limits.text + limits.summary) / _CHARS_PER_TOKEN
+    )
     per_finding = _FINDING_FRAME_TOKENS + (limits.quote + limits.text) / _CHARS_PER_TOKEN
     window = limits.findings * per_finding + _ANSWER_FRAME_TOKENS + limits.summary / _CHARS_PER_TOKEN
     return int(diagnosis), int(window)
@@ -117,7 +121,9 @@ class EvidenceAnswer(_Answer):
     """One quote the judge cites."""
 
     step: int | None = Field(description="Step number n of the [S<n>] line the quote comes from.")
-    quote: str = Field(description="Text copied exactly from that step.", json_schema_extra=_limit(QUOTE_MAX_CHARS))
+    quote: str = Field(
+        description="Text copied exactly from that step.", json_schema_extra=_limit(QUOTE_MAX_CHARS)
+    )
 
 
 class ModeAnswer(_Answer):
@@ -171,7 +177,10 @@ def _field_name(code: str) -> str:
 def _diagnosis_spec(taxonomy: Taxonomy, limits: Limits) -> OutputSpec:
     codes = _codes_literal(taxonomy)
     modes_fields: dict[str, Any] = {
-        _field_name(code): (ModeAnswer | None, Field(default=None, alias=code, description=taxonomy.mode(code).name))
+        _field_name(code): (
+            ModeAnswer | None,
+            Field(default=None, alias=code, description=taxonomy.mode(code).name),
+        )
         for code in taxonomy.codes
     }
     failure_modes = create_model("FailureModes", __base__=_Answer, **modes_fields)
@@ -216,7 +225,12 @@ def _window_spec(taxonomy: Taxonomy, limits: Limits) -> OutputSpec:
         "Finding",
         __base__=_Answer,
         step=(int, Field(description="Step number of the quote.")),
-        quote=(str, Field(description="Text copied exactly from that step.", json_schema_extra=_limit(QUOTE_MAX_CHARS))),
+        quote=(
+            str,
+            Field(
+                description="Text copied exactly from that step.", json_schema_extra=_limit(QUOTE_MAX_CHARS)
+            ),
+        ),
         note=(str, Field(default="", json_schema_extra=_limit(TEXT_MAX_CHARS))),
         code=(codes, Field(description="The failure mode this supports.")),
     )
@@ -359,10 +373,120 @@ def extract_json(text: str, answer_keys: frozenset[str] = frozenset()) -> Any:
     if objects:
         return objects[-1][1]
     start = stripped.find("{")
-    repaired = json_repair.loads(stripped[start:] if start >= 0 else stripped, skip_json_loads=True)
+    tail = stripped[start:] if start >= 0 else stripped
+    repaired = close_json(tail)
+    if not (isinstance(repaired, dict) and repaired) and len(tail) <= _MAX_REPAIR_CHARS:
+        repaired = json_repair.loads(tail, skip_json_loads=True)
     if isinstance(repaired, dict) and repaired:
         return repaired
     raise AnswerInvalid("the answer is not a JSON object")
+
+
+_MAX_REPAIR_CHARS = 2_048
+"""Longest text given to ``json_repair`` (after :func:`close_json` failed): its string parser takes
+time quadratic in hostile text (a reply looping on ``{"``: 32 KB took 40 s of CPU), so it only ever
+sees a bounded piece and costs a bounded time."""
+
+
+def close_json(text: str) -> Any:
+    """``text`` read as JSON after the usual damage of a cut-off answer is undone, or None.
+
+    One pass, linear in the text: the open string is closed, a dangling key, ``:``, ``,`` or
+    half-written literal at the end is dropped, a comma right before a closing bracket is dropped,
+    and every open bracket is closed. Written here rather than left to ``json_repair`` because that
+    library is quadratic on hostile replies (see :data:`_MAX_REPAIR_CHARS`); this is what a model's
+    cut-off answer needs.
+
+    Example:
+        >>> close_json('{"summary": "ran out of tok')
+        {'summary': 'ran out of tok'}
+        >>> close_json('{"a": [1, 2,], "b": tr')
+        {'a': [1, 2]}
+    """
+    out: list[str] = []
+    stack: list[str] = []  # the closers still owed, innermost last
+    in_string = escaped = False
+    key_at = -1  # where the key string being written or last written starts, -1 once its value began
+    for char in text:
+        if in_string:
+            out.append(char)
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+            previous = _last_solid(out)
+            key_at = len(out) if stack and stack[-1] == "}" and previous in ("{", ",") else -1
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+            key_at = -1
+        elif char in "}]":
+            if not stack or stack[-1] != char:
+                return None  # a closer that matches nothing: not damage a cut-off explains
+            stack.pop()
+            _strip_end(out)
+            if out and out[-1] == ",":
+                out.pop()
+            key_at = -1
+        elif char == ":":
+            key_at = -1
+        out.append(char)
+        if not stack and char in "}]":
+            break  # the first complete value: what follows is prose
+    if not stack:
+        return _loads_or_none("".join(out))
+    if in_string:
+        if escaped:
+            out.pop()  # a cut-off escape
+        out.append('"')
+    if key_at >= 0:
+        del out[key_at:]  # a key without its value
+    _strip_end(out)
+    # a literal cut off mid-word ("tr", "nul"): the bare word goes
+    at = len(out)
+    while at and out[at - 1].isalpha():
+        at -= 1
+    if at < len(out) and "".join(out[at:]) not in ("true", "false", "null"):
+        del out[at:]
+        _strip_end(out)
+    if out and out[-1] == ":":
+        out.pop()
+        _strip_end(out)
+        if out and out[-1] == '"':
+            # the key before the colon: back to its opening quote
+            at = len(out) - 1
+            while at > 0 and not (out[at - 1] == '"' and (at < 2 or out[at - 2] != "\\")):
+                at -= 1
+            del out[max(0, at - 1) :]
+            _strip_end(out)
+    if out and out[-1] == ",":
+        out.pop()
+    out.extend(reversed(stack))
+    return _loads_or_none("".join(out))
+
+
+def _last_solid(out: list[str]) -> str:
+    """The last character of ``out`` that is not white space ("" if none); looks back a bounded way."""
+    for char in reversed(out[-64:]):
+        if not char.isspace():
+            return char
+    return ""
+
+
+def _strip_end(out: list[str]) -> None:
+    while out and out[-1].isspace():
+        out.pop()
+
+
+def _loads_or_none(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _normalise_modes(data: dict[str, Any], taxonomy: Taxonomy) -> list[str]:
@@ -438,7 +562,9 @@ def parse_answer(
         verdicts = mode_answers(answer, taxonomy)
         missing = [code for code, verdict in verdicts.items() if verdict is None]
         if len(missing) == len(verdicts):
-            raise AnswerInvalid("failure_modes holds no verdict; give one object per code: " + ", ".join(taxonomy.codes))
+            raise AnswerInvalid(
+                "failure_modes holds no verdict; give one object per code: " + ", ".join(taxonomy.codes)
+            )
         if missing and require_all:
             raise AnswerInvalid("failure_modes lacks a verdict for: " + ", ".join(missing))
     return answer, notes

@@ -77,6 +77,10 @@ def judge_info(
             "redact_ips": config.redact_ips,
             # Custom patterns change what the judge sees: resume compares them (their fingerprint).
             "redact_patterns": answer["redact_patterns"],
+            # Who answered (without credentials) and the extra request options' fingerprint: resume
+            # compares them, so results from another endpoint are judged again.
+            "endpoint": answer.get("endpoint"),
+            "extra": answer.get("extra"),
             **params,
         },
     )
@@ -128,7 +132,7 @@ def diagnosis_from_answer(
         warnings: notes gathered before the answer (cuts, re-asks...), put first.
     """
     verdicts, verdict_warnings = verdicts_from_answer(value, taxonomy, material)
-    first = first_failure_from_answer(value, material, verdict_warnings)
+    first = first_failure_from_answer(value, material, verdict_warnings, verdicts=verdicts, agents=trace_agents(trace))
     return Diagnosis(
         trace_id=trace.trace_id,
         source=source_ref(trace),
@@ -167,14 +171,24 @@ def diagnosis_from_completion(
     try:
         value, notes = parse_answer(text, spec, taxonomy, require_all=False)
     except AnswerInvalid as exc:
-        raise JudgeOutputError(f"invalid {spec.name} answer: {exc}", n_attempts=1, last_completion=text) from exc
+        raise JudgeOutputError(
+            f"invalid {spec.name} answer: {exc}", n_attempts=1, last_completion=text
+        ) from exc
     return diagnosis_from_answer(
-        value, trace=trace, material=material, taxonomy=taxonomy, info=info, trace_hash=trace_hash,
-        usage=usage, warnings=[*(warnings or []), *notes],
+        value,
+        trace=trace,
+        material=material,
+        taxonomy=taxonomy,
+        info=info,
+        trace_hash=trace_hash,
+        usage=usage,
+        warnings=[*(warnings or []), *notes],
     )
 
 
-def verdicts_from_answer(value: BaseModel, taxonomy: Taxonomy, material: Material) -> tuple[list[ModeVerdict], list[str]]:
+def verdicts_from_answer(
+    value: BaseModel, taxonomy: Taxonomy, material: Material
+) -> tuple[list[ModeVerdict], list[str]]:
     """One verdict per mode of ``taxonomy``, each quote verified against ``material``; and the warnings."""
     warnings: list[str] = []
     verdicts: list[ModeVerdict] = []
@@ -208,22 +222,67 @@ def verdicts_from_answer(value: BaseModel, taxonomy: Taxonomy, material: Materia
     return verdicts, warnings
 
 
-def first_failure_from_answer(value: BaseModel, material: Material, warnings: list[str]) -> FirstFailure | None:
-    """The answer's first failure, its code normalised (unknown -> ``None``), a missing step warned about."""
+def trace_agents(trace: Trace) -> list[str]:
+    """The agent names a trace holds: its declared agents, then those its steps name, in order."""
+    names = [a.name for a in trace.agents if a.name]
+    names += [s.agent for s in trace.steps if s.agent]
+    return list(dict.fromkeys(names))
+
+
+def first_failure_from_answer(
+    value: BaseModel,
+    material: Material,
+    warnings: list[str],
+    *,
+    verdicts: list[ModeVerdict] | None = None,
+    agents: list[str] | None = None,
+) -> FirstFailure | None:
+    """The answer's first failure, checked against the rest of the answer and the trace; repairs warned about.
+
+    Like a quote that is not in its step, a first failure that contradicts the verdicts is not
+    taken as it is: a code the judge did not find present (or an unknown code) is dropped, a step
+    the trace does not have is dropped, an agent that is not in the trace is dropped (a case or
+    spacing difference is read as the trace spells it), each with a warning. With ``verdicts``
+    given and no mode judged present, there is no first failure at all.
+    """
     answer = getattr(value, "first_failure", None)
     if answer is None:
+        return None
+    present = {v.code for v in verdicts or [] if v.present}
+    if verdicts is not None and not present:
+        warnings.append("the answer names a first failure but judges no mode present: first failure dropped")
         return None
     code = answer.code
     if code is not None:
         try:
             code = normalize_code(code)
         except ValueError:
+            warnings.append(f"first failure names {code!r}, which is not a mode code: code dropped")
             code = None
+    if code is not None and verdicts is not None and code not in present:
+        warnings.append(f"first failure names {code}, which the judge did not find present: code dropped")
+        code = None
     step = answer.step
     if step is not None and material.step_text(step) is None:
-        warnings.append(f"first failure cites step S{step}, which the trace does not have")
-    return FirstFailure(step=step, agent=material.scrub(answer.agent) if answer.agent else answer.agent, code=code,
-                        explanation=material.scrub(answer.explanation))
+        warnings.append(f"first failure cites step S{step}, which the trace does not have: step dropped")
+        step = None
+    agent = answer.agent
+    if agent and agents is not None:
+        spelled = {" ".join(name.split()).casefold(): name for name in agents}
+        agent_key = " ".join(agent.split()).casefold()
+        if agent_key in spelled:
+            agent = spelled[agent_key]
+        else:
+            warnings.append(
+                f"first failure names agent {material.scrub(agent)!r}, who is not in the trace: agent dropped"
+            )
+            agent = None
+    return FirstFailure(
+        step=step,
+        agent=material.scrub(agent) if agent else agent,
+        code=code,
+        explanation=material.scrub(answer.explanation),
+    )
 
 
 def scrub_diagnosis(diagnosis: Diagnosis, scrub: Callable[[str], str]) -> Diagnosis:
@@ -289,6 +348,11 @@ def cached_diagnosis(cached: dict[str, Any], trace: Trace, started: float) -> Di
     diagnosis = Diagnosis.model_validate({**cached, "trace_id": trace.trace_id})
     diagnosis.source = source_ref(trace)
     diagnosis.usage = DiagnosisUsage(
-        input_tokens=0, output_tokens=0, cost_usd=0.0, latency_s=time.perf_counter() - started, llm_calls=0, cached=True
+        input_tokens=0,
+        output_tokens=0,
+        cost_usd=0.0,
+        latency_s=time.perf_counter() - started,
+        llm_calls=0,
+        cached=True,
     )
     return diagnosis

@@ -1,8 +1,8 @@
 """How each format is proven: the real files from public repositories its reader is tested on.
 
-The numbers come from the real-file corpus of the source tree (``tests/data/real/<format>/``, each
-folder a MANIFEST of where every file came from and a GOLDEN of what a reader sees in it). An
-installed wheel has no tests, so the counts travel as ``mast/data/format_coverage.json``, written by
+The numbers come from the goldens of the real-file corpus (``tests/golden/real/<format>/GOLDEN.yaml``:
+what a reader sees in each file and the file's source repository, path, commit and sha256; the files
+themselves are kept beside the repository). An installed wheel has no tests, so the counts travel as ``mast/data/format_coverage.json``, written by
 ``MAST_UPDATE_GOLDEN=1 pytest tests/test_real_files.py`` and checked to be current by that test.
 """
 

@@ -11,6 +11,8 @@ response's body in one of several ways, and a format that reads cassettes must t
 
 :func:`body_of` returns the parsed JSON value when the body is JSON, else its text. Gzip and
 deflate are inflated up to :data:`MAX_DECOMPRESSED_BYTES`; a larger body is cut there, with a note.
+A streamed reply (server-sent events) is joined by :mod:`mast.normalize._streams` into the body the
+same call returns unstreamed, whatever the dialect.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from mast.caps import (
 from mast.errors import TraceFormatError
 from mast.normalize._common import as_dict, usage_from
 from mast.normalize._msg_common import Msg
+from mast.normalize._streams import assemble_stream, is_event_stream
 from mast.normalize._timeline import Timeline
 
 if TYPE_CHECKING:
@@ -154,73 +157,6 @@ def body_text(part: Any, notes: list[str] | None = None) -> str | None:
     return orjson.dumps(body, default=str).decode()
 
 
-def is_event_stream(text: Any) -> bool:
-    """A server-sent-events body (``data: {...}`` lines), as streamed completions are recorded."""
-    return isinstance(text, str) and text.lstrip().startswith(("data:", "event:"))
-
-
-def chat_completion_from_stream(text: str) -> dict[str, Any] | None:
-    """An OpenAI chat-completions stream (``chat.completion.chunk`` events) joined into one completion.
-
-    Text deltas are concatenated, tool-call deltas joined by their ``index`` (id, name, argument
-    pieces); the usage of the last chunk that has one is kept. ``None`` when no chunk is found.
-    """
-    completion: dict[str, Any] | None = None
-    choices: dict[int, dict[str, Any]] = {}
-    for line in text.splitlines():
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if not payload or payload == "[DONE]":
-            continue
-        try:
-            chunk = orjson.loads(payload)
-        except orjson.JSONDecodeError:
-            continue
-        if not isinstance(chunk, dict):
-            continue
-        if completion is None:
-            completion = {k: v for k, v in chunk.items() if k not in ("choices", "object")}
-            completion["object"] = "chat.completion"
-        if isinstance(chunk.get("usage"), dict):
-            completion["usage"] = chunk["usage"]
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict):
-                continue
-            index = choice.get("index", 0) if isinstance(choice.get("index"), int) else 0
-            joined = choices.setdefault(
-                index,
-                {"index": index, "message": {"role": "assistant", "content": ""}, "finish_reason": None},
-            )
-            message = joined["message"]
-            delta = as_dict(choice.get("delta"))
-            if isinstance(delta.get("role"), str):
-                message["role"] = delta["role"]
-            if isinstance(delta.get("content"), str):
-                message["content"] += delta["content"]
-            for call in delta.get("tool_calls") or []:
-                if not isinstance(call, dict):
-                    continue
-                calls = message.setdefault("tool_calls", [])
-                position = call.get("index", len(calls)) if isinstance(call.get("index"), int) else len(calls)
-                while len(calls) <= position:
-                    calls.append({"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
-                target = calls[position]
-                if call.get("id"):
-                    target["id"] = call["id"]
-                function = as_dict(call.get("function"))
-                if isinstance(function.get("name"), str):
-                    target["function"]["name"] += function["name"]
-                if isinstance(function.get("arguments"), str):
-                    target["function"]["arguments"] += function["arguments"]
-            if choice.get("finish_reason"):
-                joined["finish_reason"] = choice["finish_reason"]
-    if completion is None:
-        return None
-    completion["choices"] = [choices[i] for i in sorted(choices)]
-    return completion
-
-
 # --- a conversation rebuilt from a cassette's model calls ---------------------------------------
 
 
@@ -263,7 +199,11 @@ def recorded_calls(
         response = as_dict(interaction.get("response"))
         status = as_dict(response.get("status"))
         code = status.get("code") if isinstance(status.get("code"), int) else None
-        calls.append(RecordedCall(number, uri, body, body_of(response, notes), code))
+        reply = body_of(response, notes)
+        if is_event_stream(reply):
+            # stream: true, recorded as server-sent events: joined into the reply an unstreamed call gets
+            reply = assemble_stream(reply) or reply
+        calls.append(RecordedCall(number, uri, body, reply, code))
     return calls, other
 
 

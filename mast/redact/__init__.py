@@ -99,6 +99,7 @@ PATTERNS_ENV = "MAST_REDACT_PATTERNS"
 CustomPatterns = Mapping[str, "str | re.Pattern[str]"] | Sequence[tuple[str, "str | re.Pattern[str]"]]
 """Custom patterns: a mapping or pairs of kind name -> regex (text or compiled)."""
 
+
 @dataclass(frozen=True, slots=True)
 class RedactionResult:
     """Redacted text and how many replacements of each kind were made."""
@@ -156,7 +157,9 @@ class Redactor:
     def __init__(self, *, ips: bool = False, patterns: CustomPatterns = ()) -> None:
         pairs = list(patterns.items()) if isinstance(patterns, Mapping) else list(patterns)
         if not all(isinstance(pair, tuple | list) and len(pair) == 2 for pair in pairs):
-            raise UsageError("custom redaction patterns are name -> regex pairs, e.g. {'employee_id': r'E\\d{6}'}")
+            raise UsageError(
+                "custom redaction patterns are name -> regex pairs, e.g. {'employee_id': r'E\\d{6}'}"
+            )
         custom = [custom_rule(str(name), regex) for name, regex in pairs]
         self.rules: tuple[Rule, ...] = (*default_rules(), *((IPV4_RULE,) if ips else ()), *custom)
         # Provider token shapes (gitleaks' rule set and mast's own), run with RE2: linear time.
@@ -187,7 +190,8 @@ class Redactor:
             # A long text holds most literals somewhere: each rule's are looked for on their own
             # (a substring search is far cheaper than the rule's), without the combined gate.
             active = [
-                (o, r) for o, r in enumerate(self.rules)
+                (o, r)
+                for o, r in enumerate(self.rules)
                 if not r.needles or any(needle in (lowered if r.lower else text) for needle in r.needles)
             ]
         else:
@@ -195,7 +199,9 @@ class Redactor:
             if self._gate.search(text) is not None:
                 active += [(o, r) for o, r in self._by_needle if any(needle in text for needle in r.needles)]
             if self._gate_lower.search(lowered) is not None:
-                active += [(o, r) for o, r in self._by_needle_lower if any(needle in lowered for needle in r.needles)]
+                active += [
+                    (o, r) for o, r in self._by_needle_lower if any(needle in lowered for needle in r.needles)
+                ]
             if self._by_digits:
                 digits = sum(map(text.count, "0123456789"))
                 active += [(o, r) for o, r in self._by_digits if digits >= r.min_digits]
@@ -214,7 +220,9 @@ class Redactor:
         # admin:PASS" and later "401 for admin:PASS").
         # Only mast's own rules' findings: gitleaks' generic rule also takes ids beside a key word
         # ("max_tokens": api-7d9f8b6c4-x2kqz), which must not then go everywhere the id occurs.
-        values = _Repeats.values(text, [[start, -end, kind] for start, end, order, kind in spans if order < last])
+        values = _Repeats.values(
+            text, [[start, -end, kind] for start, end, order, kind in spans if order < last]
+        )
         if values:
             spans += [(start, -end, -1, kind) for kind, start, end in _Repeats(values).findings(text)]
             merged = _merge(text, spans)
@@ -316,7 +324,9 @@ def _any_of(needles: Iterable[str]) -> re.Pattern[str]:
     for needle in set(needles):
         at = min(range(len(needle)), key=lambda i: (_rarity(needle[i]), i))
         before, char, after = needle[:at], needle[at], needle[at + 1 :]
-        around = (f"(?<={re.escape(before + char)})" if before else "") + (f"(?={re.escape(after)})" if after else "")
+        around = (f"(?<={re.escape(before + char)})" if before else "") + (
+            f"(?={re.escape(after)})" if after else ""
+        )
         by_anchor.setdefault(char, set()).add(around)
     if not by_anchor:
         return re.compile(r"(?!)")
@@ -342,8 +352,12 @@ def load_patterns(path: str | os.PathLike[str]) -> dict[str, str]:
     except OSError as exc:
         raise UsageError(f"redaction patterns file {file}: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
-        raise UsageError(f"redaction patterns file {file} does not parse: {' '.join(str(exc).split())}") from exc
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise UsageError(
+            f"redaction patterns file {file} does not parse: {' '.join(str(exc).split())}"
+        ) from exc
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+    ):
         raise UsageError(f"redaction patterns file {file} must map names to regexes (name: 'regex')")
     for name, regex in data.items():
         custom_rule(name, regex)  # fail now, with the file named, rather than at first use
@@ -351,8 +365,12 @@ def load_patterns(path: str | os.PathLike[str]) -> dict[str, str]:
 
 
 @lru_cache(maxsize=16)
-def _redactor(ips: bool, patterns: tuple[tuple[str, str | re.Pattern[str]], ...], env_file: str, env_mtime: float) -> Redactor:
-    from_env: list[tuple[str, str | re.Pattern[str]]] = list(load_patterns(env_file).items()) if env_file else []
+def _redactor(
+    ips: bool, patterns: tuple[tuple[str, str | re.Pattern[str]], ...], env_file: str, env_mtime: float
+) -> Redactor:
+    from_env: list[tuple[str, str | re.Pattern[str]]] = (
+        list(load_patterns(env_file).items()) if env_file else []
+    )
     return Redactor(ips=ips, patterns=[*from_env, *patterns])
 
 
@@ -398,13 +416,32 @@ def _redact_value(value: Any, redact: Callable[[str], RedactionResult], counts: 
             counts[kind] = counts.get(kind, 0) + count
         return result.text
     if isinstance(value, dict):
-        return {key: _redact_value(item, redact, counts) for key, item in value.items()}
+        # A key that names a secret ({"password": "hunter2"}) says what its value is: the value alone
+        # ("hunter2") has no shape a rule could know, so it is redacted as the pair it is.
+        mapped: dict[Any, Any] = {}
+        for key, item in value.items():
+            if (
+                isinstance(key, str)
+                and isinstance(item, str | int)
+                and not isinstance(item, bool)
+                and str(item)
+            ):
+                pair = redact(f"{key}={item}")
+                if pair.total and str(item) not in pair.text:
+                    for kind, count in pair.counts.items():
+                        counts[kind] = counts.get(kind, 0) + count
+                    mapped[key] = f"[REDACTED:{next(iter(pair.counts))}]"
+                    continue
+            mapped[key] = _redact_value(item, redact, counts)
+        return mapped
     if isinstance(value, list | tuple):
         return [_redact_value(item, redact, counts) for item in value]
     return value
 
 
-def redact_trace(trace: Trace, *, ips: bool = False, patterns: CustomPatterns = ()) -> tuple[Trace, dict[str, int]]:
+def redact_trace(
+    trace: Trace, *, ips: bool = False, patterns: CustomPatterns = ()
+) -> tuple[Trace, dict[str, int]]:
     """A copy of ``trace`` with every text the judge can read redacted, and the counts per kind.
 
     Redacted: the task, final output and error, agents' names, roles and instructions, and each
@@ -455,7 +492,9 @@ def _map_trace(trace: Trace, change: Callable[[Any], Any]) -> Trace:
     steps = []
     for step in trace.steps:
         calls = [
-            call.model_copy(update={"arguments": text(call.arguments), "arguments_raw": text(call.arguments_raw)})
+            call.model_copy(
+                update={"arguments": text(call.arguments), "arguments_raw": text(call.arguments_raw)}
+            )
             for call in step.tool_calls
         ]
         results = [result.model_copy(update={"output": text(result.output)}) for result in step.tool_results]
@@ -473,7 +512,11 @@ def _map_trace(trace: Trace, change: Callable[[Any], Any]) -> Trace:
         )
     agents = [
         agent.model_copy(
-            update={"name": text(agent.name), "role": text(agent.role), "system_prompt": text(agent.system_prompt)}
+            update={
+                "name": text(agent.name),
+                "role": text(agent.role),
+                "system_prompt": text(agent.system_prompt),
+            }
         )
         for agent in trace.agents
     ]

@@ -47,7 +47,16 @@ from typing import Any
 
 import re2
 
-__all__ = ["DATA_FILE", "GitleaksRule", "GitleaksRules", "convert", "kind_of", "load_data", "load_rules", "shannon_entropy"]
+__all__ = [
+    "DATA_FILE",
+    "GitleaksRule",
+    "GitleaksRules",
+    "convert",
+    "kind_of",
+    "load_data",
+    "load_rules",
+    "shannon_entropy",
+]
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "gitleaks_rules.json"
 """The converted rule set (JSON), with the gitleaks commit it was taken from."""
@@ -150,7 +159,9 @@ def _compile_allow(entries: Iterable[dict[str, Any]]) -> tuple[_Allow, ...]:
             _Allow(
                 target=entry.get("target", "secret"),
                 regex=regex,
-                stopwords=re2.compile("|".join(re2.escape(w) for w in words)) if (words := entry.get("stopwords")) else None,
+                stopwords=re2.compile("|".join(re2.escape(w) for w in words))
+                if (words := entry.get("stopwords"))
+                else None,
                 both=entry.get("condition", "OR") == "AND",
             )
         )
@@ -247,7 +258,10 @@ class GitleaksRules:
         if end <= start:
             return None
         if rule.token_bounds and (
-            match_start > 0 and text[match_start - 1] in _TOKEN_CHARS or match_end < len(text) and text[match_end] in _TOKEN_CHARS
+            match_start > 0
+            and text[match_start - 1] in _TOKEN_CHARS
+            or match_end < len(text)
+            and text[match_end] in _TOKEN_CHARS
         ):
             return None
         secret = text[start:end]
@@ -266,7 +280,11 @@ class GitleaksRules:
             return None
         line = ""
         if self._line_allow or any(a.target == "line" for a in rule.allow):
-            line_start = text.rfind("\n", max(0, match_start - _LINE_WINDOW), match_start) + 1
+            # No newline within the window: the window's edge, never the start of the text (a
+            # one-line megabyte of minified JSON would make every match read back to offset 0).
+            window_start = max(0, match_start - _LINE_WINDOW)
+            newline = text.rfind("\n", window_start, match_start)
+            line_start = newline + 1 if newline >= 0 else window_start
             line_end = text.find("\n", match_end, match_end + _LINE_WINDOW)
             line = text[line_start : line_end if line_end >= 0 else min(len(text), match_end + _LINE_WINDOW)]
         for allow in (*self.global_allow, *rule.allow):

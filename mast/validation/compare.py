@@ -50,7 +50,7 @@ def shared_cells(run_a: Path, run_b: Path) -> pd.DataFrame:
     for spec in validation_sets(names):
         if not spec.gold:
             continue
-        gold = majority_vote(spec.gold_labels(a.data_dir))[["trace_id", "code", "present"]].rename(columns={"present": "gold"})
+        gold = majority_vote(spec.gold_labels(a.data_dir or None))[["trace_id", "code", "present"]].rename(columns={"present": "gold"})
         cells = gold.dropna(subset=["gold"]).merge(_cells(run_a, spec.name).rename(columns={"present": "a"}), on=["trace_id", "code"])
         cells = cells.merge(_cells(run_b, spec.name).rename(columns={"present": "b"}), on=["trace_id", "code"])
         frames.append(cells.assign(set=spec.name, unit=spec.name + ":" + cells["trace_id"].astype(str)))

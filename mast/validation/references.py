@@ -42,7 +42,7 @@ def from_evaluation(name: str, source: str, scope: str, report: EvaluationReport
     )
 
 
-def references_for(spec: ValidationSet, root: Path, *, n_boot: int, seed: int) -> list[Reference]:
+def references_for(spec: ValidationSet, root: Path | None, *, n_boot: int, seed: int) -> list[Reference]:
     """The reference points computed from other judges' published outputs on one validation set."""
     refs: list[Reference] = []
     if spec.gold and spec.name == "mastlint-ag2":

@@ -65,8 +65,8 @@ async def avalidate(
         sets: names from :func:`mast.datasets.validation_sets` (default: all).
         output: folder for the per-set results and the figures.
         limit: label at most this many traces per set (the first ones, in file order).
-        data_dir: folder holding the sets (default: ``MAST_VALIDATION_DIR``, then the checkout's
-            ``data/validation``).
+        data_dir: folder holding the sets (default: ``MAST_VALIDATION_DIR``, else the per-user cache,
+            downloading the sets' pinned files from their public homes on first use).
         dry_run: count traces and estimate tokens and cost; call nothing, write nothing.
         budget_usd: stop starting traces once this much has been spent, over all sets.
         concurrency: traces judged at the same time.
@@ -110,7 +110,7 @@ async def avalidate(
             references.append(from_evaluation("offline detectors", "mast.judge.detectors",
                                               f"{spec.name} (same traces)", result.detectors))
     report = ValidationReport(
-        judge=info, data_dir=str(root), output_dir=str(out), sets=results, pooled=pooled, modes=modes,
+        judge=info, data_dir=str(root) if root is not None else "", output_dir=str(out), sets=results, pooled=pooled, modes=modes,
         references=references,
     )
     report.verdict = verdict_text(report)
@@ -118,7 +118,7 @@ async def avalidate(
     return report
 
 
-def _traces(spec: ValidationSet, root: Path, limit: int | None) -> list[Trace]:
+def _traces(spec: ValidationSet, root: Path | None, limit: int | None) -> list[Trace]:
     traces: list[Trace] = []
     for path in spec.trace_paths(root):
         for trace in iter_traces(path):
@@ -143,7 +143,7 @@ def _plan(judge: Judge, name: str, traces: list[Trace]) -> SetPlan:
 
 
 async def _evaluate_set(
-    spec: ValidationSet, root: Path, diagnoses: list[Diagnosis], path: Path, judge: Judge, *, n_boot: int, seed: int, k: int
+    spec: ValidationSet, root: Path | None, diagnoses: list[Diagnosis], path: Path, judge: Judge, *, n_boot: int, seed: int, k: int
 ) -> SetResult:
     judged = [d for d in diagnoses if d.status == "judged"]
     result = SetResult(
@@ -171,12 +171,12 @@ async def _evaluate_set(
     return result
 
 
-def _same_traces(spec: ValidationSet, root: Path, ids: set[str]) -> list[Trace]:
+def _same_traces(spec: ValidationSet, root: Path | None, ids: set[str]) -> list[Trace]:
     return [t for t in _traces(spec, root, None) if t.trace_id in ids]
 
 
 def _pooled(
-    chosen: Sequence[ValidationSet], root: Path, labelled: dict[str, list[Diagnosis]], *, n_boot: int, seed: int,
+    chosen: Sequence[ValidationSet], root: Path | None, labelled: dict[str, list[Diagnosis]], *, n_boot: int, seed: int,
     taxonomy: Taxonomy | None = None,
 ) -> tuple[EvaluationReport | None, dict[str, float | None]]:
     """All mode-labelled sets in one evaluation (ids prefixed by set, since sets may reuse ids)."""

@@ -243,6 +243,7 @@ def detectors_diagnosis(trace: Trace, taxonomy: Taxonomy | None = None, *, repor
                 confidence=confidence,
                 evidence=quotes,
                 explanation=explanation,
+                hints=[f.message for f in hints] or None,
             )
         )
     decisive = [f for f in report.findings if f.verdict]

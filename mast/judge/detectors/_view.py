@@ -17,6 +17,8 @@ from difflib import SequenceMatcher
 from functools import cached_property, lru_cache
 from operator import mul
 
+import orjson
+
 from mast._json import canonical
 from mast.trace import Step, Trace
 
@@ -283,12 +285,65 @@ def error_line(view: StepView) -> str:
     return found if found is not None else next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
 
+# Free-text arguments a coding agent writes for the reader, not the tool: Claude Code's ``Bash``
+# takes a ``description`` it rewords on every call, other tools a ``reason`` or ``comment``. Two
+# calls that run the same command are the same action whatever they say about it, so these keys
+# are left out of the call's signature (unless they are all the call has).
+NARRATIVE_ARGUMENTS = frozenset({
+    "description", "comment", "comments", "reason", "reasoning", "explanation", "thought", "thoughts",
+    "rationale", "justification", "purpose", "intent",
+})
+
+
 def _arguments(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
         return value
+    if isinstance(value, dict):
+        meaningful = {k: v for k, v in value.items() if str(k).lower() not in NARRATIVE_ARGUMENTS}
+        if meaningful:
+            value = meaningful
     return canonical(value)
+
+
+_JSON_ERROR_STATUS = frozenset({"error", "errored", "failed", "failure", "fail"})
+_EXIT_KEYS = ("exit_code", "exitcode", "exit_status", "returncode", "return_code", "status_code_exit")
+
+
+def json_error(text: str) -> str | None:
+    """The failure a tool reports as a JSON object, else ``None``.
+
+    ``{"status": "error", "message": ...}``, ``{"error": ...}`` (a non-empty value),
+    ``{"success": false}`` / ``{"ok": false}``, or a non-zero ``exit_code`` / ``returncode``:
+    what API wrappers and MCP tools return instead of raising. Returns the message when there is one.
+    """
+    stripped = text.strip()
+    if not stripped.startswith("{") or len(stripped) > LONG_TEXT:
+        return None
+    try:
+        value = orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    keys = {str(k).lower(): v for k, v in value.items()}
+    message = next((str(keys[k]) for k in ("message", "error_message", "detail", "reason") if keys.get(k)), None)
+    status = keys.get("status")
+    failed = (isinstance(status, str) and status.lower() in _JSON_ERROR_STATUS) or keys.get("success") is False \
+        or keys.get("ok") is False
+    error = keys.get("error")
+    if error not in (None, False, "", {}, []):
+        failed = True
+        message = message or (error if isinstance(error, str) else canonical(error))
+    for key in _EXIT_KEYS:
+        code = keys.get(key)
+        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            failed = True
+            message = message or f"{key} {code}"
+    if not failed:
+        return None
+    return message or stripped[:200]
 
 
 @dataclass
@@ -394,10 +449,10 @@ def _step_error(step: Step) -> tuple[str | None, bool]:
     if step.error:
         return step.error, True
     for result in step.tool_results:
-        if error_in_output(result.output):
+        if error_in_output(result.output) or json_error(result.output) is not None:
             return result.output, False
     if step.role == "tool" or step.kind in ("tool_result", "observation"):
-        if step.content and error_in_output(step.content):
+        if step.content and (error_in_output(step.content) or json_error(step.content) is not None):
             return step.content, False
     elif step.kind == "message" and exec_reply_failed(step.content):
         return step.content, False

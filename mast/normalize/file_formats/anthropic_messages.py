@@ -16,25 +16,28 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
 from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
 from mast.normalize._common import text_of, usage_from
 from mast.normalize._messages import Msg, apply_prompt_names, as_dict, from_anthropic, maybe_json
 from mast.normalize._sniff import json_head
+from mast.normalize._streams import assemble_stream, is_event_stream
 from mast.normalize._timeline import Timeline
 from mast.normalize._vcr import body_of, raw_body
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, Trace, Usage
 
-_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result"})
+_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result"}
+)
 
 
 def _has_blocks(messages: list[Any]) -> bool:
     for message in messages:
         content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in _BLOCKS for b in content):
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") in _BLOCKS for b in content
+        ):
             return True
     return False
 
@@ -67,7 +70,9 @@ def is_response(data: Any) -> bool:
     )
 
 
-def _interaction_request(interaction: Any, notes: list[str] | None = None) -> tuple[dict[str, Any] | None, str]:
+def _interaction_request(
+    interaction: Any, notes: list[str] | None = None
+) -> tuple[dict[str, Any] | None, str]:
     request = interaction.get("request") if isinstance(interaction, dict) else None
     if not isinstance(request, dict):
         return None, ""
@@ -86,53 +91,15 @@ def is_cassette(data: Any) -> bool:
     return False
 
 
-def _from_sse(text: str) -> dict[str, Any] | None:
-    """Assemble a streamed (server-sent events) Messages response into one response body."""
-    message: dict[str, Any] | None = None
-    blocks: dict[int, dict[str, Any]] = {}
-    partial_json: dict[int, str] = {}
-    for line in text.splitlines():
-        if not line.startswith("data:"):
-            continue
-        try:
-            event = orjson.loads(line[5:].strip())
-        except orjson.JSONDecodeError:
-            continue
-        kind = event.get("type")
-        if kind == "message_start":
-            message = dict(event.get("message") or {})
-        elif kind == "content_block_start":
-            blocks[event.get("index", len(blocks))] = dict(event.get("content_block") or {})
-        elif kind == "content_block_delta":
-            block = blocks.setdefault(event.get("index", 0), {"type": "text", "text": ""})
-            delta = event.get("delta") or {}
-            if delta.get("type") == "text_delta":
-                block["text"] = block.get("text", "") + delta.get("text", "")
-            elif delta.get("type") == "thinking_delta":
-                block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
-            elif delta.get("type") == "input_json_delta":
-                partial_json[event.get("index", 0)] = partial_json.get(event.get("index", 0), "") + delta.get("partial_json", "")
-        elif kind == "message_delta" and message is not None:
-            message.update(event.get("delta") or {})
-            if isinstance(event.get("usage"), dict):
-                message["usage"] = {**(message.get("usage") or {}), **event["usage"]}
-    if message is None:
-        return None
-    for index, raw_json in partial_json.items():
-        if index in blocks and raw_json:
-            parsed = maybe_json(raw_json)
-            blocks[index]["input"] = parsed if isinstance(parsed, dict) else raw_json
-    message["content"] = [blocks[i] for i in sorted(blocks)]
-    return message
-
-
-def _response_body(interaction: dict[str, Any], notes: list[str] | None = None) -> tuple[dict[str, Any] | None, int | None]:
+def _response_body(
+    interaction: dict[str, Any], notes: list[str] | None = None
+) -> tuple[dict[str, Any] | None, int | None]:
     response = as_dict(interaction.get("response"))
     status = as_dict(response.get("status"))
     code = status.get("code") if isinstance(status.get("code"), int) else None
     body = raw_body(response, notes)
-    if isinstance(body, str) and "event: message_start" in body:
-        return _from_sse(body), code
+    if is_event_stream(body):
+        return assemble_stream(body), code  # stream: true, recorded as server-sent events
     parsed = maybe_json(body) if isinstance(body, str) else body
     return (parsed if isinstance(parsed, dict) else None), code
 
@@ -162,14 +129,16 @@ class AnthropicMessages(TraceFormat):
 
     def detect(self, raw: RawInput) -> float:
         """How sure this is the format: cheap sniffing first, then the parsed shape."""
-        is_yaml = raw.path is not None and raw.path.suffix in (".yaml", ".yml") and "interactions:" in raw.head
+        is_yaml = (
+            raw.path is not None and raw.path.suffix in (".yaml", ".yml") and "interactions:" in raw.head
+        )
         if not is_yaml and not json_head(raw, '"messages"', '"role"'):
             return 0.0
         try:
             data = raw.data()
         except TraceFormatError:
             return 0.0
-        if raw.kind == "yaml":
+        if raw.kind == "yaml" or is_cassette(data):  # a cassette recorded as JSON reads as one in YAML
             return 0.95 if is_cassette(data) else 0.0
         if isinstance(data, dict) and set(data) >= {"request", "response"}:
             return 0.95 if is_request(data["request"]) and is_response(data["response"]) else 0.0
@@ -182,7 +151,7 @@ class AnthropicMessages(TraceFormat):
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """Yield the traces in ``raw``; a broken record yields its error."""
         data = raw.data()
-        if raw.kind == "yaml":
+        if raw.kind == "yaml" or is_cassette(data):
             yield self._cassette(data, raw)
             return
         if isinstance(data, dict) and set(data) >= {"request", "response"}:
@@ -234,21 +203,37 @@ class AnthropicMessages(TraceFormat):
             ref = f"interactions[{where['index']}]" if where else ""
             if request is not None:
                 timeline.add_new(_request_msgs(request), source_ref=f"{ref}.request" if ref else "request")
-                requests_meta.append({k: v for k, v in request.items() if k not in ("messages", "system")} | (where or {}))
+                requests_meta.append(
+                    {k: v for k, v in request.items() if k not in ("messages", "system")} | (where or {})
+                )
                 model = model or request.get("model")
             if response is None:
                 missing = missing or where is not None
                 continue
             if response.get("type") == "error" or ("error" in response and not response.get("content")):
                 error = text_of(response.get("error"))
-                timeline.add_step(kind="error", agent=agent_name, content=error, source_ref=f"{ref}.response" if ref else "response")
+                timeline.add_step(
+                    kind="error",
+                    agent=agent_name,
+                    content=error,
+                    source_ref=f"{ref}.response" if ref else "response",
+                )
                 continue
             reply = from_anthropic(response)
             model = response.get("model") or model
             for msg in reply:
-                timeline.add(msg, kind="llm", model=response.get("model"), usage=usage_from(response.get("usage")),
-                             attributes={k: response[k] for k in ("stop_reason", "stop_sequence") if response.get(k) is not None},
-                             source_ref=f"{ref}.response" if ref else "response")
+                timeline.add(
+                    msg,
+                    kind="llm",
+                    model=response.get("model"),
+                    usage=usage_from(response.get("usage")),
+                    attributes={
+                        k: response[k]
+                        for k in ("stop_reason", "stop_sequence")
+                        if response.get(k) is not None
+                    },
+                    source_ref=f"{ref}.response" if ref else "response",
+                )
             step_usage = usage_from(response.get("usage"))
             if step_usage:
                 usage = step_usage if usage is None else usage + step_usage
@@ -261,7 +246,11 @@ class AnthropicMessages(TraceFormat):
         if missing:
             warnings.append("a recorded request has no readable response body")
         last_response = next((resp for _, resp, _ in reversed(calls) if resp), None)
-        known = [Agent(name=agent_name, model=model)] if any(s.agent == agent_name for s in timeline.steps) else []
+        known = (
+            [Agent(name=agent_name, model=model)]
+            if any(s.agent == agent_name for s in timeline.steps)
+            else []
+        )
         return assemble_trace(
             timeline.steps,
             source=self.source(raw, variant=variant),

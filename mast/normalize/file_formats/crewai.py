@@ -28,8 +28,9 @@ from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
 from mast.normalize._common import as_dict, parse_time, text_of, tool_call, usage_from
 from mast.normalize._messages import CREWAI_DELEGATION_TOOLS, Msg, from_openai, name_from_system_prompt
+from mast.normalize._streams import assemble_stream, is_event_stream
 from mast.normalize._timeline import Timeline
-from mast.normalize._vcr import body_of, chat_completion_from_stream, is_event_stream
+from mast.normalize._vcr import body_of
 from mast.normalize._vcr import body_text as vcr_text
 from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import SourceInfo, Step, Trace
@@ -51,7 +52,11 @@ def _is_chat_call(interaction: Any) -> bool:
 
 def _interactions(data: Any) -> list[Any] | None:
     items = as_dict(data).get("interactions")
-    return items if isinstance(items, list) and items and all(isinstance(i, dict) and "request" in i for i in items) else None
+    return (
+        items
+        if isinstance(items, list) and items and all(isinstance(i, dict) and "request" in i for i in items)
+        else None
+    )
 
 
 def _coworker(arguments: Any) -> str | None:
@@ -72,7 +77,9 @@ class _Crew:
         """Coworkers that work was delegated to: their answers go back to the delegator, not to the user."""
         self.task: str | None = None
         self.final: str | None = None
-        self.delegations: list[tuple[str, str, str | None]] = []  # (delegator, coworker, call id) not yet taken up
+        self.delegations: list[
+            tuple[str, str, str | None]
+        ] = []  # (delegator, coworker, call id) not yet taken up
         self.skipped: Counter[str] = Counter()
         self.notes: list[str] = []
         self.calls: list[dict[str, Any]] = []
@@ -116,19 +123,33 @@ class _Crew:
         status = as_dict(response.get("status")).get("code")
         reply = body_of(response, self.notes, "response.body")
         if is_event_stream(reply):
-            reply = chat_completion_from_stream(reply)  # stream: true, recorded as server-sent events
-        tools = [as_dict(t.get("function")).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+            reply = assemble_stream(reply)  # stream: true, recorded as server-sent events
+        tools = [
+            as_dict(t.get("function")).get("name") for t in body.get("tools") or [] if isinstance(t, dict)
+        ]
         self.calls.append({"agent": agent, "model": body.get("model"), "tools": tools, "status": status})
         if not isinstance(reply, dict) or (isinstance(status, int) and status >= 400):
-            message = text_of(as_dict(as_dict(reply).get("error")).get("message")) or f"HTTP {status}: no completion recorded"
+            message = (
+                text_of(as_dict(as_dict(reply).get("error")).get("message"))
+                or f"HTTP {status}: no completion recorded"
+            )
             self.errors.append(message)
-            self.timeline.add_step(kind="error", agent=agent, content=message, error=message, source_ref=f"{ref}/response")
+            self.timeline.add_step(
+                kind="error", agent=agent, content=message, error=message, source_ref=f"{ref}/response"
+            )
             return
         choices = reply.get("choices") or []
         message_data = as_dict(as_dict(choices[0]).get("message")) if choices else {}
         model = reply.get("model") if isinstance(reply.get("model"), str) else body.get("model")
         for msg in from_openai(message_data) if message_data else []:
-            self._reply(msg, agent, model, usage_from(reply.get("usage")), as_dict(choices[0]).get("finish_reason"), ref)
+            self._reply(
+                msg,
+                agent,
+                model,
+                usage_from(reply.get("usage")),
+                as_dict(choices[0]).get("finish_reason"),
+                ref,
+            )
 
     def _attribute_user(self, step: Step, agent: str) -> None:
         """The task prompt of delegated work comes from the manager that delegated it."""
@@ -150,8 +171,14 @@ class _Crew:
             self.task = match.group("task").strip() if match else step.content.strip()
 
     def _reply(self, msg: Msg, agent: str, model: Any, usage: Any, finish: Any, ref: str) -> None:
-        step = self.timeline.add(msg, agent=agent, model=model if isinstance(model, str) else None, usage=usage,
-                                 source_ref=f"{ref}/response", attributes={"finish_reason": finish} if finish else {})
+        step = self.timeline.add(
+            msg,
+            agent=agent,
+            model=model if isinstance(model, str) else None,
+            usage=usage,
+            source_ref=f"{ref}/response",
+            attributes={"finish_reason": finish} if finish else {},
+        )
         if step is None:
             return
         coworkers = []
@@ -179,7 +206,11 @@ class _Crew:
         elif step.tool_calls:
             step.kind = "tool_call"
         self.helpers.update(coworkers)
-        if (agent == self.root or agent.lower() not in {h.lower() for h in self.helpers}) and step.content and not step.tool_calls:
+        if (
+            (agent == self.root or agent.lower() not in {h.lower() for h in self.helpers})
+            and step.content
+            and not step.tool_calls
+        ):
             # The answer of a crew's own agent (not a coworker answering a delegation); with several
             # crews in one cassette (kickoff_for_each), the last crew's.
             answer = _FINAL.search(step.content)
@@ -188,15 +219,21 @@ class _Crew:
     def trace(self, source: SourceInfo, version: Any) -> Trace:
         steps = self.timeline.steps
         if not steps:
-            raise TraceFormatError("cassette holds no chat-completions calls to rebuild a crew run from", path=source.path)
-        agents = [a for a in self.timeline.agents() if a.name != "crewai"]  # the framework's prompts, not an agent
+            raise TraceFormatError(
+                "cassette holds no chat-completions calls to rebuild a crew run from", path=source.path
+            )
+        agents = [
+            a for a in self.timeline.agents() if a.name != "crewai"
+        ]  # the framework's prompts, not an agent
         for agent in agents:
             if agent.name in self.goals:
                 agent.role = f"goal: {self.goals[agent.name]}"
         metadata: dict[str, Any] = {"cassette_version": version, "llm_calls": self.calls}
         if self.skipped:
             metadata["not_rendered"] = dict(self.skipped)
-        status: Literal["ok", "error", "unknown"] = "error" if self.errors else ("ok" if self.final else "unknown")
+        status: Literal["ok", "error", "unknown"] = (
+            "error" if self.errors else ("ok" if self.final else "unknown")
+        )
         return assemble_trace(
             steps,
             source=source,
@@ -225,13 +262,42 @@ def _is_output_log(data: Any) -> bool:
     return (
         isinstance(data, list)
         and bool(data)
-        and all(isinstance(e, dict) and {"task", "agent", "output"} <= set(e) and ("status" in e or "task_name" in e) for e in data[:5])
+        and all(
+            isinstance(e, dict)
+            and {"task", "agent", "output"} <= set(e)
+            and ("status" in e or "task_name" in e)
+            for e in data[:5]
+        )
     )
 
 
-def _task_steps(timeline: Timeline, description: str, agent: str, output: str, ref: str, extra: dict[str, Any], when: Any = None) -> None:
-    timeline.add_step(kind="message", agent="user", role="user", recipient=agent, content=description, started_at=when, source_ref=f"{ref}/description")
-    timeline.add_step(kind="message", agent=agent, role="assistant", content=output, started_at=when, source_ref=f"{ref}/output", attributes=extra)
+def _task_steps(
+    timeline: Timeline,
+    description: str,
+    agent: str,
+    output: str,
+    ref: str,
+    extra: dict[str, Any],
+    when: Any = None,
+) -> None:
+    timeline.add_step(
+        kind="message",
+        agent="user",
+        role="user",
+        recipient=agent,
+        content=description,
+        started_at=when,
+        source_ref=f"{ref}/description",
+    )
+    timeline.add_step(
+        kind="message",
+        agent=agent,
+        role="assistant",
+        content=output,
+        started_at=when,
+        source_ref=f"{ref}/output",
+        attributes=extra,
+    )
 
 
 def _outputs_trace(data: Any, source: SourceInfo) -> Trace:
@@ -256,13 +322,32 @@ def _outputs_trace(data: Any, source: SourceInfo) -> Trace:
         messages = entry.get("messages")
         if isinstance(messages, list) and messages:
             timeline.default_agent = agent
-            timeline.add_new([m for raw in messages if isinstance(raw, dict) for m in from_openai(raw)], source_ref=f"{ref}/messages")
+            timeline.add_new(
+                [m for raw in messages if isinstance(raw, dict) for m in from_openai(raw)],
+                source_ref=f"{ref}/messages",
+            )
         else:
-            extra = {k: v for k, v in entry.items() if k not in ("description", "task", "agent", "raw", "output", "messages", "timestamp")}
-            _task_steps(timeline, description, agent, text_of(entry.get("raw", entry.get("output"))), ref, extra, parse_time(entry.get("timestamp")))
+            extra = {
+                k: v
+                for k, v in entry.items()
+                if k not in ("description", "task", "agent", "raw", "output", "messages", "timestamp")
+            }
+            _task_steps(
+                timeline,
+                description,
+                agent,
+                text_of(entry.get("raw", entry.get("output"))),
+                ref,
+                extra,
+                parse_time(entry.get("timestamp")),
+            )
     if not timeline.steps:
         raise TraceFormatError("CrewAI output lists no tasks", path=source.path)
-    task = descriptions[0] if len(descriptions) == 1 else "\n\n".join(f"Task {i + 1}: {d}" for i, d in enumerate(descriptions))
+    task = (
+        descriptions[0]
+        if len(descriptions) == 1
+        else "\n\n".join(f"Task {i + 1}: {d}" for i, d in enumerate(descriptions))
+    )
     failed = [e for e, _ in entries if str(e.get("status", "")).lower() in ("failed", "error")]
     return assemble_trace(
         timeline.steps,
@@ -286,7 +371,9 @@ class CrewAI(TraceFormat):
     """CrewAI: a crew run's recorded LLM calls (VCR cassette) or its CrewOutput / output log."""
 
     name = "crewai"
-    description = "CrewAI crew runs: VCR cassettes of their OpenAI chat calls, CrewOutput dicts, output_log_file JSON"
+    description = (
+        "CrewAI crew runs: VCR cassettes of their OpenAI chat calls, CrewOutput dicts, output_log_file JSON"
+    )
     priority = 80
     example = 'interactions: [{request: {body: {messages: [{role: system, content: "You are Researcher. ..."}]}}, response: ...}] (VCR cassette) or CrewOutput'
 
@@ -294,7 +381,9 @@ class CrewAI(TraceFormat):
         """Cassettes by their request URIs and CrewAI prompts; outputs by their keys."""
         if raw.path is not None:
             head = raw.head.lstrip("\ufeff").lstrip()
-            cassette = head.startswith("interactions:") or (head.startswith("---") and "\ninteractions:" in head[:200])
+            cassette = head.startswith("interactions:") or (
+                head.startswith("---") and "\ninteractions:" in head[:200]
+            )
             if not cassette and not ('"tasks_output"' in head or '"task_name"' in head):
                 return 0.0
         try:
@@ -307,7 +396,9 @@ class CrewAI(TraceFormat):
             if not chat:
                 return 0.0
             marked = any(_CREWAI_MARK.search(vcr_text(as_dict(i.get("request"))) or "") for i in chat[:3])
-            marked = marked or any("crewai" in str(as_dict(i.get("request")).get("uri", "")) for i in interactions)
+            marked = marked or any(
+                "crewai" in str(as_dict(i.get("request")).get("uri", "")) for i in interactions
+            )
             return 0.95 if marked else 0.5
         if _is_crew_output(data):
             return 0.9
@@ -324,7 +415,9 @@ class CrewAI(TraceFormat):
         elif _is_crew_output(data) or _is_output_log(data):
             yield _outputs_trace(data, self.source(raw))
         else:
-            raise raw.fail("not a CrewAI run: expected a VCR cassette of chat-completions calls, a CrewOutput or an output log")
+            raise raw.fail(
+                "not a CrewAI run: expected a VCR cassette of chat-completions calls, a CrewOutput or an output log"
+            )
 
 
 register(CrewAI())

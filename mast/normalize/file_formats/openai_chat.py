@@ -35,9 +35,7 @@ from mast.normalize._messages import (
 from mast.normalize._sniff import sniffed_json
 from mast.normalize._timeline import Timeline
 from mast.normalize._vcr import (
-    chat_completion_from_stream,
     is_cassette_of,
-    is_event_stream,
     rebuild_conversation,
     recorded_calls,
     yaml_cassette_score,
@@ -47,14 +45,55 @@ from mast.trace import Agent, Trace
 
 CHAT_PATH = "/chat/completions"
 """What a chat-completions call's URI holds (OpenAI and every compatible endpoint)."""
-_MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "function_call", "refusal", "audio", "annotations"})
+_MESSAGE_KEYS = frozenset(
+    {
+        "role",
+        "content",
+        "tool_calls",
+        "tool_call_id",
+        "name",
+        "function_call",
+        "refusal",
+        "audio",
+        "annotations",
+    }
+)
 _REQUEST_KEYS = frozenset(
     {
-        "messages", "model", "tools", "tool_choice", "temperature", "top_p", "max_tokens", "max_completion_tokens", "n",
-        "stop", "stream", "stream_options", "response_format", "seed", "frequency_penalty", "presence_penalty",
-        "logit_bias", "logprobs", "top_logprobs", "user", "parallel_tool_calls", "functions", "function_call",
-        "metadata", "store", "reasoning_effort", "modalities", "audio", "prediction", "service_tier",
-        "web_search_options", "verbosity", "prompt_cache_key", "safety_identifier",
+        "messages",
+        "model",
+        "tools",
+        "tool_choice",
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "max_completion_tokens",
+        "n",
+        "stop",
+        "stream",
+        "stream_options",
+        "response_format",
+        "seed",
+        "frequency_penalty",
+        "presence_penalty",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "user",
+        "parallel_tool_calls",
+        "functions",
+        "function_call",
+        "metadata",
+        "store",
+        "reasoning_effort",
+        "modalities",
+        "audio",
+        "prediction",
+        "service_tier",
+        "web_search_options",
+        "verbosity",
+        "prompt_cache_key",
+        "safety_identifier",
     }
 )
 
@@ -111,7 +150,11 @@ def is_response(data: Any) -> bool:
     if data.get("object") == "chat.completion":
         return True
     choices = data.get("choices")
-    return isinstance(choices, list) and bool(choices) and all(isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices)
+    return (
+        isinstance(choices, list)
+        and bool(choices)
+        and all(isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices)
+    )
 
 
 def _pair(data: Any) -> tuple[Any, Any] | None:
@@ -128,7 +171,9 @@ class OpenAIChat(TraceFormat):
     """OpenAI chat completions: one conversation per file (or per JSONL record of request bodies)."""
 
     name = "openai_chat"
-    description = "OpenAI chat completions: message lists, request/response bodies, or a request+response pair"
+    description = (
+        "OpenAI chat completions: message lists, request/response bodies, or a request+response pair"
+    )
     priority = 30
     example = '[{"role": "user", "content": "..."}, {"role": "assistant", "tool_calls": [...]}] or {"model", "messages"}'
 
@@ -170,7 +215,11 @@ class OpenAIChat(TraceFormat):
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """Yield the traces in ``raw``; a broken record yields its error."""
         data = raw.data()
-        if raw.kind == "jsonl" and isinstance(data, list) and not is_chat_list([r for r in data if not isinstance(r, JsonlLineError)], strict=False):
+        if (
+            raw.kind == "jsonl"
+            and isinstance(data, list)
+            and not is_chat_list([r for r in data if not isinstance(r, JsonlLineError)], strict=False)
+        ):
             for number, record in enumerate(data):
                 if isinstance(record, JsonlLineError):
                     yield raw.fail(str(record), record=number)
@@ -193,30 +242,55 @@ class OpenAIChat(TraceFormat):
         """A VCR cassette of chat-completions calls, rebuilt as one conversation."""
         notes: list[str] = []
         calls, other = recorded_calls(data, CHAT_PATH, notes=notes)
-        first = [m for item in calls[0].request.get("messages") or [] if isinstance(item, dict) for m in from_item(item)] if calls else []
+        first = (
+            [
+                m
+                for item in calls[0].request.get("messages") or []
+                if isinstance(item, dict)
+                for m in from_item(item)
+            ]
+            if calls
+            else []
+        )
         agent_name = apply_prompt_names(first) or "assistant"
         timeline = Timeline(default_agent=agent_name, assistant_kind="message")
 
         def request_msgs(body: dict[str, Any]) -> list[Msg]:
-            return [m for item in body.get("messages") or [] if isinstance(item, dict) for m in from_item(item)]
+            return [
+                m for item in body.get("messages") or [] if isinstance(item, dict) for m in from_item(item)
+            ]
 
         def response_msgs(body: Any) -> list[Msg]:
-            if isinstance(body, str) and is_event_stream(body):
-                body = chat_completion_from_stream(body)
+            # a streamed reply arrives here already joined (recorded_calls)
             return (to_messages(body) or []) if isinstance(body, dict) else []
 
-        facts = rebuild_conversation(calls, request_msgs=request_msgs, response_msgs=response_msgs, timeline=timeline)
+        facts = rebuild_conversation(
+            calls, request_msgs=request_msgs, response_msgs=response_msgs, timeline=timeline
+        )
         if not timeline.steps:
             raise raw.fail("the cassette's chat-completions calls hold no messages with content")
         model = next((c["model"] for c in facts["calls"] if isinstance(c.get("model"), str)), None)
-        known = [Agent(name=agent_name, model=model)] if any(s.agent == agent_name for s in timeline.steps) else []
-        metadata: dict[str, Any] = {"cassette_version": as_dict(data).get("version"), "llm_calls": facts["calls"]}
+        known = (
+            [Agent(name=agent_name, model=model)]
+            if any(s.agent == agent_name for s in timeline.steps)
+            else []
+        )
+        metadata: dict[str, Any] = {
+            "cassette_version": as_dict(data).get("version"),
+            "llm_calls": facts["calls"],
+        }
         if other:
             metadata["other_interactions"] = other
         return assemble_trace(
-            timeline.steps, source=self.source(raw, variant="vcr_cassette"), timeline=timeline, known_agents=known,
-            framework=next(iter(sorted(timeline.framework_hints)), None), status="error" if facts["errors"] else "ok",
-            error=facts["errors"][-1] if facts["errors"] else None, metadata=metadata, warnings=dict.fromkeys(notes),
+            timeline.steps,
+            source=self.source(raw, variant="vcr_cassette"),
+            timeline=timeline,
+            known_agents=known,
+            framework=next(iter(sorted(timeline.framework_hints)), None),
+            status="error" if facts["errors"] else "ok",
+            error=facts["errors"][-1] if facts["errors"] else None,
+            metadata=metadata,
+            warnings=dict.fromkeys(notes),
         )
 
     def _one(self, data: Any, raw: RawInput, record: int | None) -> Trace:
@@ -234,12 +308,24 @@ class OpenAIChat(TraceFormat):
         elif isinstance(data, list):
             request = {"messages": data}
         else:
-            raise raw.fail("openai_chat needs a message list, a request body or a response body", record=record)
+            raise raw.fail(
+                "openai_chat needs a message list, a request body or a response body", record=record
+            )
         return build_chat_trace(
             request.get("messages", []) if request else [],
             response=response,
             request_extra={k: v for k, v in request.items() if k != "messages"} if request else {},
-            source=self.source(raw, record, variant="pair" if pair else "response" if request is None else "request" if isinstance(data, dict) else "messages"),
+            source=self.source(
+                raw,
+                record,
+                variant="pair"
+                if pair
+                else "response"
+                if request is None
+                else "request"
+                if isinstance(data, dict)
+                else "messages",
+            ),
             raw=raw,
             record=record,
         )
@@ -277,9 +363,11 @@ def build_chat_trace(
         usage = usage_from(response.get("usage"))
         metadata["response"] = {k: v for k, v in response.items() if k not in ("choices",)}
     model = (response or {}).get("model") or request_extra.get("model")
-    known = [Agent(name=agent_name, model=model if isinstance(model, str) else None)] if any(
-        s.agent == agent_name for s in timeline.steps
-    ) else []
+    known = (
+        [Agent(name=agent_name, model=model if isinstance(model, str) else None)]
+        if any(s.agent == agent_name for s in timeline.steps)
+        else []
+    )
     trace = assemble_trace(
         timeline.steps,
         source=source,
@@ -292,7 +380,11 @@ def build_chat_trace(
         metadata=metadata,
     )
     if not trace.steps:
-        raise (raw.fail("the message list holds no messages with content", record=record) if raw else TraceFormatError("no messages with content"))
+        raise (
+            raw.fail("the message list holds no messages with content", record=record)
+            if raw
+            else TraceFormatError("no messages with content")
+        )
     return trace
 
 

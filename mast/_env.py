@@ -1,0 +1,108 @@
+"""The one reader of ``MAST_*`` environment variables: strict, with the rules of the flag each mirrors.
+
+A value that is not understood is a one-line :class:`~mast.errors.UsageError` naming the variable and
+what it accepts, never a silent default: ``MAST_REDACT=enabled`` must not switch redaction off.
+Booleans accept the words click accepts for a flag's variable (``MAST_DEBUG``), so every boolean
+variable reads the same. An empty variable counts as unset.
+
+Example:
+    >>> parse_bool("MAST_HINTS", "off")
+    False
+    >>> parse_number("MAST_TIMEOUT", "30", float, minimum=0, min_open=True)
+    30.0
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TypeVar
+
+from mast.errors import UsageError
+
+TRUE_WORDS = ("1", "true", "t", "yes", "y", "on")
+"""What a boolean variable reads as on (case-insensitive, as click reads ``MAST_DEBUG``)."""
+FALSE_WORDS = ("0", "false", "f", "no", "n", "off")
+"""What a boolean variable reads as off."""
+
+N = TypeVar("N", int, float)
+
+
+def parse_bool(name: str, raw: str) -> bool:
+    """``raw`` (the value of variable ``name``) as a boolean.
+
+    Raises:
+        UsageError: a word outside :data:`TRUE_WORDS` and :data:`FALSE_WORDS`.
+    """
+    word = raw.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise UsageError(
+        f"{name}={raw!r} is not a recognised true/false value: use one of {', '.join(TRUE_WORDS)} "
+        f"(on) or {', '.join(FALSE_WORDS)} (off)"
+    )
+
+
+def parse_number(
+    name: str,
+    raw: str,
+    kind: type[N],
+    *,
+    minimum: float | None = None,
+    min_open: bool = False,
+    maximum: float | None = None,
+) -> N:
+    """``raw`` as an ``int`` or ``float`` within the range of the flag it mirrors.
+
+    Raises:
+        UsageError: not a number of that kind, or out of range.
+    """
+    what = "a whole number" if kind is int else "a number"
+    try:
+        value = kind(raw.strip())
+    except ValueError:
+        raise UsageError(f"{name}={raw!r} is not {what}{_range(minimum, min_open, maximum)}") from None
+    if kind is float and value != value:  # NaN passes every comparison below
+        raise UsageError(f"{name}={raw!r} is not {what}{_range(minimum, min_open, maximum)}")
+    low_bad = minimum is not None and (value <= minimum if min_open else value < minimum)
+    if low_bad or (maximum is not None and value > maximum):
+        raise UsageError(f"{name}={raw!r} is out of range: use {what}{_range(minimum, min_open, maximum)}")
+    return value
+
+
+def _range(minimum: float | None, min_open: bool, maximum: float | None) -> str:
+    parts = []
+    if minimum is not None:
+        parts.append(f"{'above' if min_open else 'at least'} {minimum:g}")
+    if maximum is not None:
+        parts.append(f"at most {maximum:g}")
+    return f" ({' and '.join(parts)})" if parts else ""
+
+
+def env_value(name: str) -> str | None:
+    """The variable's value, ``None`` when unset or empty."""
+    raw = os.environ.get(name)
+    return raw if raw not in (None, "") else None
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """A boolean variable, ``default`` when unset (see :func:`parse_bool`)."""
+    raw = env_value(name)
+    return default if raw is None else parse_bool(name, raw)
+
+
+def env_number(
+    name: str,
+    kind: type[N],
+    default: N,
+    *,
+    minimum: float | None = None,
+    min_open: bool = False,
+    maximum: float | None = None,
+) -> N:
+    """A number variable, ``default`` when unset (see :func:`parse_number`)."""
+    raw = env_value(name)
+    if raw is None:
+        return default
+    return parse_number(name, raw, kind, minimum=minimum, min_open=min_open, maximum=maximum)

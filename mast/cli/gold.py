@@ -1,0 +1,67 @@
+"""``mast gold``: the review gold out (CSV for ``mast evaluate``, Inspect Scout sets) and back in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mast.cli._shared import stdout
+from mast.errors import UsageError
+
+
+@click.group("gold")
+def command() -> None:
+    """Export the gold `mast review` writes, or import a Scout validation set into a gold file.
+
+    \b
+    mast gold export gold.jsonl gold.csv                 the CSV `mast evaluate --gold` reads
+    mast gold export gold.jsonl validation.yaml          an Inspect Scout validation set (.csv with --format scout)
+    mast gold import validation.yaml -o gold.jsonl       a Scout set back into a gold file
+    """  # noqa: D301 (click's \b keeps the example lines as they are)
+
+
+@command.command("export")
+@click.argument("gold", type=click.Path(exists=True, dir_okay=False))
+@click.argument("output", type=click.Path(dir_okay=False))
+@click.option(
+    "--format",
+    "kind",
+    type=click.Choice(["auto", "long", "scout"]),
+    default="auto",
+    show_default=True,
+    help="long: trace_id,code,present,annotator CSV; scout: id + target per trace. auto: scout for .json/.yaml.",
+)
+@click.option("--split", default=None, help="Write this split name on each Scout case (dev, test...).")
+@click.option(
+    "--with-improve",
+    is_flag=True,
+    help="Include improve-queue cells (left out by default: they are a biased sample).",
+)
+def export(gold: str, output: str, kind: str, split: str | None, with_improve: bool) -> None:
+    """Write the gold's current cells as a label CSV or a Scout validation set."""
+    from mast.review.export import write_gold_csv, write_scout
+
+    queues: tuple[str, ...] = ("random", "improve") if with_improve else ("random",)
+    suffix = Path(output).suffix.lower()
+    if kind == "auto":
+        kind = "scout" if suffix in (".json", ".yaml", ".yml") else "long"
+    if kind == "long":
+        if suffix != ".csv":
+            raise UsageError(f"{output}: the long form is a .csv file")
+        path = write_gold_csv(gold, output, queues=queues)  # type: ignore[arg-type]
+    else:
+        path = write_scout(gold, output, split=split, queues=queues)  # type: ignore[arg-type]
+    stdout.print(f"wrote {path}", markup=False, highlight=False)
+
+
+@command.command("import")
+@click.argument("source", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--gold", required=True, type=click.Path(dir_okay=False), help="Gold file to append to.")
+@click.option("--reviewer", default="scout", show_default=True, help="Reviewer name the imported cells get.")
+def import_(source: str, gold: str, reviewer: str) -> None:
+    """Append a Scout validation set's targets to a gold file (random queue, one event per cell)."""
+    from mast.review.export import import_scout
+
+    count = import_scout(source, gold, reviewer=reviewer)
+    stdout.print(f"appended {count} cells to {gold}", markup=False, highlight=False)

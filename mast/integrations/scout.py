@@ -1,0 +1,191 @@
+"""MAST as an Inspect Scout scanner: each transcript's failure modes, cited, in Scout View.
+
+``pip install 'mast-judge[scout]'``, then name the scanner on Scout's command line (the name
+``mast_judge/mast_scanner`` reaches :mod:`mast_judge.scout` through the ``inspect_ai`` entry point mast declares)::
+
+    scout scan mast_judge/mast_scanner -T ./logs -S model=openai/gpt-4.1-mini
+
+or build it in Python::
+
+    from inspect_scout import scan
+    from mast.integrations.scout import mast_scanner
+
+    scan([mast_scanner(model="openai/gpt-4.1-mini")], transcripts="./logs")
+
+The scanner judges each transcript's messages (read exactly as ``mast normalize`` reads an Inspect
+log sample) with mast's judge options: ``model``, ``judge`` (``detectors`` for the offline
+detectors, the default with no model), ``jury``, ``taxonomy`` and any other
+:class:`~mast.judge.config.JudgeConfig` field; ``MAST_*`` variables fill the rest. Long
+transcripts are mast's to handle: the judge splits a transcript that does not fit its model's
+context into windows of whole steps (``strategy``), so Scout hands the scanner the whole transcript.
+
+It returns a Scout *resultset*, one :class:`~inspect_scout.Result` per label:
+
+* one per assessed mode, ``label`` the code (``2.6``), ``value`` ``True`` when present, the mode's
+  reason and evidence quotes in ``explanation`` (``[S3] "..."``), and ``references`` to the cited
+  messages (their ``cite`` is the ``[S3]`` of the explanation, so Scout View links it);
+* one labelled ``diagnosis``: ``value`` the codes found (``2.6,3.2``) or ``none``, the whole
+  explanation, a reference to the first failure's message, and ``metadata["mast"]``, the
+  :class:`~mast.diagnosis.Diagnosis` as JSON (:mod:`mast.integrations.scout_results` reads it back).
+
+A transcript the judge could not judge (provider down, unreadable answer, budget) raises
+:class:`~mast.errors.JudgeError`, which Scout records as the transcript's *error* (``scan_error``),
+never as "no failure"; ``scout scan resume`` / ``scout scan complete`` judge it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mast.diagnosis import Diagnosis, ModeVerdict
+from mast.errors import JudgeError, UsageError
+from mast.integrations.inspect import explanation_of
+from mast.judge.config import JudgeConfig
+from mast.trace import SourceInfo, Trace
+
+try:
+    from inspect_scout import Reference, Result, Scanner, Transcript
+except ImportError as exc:  # pragma: no cover - the extra is not installed
+    raise UsageError("mast's Scout scanner needs Inspect Scout: pip install 'mast-judge[scout]'") from exc
+
+__all__ = [
+    "DIAGNOSIS_LABEL",
+    "SCANNER_NAME",
+    "build_scan",
+    "diagnosis_results",
+    "mast_scanner",  # noqa: F822 - defined by the module __getattr__ below
+    "trace_from_transcript",
+]
+
+SCANNER_NAME = "mast_judge/mast_scanner"
+"""The name ``scout scan`` knows the scanner by (and the results' scanner name)."""
+DIAGNOSIS_LABEL = "diagnosis"
+"""Label of the result that carries the whole Diagnosis."""
+
+
+def _dump(value: Any) -> Any:
+    return value.model_dump(mode="json", exclude_none=True) if hasattr(value, "model_dump") else value
+
+
+def trace_from_transcript(transcript: Transcript) -> Trace:
+    """A Scout transcript as a :class:`~mast.trace.Trace`, its trace id the Scout transcript id.
+
+    The messages are read as an Inspect log sample's are
+    (:func:`mast.normalize.file_formats.inspect_log.sample_trace`), so each step keeps its message
+    id (:attr:`~mast.trace.Step.id`), which the references point at.
+    """
+    from mast.normalize.file_formats.inspect_log import sample_trace
+
+    sample = {
+        "id": transcript.task_id,
+        "epoch": transcript.task_repeat,
+        "messages": [_dump(m) for m in transcript.messages],
+        "metadata": dict(transcript.metadata or {}),
+    }
+    info = {"eval_id": transcript.source_id, "task": transcript.task_set, "model": transcript.model}
+    source = SourceInfo(format="inspect_log", variant="scout", path=transcript.source_uri)
+    trace = sample_trace(sample, eval_info={k: v for k, v in info.items() if v}, source=source)
+    # Scout keys results, validation cases and its database by transcript id: the trace says the same.
+    trace.metadata.setdefault("scout", {})["transcript_id"] = transcript.transcript_id
+    return trace.model_copy(update={"trace_id": transcript.transcript_id})
+
+
+def _message_ids(trace: Trace) -> dict[int, str]:
+    return {step.index: step.id for step in trace.steps if step.id}
+
+
+def _references(steps: Sequence[int | None], ids: dict[int, str]) -> list[Reference]:
+    seen: list[Reference] = []
+    for step in steps:
+        if step is None or step not in ids or any(r.id == ids[step] for r in seen):
+            continue
+        seen.append(Reference(type="message", id=ids[step], cite=f"[S{step}]"))
+    return seen
+
+
+def _mode_explanation(verdict: ModeVerdict) -> str:
+    lines = [verdict.explanation.strip() or ("Present." if verdict.present else "Not found.")]
+    for evidence in verdict.evidence:
+        step = f"[S{evidence.step}] " if evidence.step is not None else ""
+        checked = "" if evidence.verified else " (quote not found in the step)"
+        lines.append(f'{step}"{evidence.quote}"{checked}')
+    return "\n".join(lines)
+
+
+def diagnosis_results(diagnosis: Diagnosis, trace: Trace) -> list[Result]:
+    """The Scout results of a judged :class:`~mast.diagnosis.Diagnosis` of ``trace``.
+
+    Raises:
+        JudgeError: the diagnosis is not judged (Scout then records the transcript's error).
+    """
+    if diagnosis.status != "judged":
+        reason = diagnosis.error.message if diagnosis.error is not None else "no reason given"
+        raise JudgeError(f"mast could not judge transcript {trace.trace_id} ({diagnosis.status}): {reason}")
+    ids = _message_ids(trace)
+    results = [
+        Result(
+            label=verdict.code,
+            value=bool(verdict.present),
+            answer=verdict.name,
+            explanation=_mode_explanation(verdict),
+            references=_references([e.step for e in verdict.evidence], ids),
+            metadata={
+                "name": verdict.name,
+                "category": verdict.category,
+                "confidence": verdict.confidence,
+                "evidence": [e.model_dump(mode="json") for e in verdict.evidence],
+            },
+        )
+        for verdict in diagnosis.failure_modes
+        if verdict.present is not None
+    ]
+    first = diagnosis.first_failure
+    results.append(
+        Result(
+            label=DIAGNOSIS_LABEL,
+            value=",".join(diagnosis.present_codes) or "none",
+            answer=",".join(diagnosis.present_codes) or "none",
+            explanation=explanation_of(diagnosis),
+            references=_references([first.step if first is not None else None], ids),
+            metadata={
+                "mast": diagnosis.model_dump(mode="json"),
+                "first_failure": first.model_dump(mode="json") if first is not None else None,
+            },
+        )
+    )
+    return results
+
+
+def build_scan(
+    model: str | None = None,
+    judge: str | None = None,
+    jury: str | Sequence[str] | None = None,
+    taxonomy: str | None = None,
+    **options: Any,
+) -> Scanner[Transcript]:
+    """The scan function of :func:`mast_scanner` (arguments as there), not yet registered with Scout."""
+    if "api_key" in options:
+        raise UsageError(
+            "mast_scanner takes no api_key: Scout writes scanner arguments into the scan; set MAST_API_KEY or the provider's key variable"
+        )
+    config = JudgeConfig.from_options(model=model, judge=judge, jury=jury, taxonomy=taxonomy, **options)
+
+    async def scan(transcript: Transcript) -> list[Result]:
+        from mast.judge import aclassify
+
+        trace = trace_from_transcript(transcript)
+        diagnosis = await aclassify(trace, config=config, raise_on_error=False)
+        return diagnosis_results(diagnosis, trace)
+
+    return scan
+
+
+def __getattr__(name: str) -> Any:
+    # mast_scanner is defined in mast_judge.scout (see there why): read on first use, so that either
+    # module may be imported first.
+    if name == "mast_scanner":
+        from mast_judge.scout import mast_scanner
+
+        return mast_scanner
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

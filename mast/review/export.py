@@ -1,0 +1,187 @@
+"""The gold out and back: the CSV ``mast evaluate --gold`` reads, and Inspect Scout validation sets.
+
+- :func:`gold_frame`: the current cells of a gold file as a long label table (one row per trace,
+  mode and reviewer), with the queue and the trace's source beside them.
+- :func:`write_gold_csv`: that table as ``trace_id,code,present,annotator,queue,source_path,source_record``,
+  which :func:`mast.evaluation.read_labels` reads as the ``long`` form.
+- :func:`write_scout`: an Inspect Scout validation set, one case per trace: ``id`` (the trace id, as
+  Scout keys a transcript) and ``target`` (mode code -> true/false, the reviewers' majority; ties and
+  ``unsure`` left out). CSV spells the target as ``target_<code>`` columns, as Scout's reader
+  expects; JSON and YAML as a ``target`` mapping. ``split`` is written when a split is given.
+- :func:`read_scout`: such a file back as a label table.
+
+Example:
+    >>> write_gold_csv("gold.jsonl", "gold.csv")            # doctest: +SKIP
+    >>> write_scout("gold.jsonl", "validation.yaml")        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from mast._outputs import write_csv
+from mast.errors import EvaluationError, UsageError
+from mast.evaluation.agreement import majority_vote
+from mast.evaluation.labels import label_table, parse_present
+from mast.gold import Queue, current_cells, iter_events
+from mast.taxonomy import Taxonomy, load_taxonomy
+
+SCOUT_SUFFIXES = (".csv", ".json", ".yaml", ".yml")
+_TARGET = "target_"
+
+
+def gold_frame(
+    gold: str | os.PathLike[str], *, queues: tuple[Queue, ...] = ("random", "improve")
+) -> pd.DataFrame:
+    """Every reviewer's current mode cells (``present``/``absent``; ``unsure`` left out) of ``queues``."""
+    rows = [
+        {
+            "trace_id": e.trace_id,
+            "code": e.code,
+            "present": e.value == "present",
+            "annotator": e.reviewer,
+            "queue": e.queue,
+            "source_path": e.source_path or "",
+            "source_record": e.source_record,
+            "key": e.key,
+        }
+        for e in current_cells(iter_events(gold)).values()
+        if e.field == "mode" and e.value in ("present", "absent") and e.queue in queues
+    ]
+    columns = ["trace_id", "code", "present", "annotator", "queue", "source_path", "source_record", "key"]
+    return pd.DataFrame(rows, columns=columns).sort_values(
+        ["trace_id", "code", "annotator"], kind="stable", ignore_index=True
+    )
+
+
+def write_gold_csv(
+    gold: str | os.PathLike[str], target: str | os.PathLike[str], *, queues: tuple[Queue, ...] = ("random",)
+) -> Path:
+    """Write the gold as a long label CSV (``present`` as 1/0) and return its path."""
+    frame = gold_frame(gold, queues=queues)
+    frame["present"] = frame["present"].astype(int)
+    out = Path(target)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_csv(frame.drop(columns=["key"]), out)
+    return out
+
+
+def write_scout(
+    gold: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    *,
+    split: str | None = None,
+    queues: tuple[Queue, ...] = ("random",),
+    taxonomy: Taxonomy | None = None,
+) -> Path:
+    """Write the gold as an Inspect Scout validation set (CSV, JSON or YAML, by ``target``'s suffix)."""
+    out = Path(target)
+    suffix = out.suffix.lower()
+    if suffix not in SCOUT_SUFFIXES:
+        raise UsageError(f"{out}: a Scout validation set is .csv, .json or .yaml")
+    frame = gold_frame(gold, queues=queues)
+    if frame.empty:
+        raise EvaluationError(f"{gold}: no reviewed cell to export")
+    tax = taxonomy or load_taxonomy()
+    votes = majority_vote(
+        label_table(frame[["trace_id", "code", "present", "annotator"]].to_dict("records"), taxonomy=tax)
+    )
+    votes = votes.dropna(subset=["present"])
+    cases: list[dict[str, Any]] = []
+    for trace_id, group in votes.groupby("trace_id", sort=True):
+        target_map = {str(c): bool(p) for c, p in zip(group["code"], group["present"], strict=True)}
+        case: dict[str, Any] = {"id": str(trace_id), "target": target_map}
+        if split:
+            case["split"] = split
+        cases.append(case)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".csv":
+        flat = [
+            {
+                "id": c["id"],
+                **{_TARGET + k: v for k, v in c["target"].items()},
+                **({"split": c["split"]} if split else {}),
+            }
+            for c in cases
+        ]
+        write_csv(pd.DataFrame(flat), out)
+    elif suffix == ".json":
+        out.write_text(json.dumps(cases, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    else:
+        out.write_text(yaml.safe_dump(cases, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return out
+
+
+def read_scout(
+    source: str | os.PathLike[str], *, annotator: str = "scout", taxonomy: Taxonomy | None = None
+) -> pd.DataFrame:
+    """A Scout validation set (CSV with ``target_<code>`` columns, JSON/YAML with a ``target`` mapping) as labels."""
+    path = Path(source)
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            table = pd.read_csv(path, dtype=str, keep_default_na=False)
+            records = [
+                {
+                    "id": r["id"],
+                    "target": {k[len(_TARGET) :]: r[k] for k in table.columns if k.startswith(_TARGET)},
+                }
+                for r in table.to_dict("records")
+            ]
+        elif suffix == ".json":
+            records = json.loads(path.read_text(encoding="utf-8"))
+        elif suffix in (".yaml", ".yml"):
+            records = yaml.safe_load(path.read_text(encoding="utf-8"))
+        else:
+            raise UsageError(f"{path}: a Scout validation set is .csv, .json or .yaml")
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise EvaluationError(f"cannot read {path}: {' '.join(str(exc).split())[:200]}") from exc
+    if not isinstance(records, list):
+        raise EvaluationError(f"{path}: a Scout validation set is a list of cases with id and target")
+    rows = []
+    for n, case in enumerate(records, start=1):
+        if not isinstance(case, dict) or "id" not in case or not isinstance(case.get("target"), dict):
+            raise EvaluationError(f"{path}: case {n} has no id and target mapping (one per mode code)")
+        for code, value in case["target"].items():
+            present = parse_present(value, where=f"{path} case {n}")
+            if present is not None:
+                rows.append(
+                    {"trace_id": str(case["id"]), "code": code, "present": present, "annotator": annotator}
+                )
+    return label_table(rows, taxonomy=taxonomy, source=str(path))
+
+
+def import_scout(
+    source: str | os.PathLike[str],
+    gold: str | os.PathLike[str],
+    *,
+    reviewer: str = "scout",
+    taxonomy: Taxonomy | None = None,
+) -> int:
+    """Append a Scout validation set's cells to ``gold`` as events of ``reviewer`` (random queue); return how many.
+
+    Scout knows a trace by its id alone, so the events' key names no source file.
+    """
+    from mast.gold import GoldEvent, GoldStore, trace_key
+
+    table = read_scout(source, annotator=reviewer, taxonomy=taxonomy)
+    events = [
+        GoldEvent(
+            key=trace_key(None, None, str(t)),
+            trace_id=str(t),
+            field="mode",
+            code=str(c),
+            value="present" if p else "absent",
+            reviewer=reviewer,
+            queue="random",
+        )
+        for t, c, p in zip(table["trace_id"], table["code"], table["present"], strict=True)
+    ]
+    with GoldStore(gold) as store:
+        return store.append(events)

@@ -1,8 +1,9 @@
 """Types and style are part of the test suite, so the README's test command (which CI runs) enforces them.
 
-``ruff check`` and ``ruff format --check`` over ``mast/`` and ``tests/``, and ``mypy --strict`` over
-``mast`` (its settings in ``pyproject.toml``). The files not yet formatted are listed in
-``[tool.ruff.format] exclude``; that list may only shrink.
+``ruff check`` over ``mast/``, ``mast_judge/``, ``tests/`` and ``benchmarks/``, ``ruff format --check``
+over the first three, and ``mypy --strict`` over ``mast`` and ``mast_judge`` (settings in
+``pyproject.toml``). The files not yet formatted are listed in ``[tool.ruff.format] exclude``; that list
+may only shrink.
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_check_is_clean() -> None:
-    done = _run("ruff", "check", "--no-cache", "mast", "tests")
+    done = _run("ruff", "check", "--no-cache", "mast", "mast_judge", "tests", "benchmarks")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_ruff_format_check_is_clean() -> None:
-    done = _run("ruff", "format", "--check", "--no-cache", "mast", "tests")
+    done = _run("ruff", "format", "--check", "--no-cache", "mast", "mast_judge", "tests")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -49,5 +50,6 @@ def test_the_not_yet_formatted_list_only_shrinks() -> None:
 
 @pytest.mark.slow  # a cold mypy run over the package takes minutes on two CPUs
 def test_mypy_strict_is_clean() -> None:
-    done = _run("mypy", "--strict", "mast")  # its cache: .mypy_cache in the checkout (ignored by git)
+    # its cache: .mypy_cache in the checkout (ignored by git)
+    done = _run("mypy", "--strict", "mast", "mast_judge")
     assert done.returncode == 0, done.stdout + done.stderr

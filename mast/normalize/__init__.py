@@ -284,9 +284,8 @@ def iter_traces(
     for item in _parse_guarded(fmt, raw):
         if isinstance(item, Trace):
             item.source.confidence = confidence
-            if (
-                raw.warnings
-            ):  # what reading the bytes cost (replaced bytes...), said on every trace of the input
+            # what reading the bytes cost (replaced bytes...), said on every trace of the input
+            if raw.warnings:
                 item.warnings[:0] = [w for w in raw.warnings if w not in item.warnings]
         yield item
 
@@ -409,9 +408,6 @@ def link_leaves(file: Path, top: Path) -> bool:
         return False
     try:
         target = file.resolve()
-    except (
-        OSError,
-        RuntimeError,
-    ):  # a loop leads nowhere, so nothing leaks: read, and reported with its reason
-        return False
+    except (OSError, RuntimeError):
+        return False  # a loop leads nowhere, so nothing leaks: read, and reported with its reason
     return not target.is_relative_to(top)

@@ -239,9 +239,8 @@ class RawInput:
                         "(the MAX_JSON_DEPTH cap)"
                     ) from exc
             if _LOG_LINE.match(stripped):
-                return self._plain(
-                    text
-                ), "text"  # "[2025-17-01 10:00:00 INFO] ..." opens a log (ChatDev), not broken JSON
+                # "[2025-17-01 10:00:00 INFO] ..." opens a log (ChatDev), not broken JSON
+                return self._plain(text), "text"
             lines = [ln for ln in stripped.splitlines() if ln.strip()]
             if len(lines) > 1:
                 records: list[Any] = []

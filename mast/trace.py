@@ -107,23 +107,23 @@ def _as_text(value: Any) -> str:
         return str(value)
 
 
-def _text_field(model: str, field: str, value: Any, empty: str | None) -> Any:
+def _text_field(model: str, field: str, value: Any, empty: str | None) -> str | None:
     """``value`` as text: ``None`` stays the field's empty value (``empty``), anything else is written as text."""
     if value is None:
         if empty is not None:
             _note(model, field, value, f"replaced by {empty!r}")
         return empty
-    if type(value) is str:
-        return value
     if isinstance(value, str):
-        return str(value)
+        return value if type(value) is str else str(value)  # a str subclass becomes plain text
     _note(model, field, value, "kept as text")
     return _as_text(value)
 
 
 def text_value(value: Any, where: str) -> str | None:
     """``value`` as text for a reader's own id or name fields (``where``: ``"Span.tool_call_id"``), noted when it was not text."""
-    if value is None or type(value) is str:
+    if value is None:
+        return None
+    if isinstance(value, str) and type(value) is str:  # a str subclass is converted below
         return value
     model, _, field = where.partition(".")
     return _text_field(model, field or where, value, None)
@@ -237,7 +237,14 @@ class Usage(_Model):
     cost_usd: float | None = None
     """Cost in US dollars when the source recorded it; ``None`` when unknown, never 0 by default."""
 
-    _fields = _lenient({"input_tokens": _INT_RULE, "output_tokens": _INT_RULE, "total_tokens": _INT_RULE, "cost_usd": _FLOAT_RULE})
+    _fields = _lenient(
+        {
+            "input_tokens": _INT_RULE,
+            "output_tokens": _INT_RULE,
+            "total_tokens": _INT_RULE,
+            "cost_usd": _FLOAT_RULE,
+        }
+    )
 
     def __add__(self, other: Usage) -> Usage:
         def add(a: float | int | None, b: float | int | None) -> Any:
@@ -282,7 +289,9 @@ class ToolResult(_Model):
     is_error: bool = False
     """True when the source marks the result as a failure (exception, non-zero exit, error flag)."""
 
-    _fields = _lenient({"call_id": _text_rule(), "name": _text_rule(), "output": _text_rule(""), "is_error": _BOOL_RULE})
+    _fields = _lenient(
+        {"call_id": _text_rule(), "name": _text_rule(), "output": _text_rule(""), "is_error": _BOOL_RULE}
+    )
 
 
 class Agent(_Model):
@@ -297,7 +306,9 @@ class Agent(_Model):
     system_prompt: str | None = None
     """The agent's instructions, when the source has them."""
 
-    _fields = _lenient({"role": _text_rule(), "model": _text_rule(), "system_prompt": _text_rule(), "name": _text_rule("?")})
+    _fields = _lenient(
+        {"role": _text_rule(), "model": _text_rule(), "system_prompt": _text_rule(), "name": _text_rule("?")}
+    )
 
 
 class Step(_Model):
@@ -338,12 +349,21 @@ class Step(_Model):
     attributes: dict[str, Any] = Field(default_factory=dict)
     """Source fields of this step that have no field above, kept rather than dropped."""
 
-    _fields = _lenient({
-        **dict.fromkeys(("id", "parent_id", "agent", "recipient", "model", "error", "source_ref"), _text_rule()),
-        "content": _text_rule(""), "kind": _choice_rule(get_args(StepKind), "message"), "role": _choice_rule(get_args(Role), None),
-        "started_at": _DATETIME_RULE, "ended_at": _DATETIME_RULE, "attributes": _DICT_RULE,
-        "tool_calls": _LIST_RULE, "tool_results": _LIST_RULE,
-    })
+    _fields = _lenient(
+        {
+            **dict.fromkeys(
+                ("id", "parent_id", "agent", "recipient", "model", "error", "source_ref"), _text_rule()
+            ),
+            "content": _text_rule(""),
+            "kind": _choice_rule(get_args(StepKind), "message"),
+            "role": _choice_rule(get_args(Role), None),
+            "started_at": _DATETIME_RULE,
+            "ended_at": _DATETIME_RULE,
+            "attributes": _DICT_RULE,
+            "tool_calls": _LIST_RULE,
+            "tool_results": _LIST_RULE,
+        }
+    )
 
     @field_validator("started_at", "ended_at")
     @classmethod
@@ -403,11 +423,17 @@ class Trace(_Model):
     warnings: list[str] = Field(default_factory=list)
     """What the normaliser had to guess, skip or cap."""
 
-    _fields = _lenient({
-        **dict.fromkeys(("framework", "task", "final_output", "error"), _text_rule()), "trace_id": _text_rule(""),
-        "status": _choice_rule(("ok", "error", "unknown"), "unknown"), "started_at": _DATETIME_RULE, "ended_at": _DATETIME_RULE,
-        "labels": _DICT_RULE, "metadata": _DICT_RULE,
-    })
+    _fields = _lenient(
+        {
+            **dict.fromkeys(("framework", "task", "final_output", "error"), _text_rule()),
+            "trace_id": _text_rule(""),
+            "status": _choice_rule(("ok", "error", "unknown"), "unknown"),
+            "started_at": _DATETIME_RULE,
+            "ended_at": _DATETIME_RULE,
+            "labels": _DICT_RULE,
+            "metadata": _DICT_RULE,
+        }
+    )
 
     @field_validator("started_at", "ended_at")
     @classmethod
@@ -439,9 +465,7 @@ class Trace(_Model):
         }
         return canonical_hash(payload)
 
-    def to_transcript(
-        self, *, max_step_chars: int = 4_000, max_total_chars: int | None = None
-    ) -> Transcript:
+    def to_transcript(self, *, max_step_chars: int = 4_000, max_total_chars: int | None = None) -> Transcript:
         """Render the trace for the judge with stable step numbers.
 
         Each step becomes ``[S<index>] agent → recipient: content`` (plus tool calls and results).

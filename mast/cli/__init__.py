@@ -25,7 +25,9 @@ class _Group(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except click.ClickException as exc:  # click prints it: a value from a trace's name shown escaped
-            exc.message = terminal_safe(exc.message)
+            # click types ``message`` Final yet reads it at show time; rewriting it in place keeps each
+            # subclass's own formatting (BadParameter's hint, NoSuchOption's suggestions).
+            exc.message = terminal_safe(exc.message)  # type: ignore[misc]
             raise
         except KeyboardInterrupt:
             click.echo("mast: interrupted", err=True)
@@ -36,9 +38,15 @@ class _Group(click.Group):
             code = exc.exit_code if isinstance(exc, MastError) else 1
             prefix = "error" if isinstance(exc, MastError) else f"unexpected {type(exc).__name__}"
             # --debug belongs to ``mast`` itself, before the sub-command (or MAST_DEBUG=1).
-            click.echo(terminal_safe(
-                f"mast: {prefix}: {one_line(exc)} (for details: mast --debug {ctx.invoked_subcommand or ''} ..., "
-                "or MAST_DEBUG=1)" if not isinstance(exc, MastError) else f"mast: {one_line(exc)}"), err=True)
+            click.echo(
+                terminal_safe(
+                    f"mast: {prefix}: {one_line(exc)} (for details: mast --debug {ctx.invoked_subcommand or ''} ..., "
+                    "or MAST_DEBUG=1)"
+                    if not isinstance(exc, MastError)
+                    else f"mast: {one_line(exc)}"
+                ),
+                err=True,
+            )
             sys.exit(code)
 
 

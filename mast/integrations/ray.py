@@ -132,12 +132,20 @@ def label_dataset(
         batch_size=batch_size,
         batch_format="pyarrow",  # keeps None as null (NumPy would turn it into NaN)
         fn_constructor_kwargs={
-            "config": config.model_dump_json(exclude={"api_key"}) if config.api_key is None else _with_key(config),
-            "concurrency": concurrency_per_actor, "router": str(router) if router else None, "share": actors,
-            "skip": _skip, "budget": _budget,
+            "config": config.model_dump_json(exclude={"api_key"})
+            if config.api_key is None
+            else _with_key(config),
+            "concurrency": concurrency_per_actor,
+            "router": str(router) if router else None,
+            "share": actors,
+            "skip": _skip,
+            "budget": _budget,
         },
-        compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=batches_per_actor,
-                                           max_concurrent_calls_per_actor=batches_per_actor),
+        compute=ray.data.ActorPoolStrategy(
+            size=actors,
+            max_tasks_in_flight_per_actor=batches_per_actor,
+            max_concurrent_calls_per_actor=batches_per_actor,
+        ),
         num_cpus=ACTOR_CPUS,
     )
 
@@ -187,27 +195,40 @@ def label_files(
     ledger = ray.remote(num_cpus=0)(BudgetLedger).remote(budget_usd) if budget_usd is not None else None
     with ResultsFile(output, overwrite=overwrite) as results:
         own = os.stat(output)
-        files = [{"path": str(p)} for p in iter_paths(paths, recursive=recursive)
-                 if not os.path.samestat(os.stat(p), own)]  # never read the output growing among the inputs
+        files = [
+            {"path": str(p)}
+            for p in iter_paths(paths, recursive=recursive)
+            if not os.path.samestat(os.stat(p), own)
+        ]  # never read the output growing among the inputs
         if results.repaired and on_notice is not None:
             on_notice(f"{output}: {results.repaired}")
         report.repaired = results.repaired
         index = _index(results, config)
         skip = ray.put((set(index.done), set(index.content)))
         source = ray.data.from_items(files, override_num_blocks=max(1, min(len(files), 1000)))
-        ds = label_dataset(source, actors=actors,
-                           concurrency_per_actor=concurrency, router=router, format=format,
-                           shard=parse_shard(shard) if shard else None, config=config, _skip=skip, _budget=ledger)
+        ds = label_dataset(
+            source,
+            actors=actors,
+            concurrency_per_actor=concurrency,
+            router=router,
+            format=format,
+            shard=parse_shard(shard) if shard else None,
+            config=config,
+            _skip=skip,
+            _budget=ledger,
+        )
         writer = _Writer(results, index, report, on_progress, breaker, on_result)
         if files:
             _drain(ds, writer)
         if writer.retried:
             report.retried = results.drop_lines(writer.retried)
-    if ledger is not None and report.not_started:
+    if ledger is not None and budget_usd is not None and report.not_started:
         state = ray.get(ledger.state.remote())
         report.stopped = "budget"
-        report.message = (f"budget of {usd(budget_usd)} reached (about ${state['spent_usd']:.4f} spent); "
-                          f"{report.not_started} traces not started. Run again with a higher --budget-usd to continue")
+        report.message = (
+            f"budget of {usd(budget_usd)} reached (about ${state['spent_usd']:.4f} spent); "
+            f"{report.not_started} traces not started. Run again with a higher --budget-usd to continue"
+        )
     report.wall_s = time.monotonic() - started
     return report
 
@@ -251,7 +272,9 @@ def label_engine(
         UsageError: an option the Ray engine does not take.
     """
     if rpm or tpm:
-        raise UsageError("--engine ray shares rate limits through --router (rpm/tpm per deployment), not --rpm/--tpm")
+        raise UsageError(
+            "--engine ray shares rate limits through --router (rpm/tpm per deployment), not --rpm/--tpm"
+        )
     if select.picks or select.traces:
         raise UsageError("--limit, --sample, --trace-id and trace-store inputs run with --engine local")
     if kwargs.pop("batch_judge", None) is not None:
@@ -264,8 +287,9 @@ def label_engine(
     if not kwargs.get("overwrite"):
         check_one_judge(jsonl, configured_judge(config).info)
     notice_judge(config, on_notice)
-    report = label_files(files, jsonl, config=config, on_notice=on_notice, recursive=False,
-                         **kwargs, **(engine_options or {}))
+    report = label_files(
+        files, jsonl, config=config, on_notice=on_notice, recursive=False, **kwargs, **(engine_options or {})
+    )
     finish_run(report, paths, output, select=select, recursive=recursive, shard=shard)
     return report
 
@@ -273,9 +297,15 @@ def label_engine(
 class _Writer:
     """The driver's side: append each result once, count it, report progress."""
 
-    def __init__(self, results: ResultsFile, index: ResumeIndex, report: BatchReport,
-                 on_progress: ProgressCallback | None, breaker: Breaker | None,
-                 on_result: ResultCallback | None = None) -> None:
+    def __init__(
+        self,
+        results: ResultsFile,
+        index: ResumeIndex,
+        report: BatchReport,
+        on_progress: ProgressCallback | None,
+        breaker: Breaker | None,
+        on_result: ResultCallback | None = None,
+    ) -> None:
         self.results = results
         self.index = index
         self.report = report
@@ -295,9 +325,13 @@ class _Writer:
         if key in self.seen:  # a block sent again after a worker died: written once already
             return
         self.seen.add(key)
-        item = WorkItem(index=self.count, trace_id=key[0], trace_hash=key[1],
-                        source=SourceRef(path=key[2], format=_str(row["source_format"]), record=record),
-                        whole_file=outcome == "file_error")
+        item = WorkItem(
+            index=self.count,
+            trace_id=key[0],
+            trace_hash=key[1],
+            source=SourceRef(path=key[2], format=_str(row["source_format"]), record=record),
+            whole_file=outcome == "file_error",
+        )
         self.count += 1
         diagnosis: Diagnosis | None = None
         if outcome == "file_error":
@@ -309,7 +343,9 @@ class _Writer:
         elif outcome == "resumed":
             self.report.total += 1
             done = self.index.done[key]
-            self.report.count(done.status, "resumed", self.index.modes(done.present), self.index.modes(done.assessed))
+            self.report.count(
+                done.status, "resumed", self.index.modes(done.present), self.index.modes(done.assessed)
+            )
         else:
             self.report.total += 1
             diagnosis = self._write(row, item, outcome, key)
@@ -325,7 +361,9 @@ class _Writer:
                 diagnosis = Diagnosis.model_validate_json(str(row["diagnosis"]))
             self.on_result(item, diagnosis, kind)
 
-    def _write(self, row: dict[str, Any], item: WorkItem, outcome: str, key: tuple[Any, ...]) -> Diagnosis | None:
+    def _write(
+        self, row: dict[str, Any], item: WorkItem, outcome: str, key: tuple[Any, ...]
+    ) -> Diagnosis | None:
         """Append the result; count it from its flat columns (parsing every Diagnosis would load the driver)."""
         diagnosis: Diagnosis | None = None
         if outcome == "duplicate":
@@ -354,7 +392,12 @@ class _Writer:
         status = str(row["status"])
         judged = status == "judged"
         modes = [(name[5:], value) for name, value in row.items() if name.startswith("mode_")]
-        self.report.count(status, kind, [c for c, v in modes if judged and v], [c for c, v in modes if judged and v is not None])
+        self.report.count(
+            status,
+            kind,
+            [c for c, v in modes if judged and v],
+            [c for c, v in modes if judged and v is not None],
+        )
         if kind != "judged":
             return
         report = self.report

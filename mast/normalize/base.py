@@ -74,7 +74,9 @@ class RawInput:
         """Wrap an already parsed object (dict, list or string)."""
         raw = cls(obj=obj)
         if isinstance(obj, str | bytes):
-            raw._head = plain_console(obj[:HEAD_BYTES] if isinstance(obj, str) else obj[:HEAD_BYTES].decode("utf-8", "replace"))
+            raw._head = plain_console(
+                obj[:HEAD_BYTES] if isinstance(obj, str) else obj[:HEAD_BYTES].decode("utf-8", "replace")
+            )
         else:
             raw._data, raw._kind = obj, "json"
         return raw
@@ -188,9 +190,13 @@ class RawInput:
         try:
             return blob.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            bad = sum(1 for ch in blob.decode("utf-8", "replace") if ch == "\ufffd") - blob.decode("utf-8", "ignore").count("\ufffd")
-            self.warnings.append(f"input is not valid UTF-8 ({bad} undecodable byte sequence(s), the first at byte {exc.start}): "
-                                 "decoded with U+FFFD replacement characters")
+            bad = sum(1 for ch in blob.decode("utf-8", "replace") if ch == "\ufffd") - blob.decode(
+                "utf-8", "ignore"
+            ).count("\ufffd")
+            self.warnings.append(
+                f"input is not valid UTF-8 ({bad} undecodable byte sequence(s), the first at byte {exc.start}): "
+                "decoded with U+FFFD replacement characters"
+            )
             return blob.decode("utf-8-sig", "replace")
 
     def _parse(self) -> tuple[Any, DocKind]:
@@ -201,7 +207,9 @@ class RawInput:
             if size == 0:
                 raise self.fail("file is empty")
             if size > MAX_WHOLE_FILE_BYTES:
-                raise self.fail(f"file is {size // 2**20} MiB, too large to load whole; no streaming format matched it")
+                raise self.fail(
+                    f"file is {size // 2**20} MiB, too large to load whole; no streaming format matched it"
+                )
             blob = self.path.read_bytes()
             if b"\x00" in blob[:8192]:
                 raise self.fail("file is binary (NUL bytes), not a text trace")
@@ -226,10 +234,13 @@ class RawInput:
                 return orjson.loads(stripped), "json"
             except orjson.JSONDecodeError as exc:
                 if "depth limit" in str(exc) or "recursion" in str(exc).lower():
-                    raise self.fail(f"JSON nested too deeply: more than {MAX_JSON_DEPTH:,} levels "
-                                    "(the MAX_JSON_DEPTH cap)") from exc
+                    raise self.fail(
+                        f"JSON nested too deeply: more than {MAX_JSON_DEPTH:,} levels "
+                        "(the MAX_JSON_DEPTH cap)"
+                    ) from exc
             if _LOG_LINE.match(stripped):
-                return self._plain(text), "text"  # "[2025-17-01 10:00:00 INFO] ..." opens a log (ChatDev), not broken JSON
+                # "[2025-17-01 10:00:00 INFO] ..." opens a log (ChatDev), not broken JSON
+                return self._plain(text), "text"
             lines = [ln for ln in stripped.splitlines() if ln.strip()]
             if len(lines) > 1:
                 records: list[Any] = []
@@ -247,7 +258,9 @@ class RawInput:
                     return self._plain(text), "text"
             why = literal_failure(stripped)
             if " cap, " in why:  # too big to be tried as anything else: the cap is what stopped it
-                tail = why.removeprefix("not JSON, and ").replace("to try as a Python literal", "to read any further")
+                tail = why.removeprefix("not JSON, and ").replace(
+                    "to try as a Python literal", "to read any further"
+                )
                 raise self.fail(f"looks like JSON but does not parse; {tail}")
             raise self.fail("looks like JSON but does not parse (truncated or malformed)")
         named = self.path is not None and any(s in (".yaml", ".yml") for s in self.path.suffixes)
@@ -286,8 +299,11 @@ class RawInput:
                     pass
             if 2 * parsed < sum(1 for ln in rest.splitlines() if ln.strip()):
                 return None
-        self.warnings.append(f"every line opens with a log prefix ({lines[0][:_LOG_PREFIX.match(lines[0]).end()].strip()!r}...): "
-                             "removed before reading the JSON")
+        prefix = _LOG_PREFIX.match(lines[0])  # it matches: _unprefixed_lines checked every line
+        shown = lines[0][: prefix.end()] if prefix else lines[0]
+        self.warnings.append(
+            f"every line opens with a log prefix ({shown.strip()!r}...): removed before reading the JSON"
+        )
         return rest
 
     def _plain(self, text: str) -> str:

@@ -8,6 +8,8 @@ batch not yet sent, which the rerun sends. Needs ``pip install 'mast-judge[phoen
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
 from mast.integrations.phoenix import PushReport, push
@@ -41,10 +43,12 @@ class PhoenixSink:
         queue, self.pending[url] = self.pending.get(url, []), []
         if not queue:
             return
-        maps = {}
+        maps: dict[str, Mapping[int, str]] = {}
         for diagnosis, note in queue:
             if diagnosis.trace_hash is not None and diagnosis.trace_hash != note.content_hash:
-                self.skipped.append(f"{diagnosis.trace_id}: trace changed since it was judged; no span annotation")
+                self.skipped.append(
+                    f"{diagnosis.trace_id}: trace changed since it was judged; no span annotation"
+                )
                 maps[diagnosis.trace_id] = {}
             else:
                 maps[diagnosis.trace_id] = note.step_spans
@@ -61,8 +65,10 @@ class PhoenixSink:
             self._send(url)
         lines = list(self.skipped)
         for url, r in self.totals.items():
-            lines.append(f"wrote {r.trace_annotations} trace and {r.span_annotations} span annotations for "
-                         f"{r.traces} traces to {public_url(url)}")
+            lines.append(
+                f"wrote {r.trace_annotations} trace and {r.span_annotations} span annotations for "
+                f"{r.traces} traces to {public_url(url)}"
+            )
         return lines
 
 

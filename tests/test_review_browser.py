@@ -47,7 +47,9 @@ def _chromium() -> str | None:
     named = os.environ.get("MAST_CHROMIUM")
     if named:
         return named
-    return next((p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None)
+    return next(
+        (p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +57,13 @@ def browser():
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (in the test extra)")
     executable = _chromium()
     if executable is None:
-        pytest.skip("no Chromium found: `apt-get install -y chromium` (Debian) or set MAST_CHROMIUM to a binary")
+        pytest.skip(
+            "no Chromium found: `apt-get install -y chromium` (Debian) or set MAST_CHROMIUM to a binary"
+        )
     with sync_api.sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox", "--headless=new"])
+        instance = playwright.chromium.launch(
+            executable_path=executable, args=["--no-sandbox", "--headless=new"]
+        )
         try:
             yield instance
         finally:
@@ -264,7 +270,9 @@ def test_twenty_traces_by_keyboard_survive_a_kill_and_validate(browser, tmp_path
         page.goto(server.url)
         _settle(page)
         resumed = _shown(page)
-        assert resumed["position"] == KILLED_AT and resumed["header"] == f"trace {KILLED_AT + 1} of {N_TRACES}"
+        assert (
+            resumed["position"] == KILLED_AT and resumed["header"] == f"trace {KILLED_AT + 1} of {N_TRACES}"
+        )
         assert resumed["modes"] == on_disk
         page.keyboard.press("a")
         _settle(page)

@@ -20,8 +20,9 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from _review_data import HOSTILE, write_results
@@ -30,6 +31,9 @@ from mast.gold import current_cells, iter_events
 from mast.review import ReviewServer, ReviewSession
 from mast.review.page import mode_keys
 from mast.taxonomy import load_taxonomy
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Dialog, Page
 
 REPO = Path(__file__).resolve().parent.parent
 URL = re.compile(r"^http://127\.0\.0\.1:(\d+)/\?token=[\w-]+$")
@@ -53,7 +57,7 @@ def _chromium() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser() -> Iterator[Browser]:
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (in the test extra)")
     executable = _chromium()
     if executable is None:
@@ -110,18 +114,23 @@ class Server:
 # -- the page ---------------------------------------------------------------------------------------
 
 
-def _open(browser, url: str):
+def _open(browser: Browser, url: str) -> tuple[Page, list[str]]:
     page = browser.new_page(viewport={"width": 1280, "height": 860})
     problems: list[str] = []
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-    page.on("dialog", lambda dialog: (problems.append(f"dialog: {dialog.message}"), dialog.dismiss()))
+
+    def dialog(opened: Dialog) -> None:  # an alert() that ran
+        problems.append(f"dialog: {opened.message}")
+        opened.dismiss()
+
+    page.on("dialog", dialog)
     page.on("request", lambda req: None if OWN.match(req.url) else problems.append(f"request to {req.url}"))
     page.goto(url)
     _settle(page)
     return page, problems
 
 
-def _settle(page) -> None:
+def _settle(page: Page) -> None:
     """Every save and load the page started has been answered."""
     page.wait_for_function("() => window.mastReview && window.mastReview.idle()")
 
@@ -138,12 +147,13 @@ SHOWN = """() => {
 }"""
 
 
-def _shown(page) -> dict[str, Any]:
+def _shown(page: Page) -> dict[str, Any]:
     """What the page shows as saved for the trace it shows."""
-    return page.evaluate(SHOWN)
+    shown: dict[str, Any] = page.evaluate(SHOWN)
+    return shown
 
 
-def _screenshot(page, name: str, tmp_path: Path, selector: str | None = None) -> None:
+def _screenshot(page: Page, name: str, tmp_path: Path, selector: str | None = None) -> None:
     """The page from its top (or the element ``selector`` names) into docs/img/ with MAST_UPDATE_GOLDEN=1."""
     docs = REPO / "docs" / "img"
     target = docs / name if os.environ.get("MAST_UPDATE_GOLDEN") else tmp_path / name
@@ -163,7 +173,7 @@ def _first_press(judged: str | None) -> str:
     return "absent" if judged == "present" else "present"
 
 
-def _review_one(page, position: int, judge: dict[str, str | None]) -> dict[str, Any]:
+def _review_one(page: Page, position: int, judge: dict[str, str | None]) -> dict[str, Any]:
     """Review the trace at ``position`` with keys only, as fast as they can be typed; what must be saved."""
     code = CODES[position % len(CODES)]
     want: dict[str, Any] = {"modes": {c: v for c, v in judge.items() if v is not None}}
@@ -201,7 +211,7 @@ def _gold_values(gold: Path, key: str, reviewer: str = "ana") -> dict[str, Any]:
     return out
 
 
-def test_twenty_traces_by_keyboard_survive_a_kill_and_validate(browser, tmp_path):
+def test_twenty_traces_by_keyboard_survive_a_kill_and_validate(browser: Browser, tmp_path: Path) -> None:
     results = write_results(tmp_path, N_TRACES)
     gold = tmp_path / "gold.jsonl"
     log = tmp_path / "server.log"
@@ -341,7 +351,7 @@ INERT = """() => ({
 })"""
 
 
-def test_hostile_traces_and_notes_stay_text_in_chromium(browser, tmp_path):
+def test_hostile_traces_and_notes_stay_text_in_chromium(browser: Browser, tmp_path: Path) -> None:
     results = write_results(tmp_path, 3, extra=ATTACK)
     gold = tmp_path / "gold.jsonl"
     log = tmp_path / "server.log"
@@ -390,7 +400,7 @@ FOREIGN = """async ([base, token]) => {
 }"""
 
 
-def test_a_page_of_another_origin_changes_nothing(browser, tmp_path):
+def test_a_page_of_another_origin_changes_nothing(browser: Browser, tmp_path: Path) -> None:
     """Even knowing the token, a page elsewhere can neither save nor read: its Origin is refused."""
     results = write_results(tmp_path, 3)
     gold = tmp_path / "gold.jsonl"

@@ -2,9 +2,8 @@
 
     python benchmarks/bench_review.py [--gets 100] [--n 10000]
 
-1. Render time. The largest trace files of the real corpus (``../shared/real`` and ``../shared/traces``
-   beside the checkout, or ``MAST_TEST_CORPUS``, as tests/_data.py finds it; ``data/examples`` when
-   it is absent) are labelled offline (``mast label --judge detectors``), a real ``mast review``
+1. Render time. The largest trace files of the real corpus (its real files and sample traces, located
+   by tests/_data.py; ``data/examples`` when it is absent) are labelled offline (``mast label --judge detectors``), a real ``mast review``
    process serves them, and the trace with the largest payload is fetched ``--gets`` times from
    ``/api/trace/N`` (what the page asks for on every j/k: the transcript re-read from its source
    file, normalised, redacted and highlighted). The page itself (``/``) is timed too. Median and
@@ -32,18 +31,19 @@ from datetime import date
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+from _data import CORPUS, REAL, TRACES  # noqa: E402 (the third-party corpus, located in one place)
+from _review_data import write_results  # noqa: E402 (the review tests' own synthetic results)
+
 URL = re.compile(r"^http://127\.0\.0\.1:(\d+)/\?token=([\w-]+)$")
 
 
 def corpus_files(limit: int = 3) -> tuple[str, list[Path]]:
     """The ``limit`` largest files of the real corpus (or of data/examples without it)."""
-    named = os.environ.get("MAST_TEST_CORPUS")
-    base = Path(named) if named else REPO.parent / "shared"
-    folders = [base / "real", base / "traces"]
-    if not (base / "real").is_dir():
+    if CORPUS is None:
         folders, where = [REPO / "data" / "examples"], "data/examples (no corpus beside the checkout)"
     else:
-        where = str(base)
+        folders, where = [REAL, TRACES], str(CORPUS)
     files = [p for f in folders for p in f.rglob("*") if p.is_file() and p.name != "MANIFEST.tsv"]
     files = [p for p in files if p.suffix not in (".md", ".csv", ".tsv")]
     return where, sorted(files, key=lambda p: p.stat().st_size, reverse=True)[:limit]
@@ -136,9 +136,6 @@ def render(work: Path, gets: int) -> dict[str, object]:
 
 def many_results(work: Path, n: int) -> Path:
     """``n`` judged results over 50 small chat traces, written as `mast label` would."""
-    sys.path.insert(0, str(REPO / "tests"))
-    from _review_data import write_results  # the review tests' own synthetic results
-
     seed = write_results(work / "seed", 50)
     lines = seed.read_text().splitlines()
     results = work / f"results-{n}.jsonl"

@@ -26,17 +26,20 @@ def judge_present(i: int, code: str) -> bool:
     return codes.index(code) % 5 == i % 5
 
 
-def write_results(folder: Path, n: int, *, hostile: bool = False) -> Path:
-    """``n`` traces under ``folder/traces`` and their results at ``folder/results.jsonl``."""
+def write_results(folder: Path, n: int, *, hostile: bool = False, extra: str | None = None) -> Path:
+    """``n`` traces under ``folder/traces`` and their results at ``folder/results.jsonl``.
+
+    ``hostile`` puts :data:`HOSTILE` in every text of the trace and the result; ``extra`` puts that text instead.
+    """
     tax = load_taxonomy()
     traces = folder / "traces"
     traces.mkdir(parents=True, exist_ok=True)
     lines = []
     for i in range(n):
-        extra = HOSTILE if hostile else ""
-        said = f"I will retry the deployment of service-{i} without checking the logs{extra}"
+        added = extra if extra is not None else HOSTILE if hostile else ""
+        said = f"I will retry the deployment of service-{i} without checking the logs{added}"
         messages = [
-            {"role": "user", "content": f"Deploy service-{i} and confirm it is healthy. {extra}"},
+            {"role": "user", "content": f"Deploy service-{i} and confirm it is healthy. {added}"},
             {"role": "assistant", "content": said},
             {"role": "user", "content": "Did it work?"},
             {"role": "assistant", "content": f"Done, service-{i} is healthy (I did not verify)."},
@@ -57,7 +60,7 @@ def write_results(folder: Path, n: int, *, hostile: bool = False) -> Path:
                     evidence=[Evidence(step=1, quote="retry the deployment", verified=True)]
                     if present
                     else [],
-                    explanation=(f"the agent retries blindly {extra}" if present else ""),
+                    explanation=(f"the agent retries blindly {added}" if present else ""),
                 )
             )
         diagnosis = Diagnosis(
@@ -66,7 +69,7 @@ def write_results(folder: Path, n: int, *, hostile: bool = False) -> Path:
             trace_hash=trace.content_hash(),
             judge=JudgeInfo(kind="llm", model="scripted", taxonomy_version=tax.version),
             failure_modes=verdicts,
-            summary=f"run {i} {extra}",
+            summary=f"run {i} {added}",
             first_failure=FirstFailure(
                 step=1, agent="assistant", code=next((v.code for v in verdicts if v.present), None)
             ),

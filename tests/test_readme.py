@@ -56,6 +56,10 @@ NOT_RUN = {
         "an MLflow server and a loop that runs until stopped (tests/test_mlflow.py)",
     "mast label logs/ -o results.jsonl": "an Inspect log folder: tests/test_inspect.py labels logs a real `inspect eval` wrote",
     "mast hooks install codex": "writes the user's ~/.codex/config.toml: tests/test_hooks.py round-trips one under CODEX_HOME",
+    "mast review results.jsonl -o gold.jsonl --reviewer ana":
+        "serves the browser app until Ctrl-C: tests/test_review_browser.py reviews in a real Chromium",
+    "mast review results.jsonl -o gold.jsonl --reviewer ana --queue improve --sample 50":
+        "serves the browser app until Ctrl-C: tests/test_review.py (the improve queue)",
     "mast watch ~/.claude/projects -o sessions.jsonl --quiet 10m --every 60s":
         "a loop that runs until stopped, on the user's sessions (tests/test_watch_folder.py watches a folder)",
 }
@@ -120,7 +124,8 @@ def test_the_readme_commands_run_offline(sandbox: Path, monkeypatch: pytest.Monk
             if args[0] == "label":
                 # Each README line is an example on its own; one judge per results file (a second
                 # judge's run into the same -o is refused, see test_first_hour).
-                Path("results.jsonl").unlink(missing_ok=True)
+                output = args[args.index("-o") + 1] if "-o" in args else "results.jsonl"
+                Path(output).unlink(missing_ok=True)
             if args[0] == "diff" or "--base" in args:
                 # Two labelled runs of an agent: here the examples' results twice (no change to find).
                 shutil.copy("results.jsonl", "v1.jsonl")
@@ -128,11 +133,23 @@ def test_the_readme_commands_run_offline(sandbox: Path, monkeypatch: pytest.Monk
             if args[0] == "evaluate" and "judge_a.jsonl" in args:
                 shutil.copy("results.jsonl", "judge_a.jsonl")
                 shutil.copy("results.jsonl", "judge_b.jsonl")
+            if "gold.jsonl" in args and args[0] != "review" and not Path("gold.jsonl").exists():
+                _reviewed(Path("results.jsonl"), Path("gold.jsonl"))  # what `mast review` would have written
             result = runner.invoke(main, args, catch_exceptions=False)
             expected = next((codes for option, codes in EXIT.items() if option in args), {0})
             assert result.exit_code in expected, f"{command}: exit {result.exit_code}\n{result.output}"
         assert server.chat_requests, "the commands with a model reached the fake provider"
     assert Path("report.html").is_file() and Path("results.parquet").is_file()
+
+
+def _reviewed(results: Path, gold: Path) -> None:
+    """A gold as a reviewer leaves it who pressed `a` on every trace of ``results`` (`mast review`)."""
+    from mast.review import ReviewSession
+
+    session = ReviewSession(results, gold, reviewer="ana")
+    for position in range(len(session)):
+        session.record(position, [{"field": "accept"}])
+    session.close()
 
 
 def test_the_readme_python_runs(sandbox: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,7 +1,7 @@
 """`mast review`: the gold file, the session's queue, the server's guards, the command, export and import.
 
-The page's script is not driven in a browser here (no Playwright test of the review page yet);
-the API it calls is.
+The API the page calls is tested here; the page's script runs in a real Chromium in
+tests/test_review_browser.py (keyboard review, a kill midway, hostile text, another origin).
 """
 
 from __future__ import annotations

@@ -9,7 +9,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _data import CORPUS, CORPUS_NAMES, LABEL_SETS_VAR, SKIP_REASON, VALIDATION, build_label_sets, remove_label_sets
+from _data import (
+    CORPUS,
+    CORPUS_NAMES,
+    LABEL_SETS_VAR,
+    SKIP_REASON,
+    VALIDATION,
+    build_label_sets,
+    remove_label_sets,
+)
 from hypothesis import HealthCheck, settings
 
 # The CLI sizes its tables to COLUMNS when it is set (mast/cli/_shared.py); pytest-xdist's workers

@@ -87,7 +87,7 @@ class Fake:
     def propose(self, body: dict[str, Any]) -> dict[str, Any]:
         user = _text(body, "user")
         code = re.search(r"^Mode (\d+\.\d+) ", user, re.MULTILINE).group(1)  # type: ignore[union-attr]
-        examples = []
+        examples: list[dict[str, Any]] = []
         current = None
         for line in user.splitlines():
             run = re.match(r"--- run (\S+) \(reviewers: present\)", line)

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import Field
 
-from mast.discovery._llm import _Answer, _spec
 from mast.discovery._llm import Caller as _DiscoveryCaller
+from mast.discovery._llm import _Answer, _spec
 from mast.errors import UsageError
 from mast.judge.cache import cache_key
 from mast.judge.prompt import render_taxonomy

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from mast._json import canonical_hash
 from mast.calibration._llm import (
@@ -256,13 +257,16 @@ def _proposal_hash(proposals: Mapping[str, Proposal]) -> str:
 # --- the test figures -----------------------------------------------------------------------------
 
 
-def _onehot(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
+def _onehot(pred: npt.NDArray[np.bool_], gold: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+    """One row per trace: 1 in its confusion cell (tp, fp, fn, tn)."""
     cell = np.select([pred & gold, pred & ~gold, ~pred & gold], [0, 1, 2], 3)
-    return np.eye(4)[cell]
+    out: npt.NDArray[np.float64] = np.eye(4)[cell]
+    return out
 
 
-def _num(value: float) -> float | None:
-    return None if np.isnan(value) else round(float(value), 4)
+def _num(value: Any) -> float | None:
+    number = float(value)
+    return None if np.isnan(number) else round(number, 4)
 
 
 def _interval(values: np.ndarray) -> tuple[float, float] | None:
@@ -294,12 +298,11 @@ def paired_figures(code: str, gold: Mapping[tuple[str, str], bool], before: Mapp
         if a is not None and b is not None:
             rows.append((gold[(trace_id, code)], a, b))
     g = np.array([r[0] for r in rows], dtype=bool)
-    a = np.array([r[1] for r in rows], dtype=bool)
-    b = np.array([r[2] for r in rows], dtype=bool)
     figures = SplitFigures(n_traces=len(rows), positives=int(g.sum()), negatives=int((~g).sum()))
     if not rows:
         return figures
-    cells_a, cells_b = _onehot(a, g), _onehot(b, g)
+    cells_a = _onehot(np.array([r[1] for r in rows], dtype=bool), g)
+    cells_b = _onehot(np.array([r[2] for r in rows], dtype=bool), g)
     kappa_a = metrics_from_counts(cells_a.sum(axis=0))["kappa"]
     kappa_b = metrics_from_counts(cells_b.sum(axis=0))["kappa"]
     figures.kappa_before, figures.kappa_after = _num(kappa_a), _num(kappa_b)

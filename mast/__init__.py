@@ -8,6 +8,7 @@ The package is the pipeline; each layer imports only the layers below it (``pypr
 
     cli                      the command line (nothing imports it)
     report | validation | discovery    one HTML page | a judge against humans | your own failure modes
+    calibration              sharper definitions of the modes the judge gets wrong on your gold
     analysis | datasets      prevalence, co-occurrence, first failures | the MAD dataset
     evaluation               agreement with gold labels (never reaches the judge's backend)
     engines                  label(): files and stores -> an engine by name -> results file + sinks
@@ -39,6 +40,7 @@ from mast.__about__ import __version__
 if _TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
     from mast import analysis, datasets
     from mast.batch import aclassify_many, classify_many
+    from mast.calibration import calibrate
     from mast.diagnosis import Diagnosis
     from mast.discovery import discover
     from mast.engines import label
@@ -91,6 +93,7 @@ _LAZY = {
     "aclassify": "mast.judge",
     "aclassify_many": "mast.batch",
     "analysis": "mast",
+    "calibrate": "mast.calibration",
     "classify": "mast.judge",
     "classify_many": "mast.batch",
     "compare_judges": "mast.evaluation",
@@ -147,6 +150,7 @@ __all__ = [
     "aclassify",
     "aclassify_many",
     "analysis",
+    "calibrate",
     "classify",
     "classify_many",
     "compare_judges",

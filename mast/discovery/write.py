@@ -39,8 +39,11 @@ ADAMAST_DEFAULTS = {
 """AdaMAST v0.2.2, as read from its code (issue 29), for the manifest's comparison."""
 
 
-def taxonomy_yaml(taxonomy: Taxonomy) -> str:
-    """The taxonomy as YAML in the shape of ``mast-v3.yaml`` (empty optional fields left out)."""
+def taxonomy_yaml(taxonomy: Taxonomy, *, header: str | None = None) -> str:
+    """The taxonomy as YAML in the shape of ``mast-v3.yaml`` (empty optional fields left out).
+
+    ``header``: the comment lines on top (default: discovery's).
+    """
     modes = []
     for mode in taxonomy.modes:
         entry: dict[str, Any] = {"code": mode.code, "name": mode.name, "category": mode.category,
@@ -54,8 +57,9 @@ def taxonomy_yaml(taxonomy: Taxonomy) -> str:
         if mode.relation:
             entry["relation"] = mode.relation
         modes.append(entry)
-    header = ("# MAST-14 plus the failure modes `mast discover` found and gated on traces they were not built from.\n"
-              "# Use it with: mast label TRACES -o results.jsonl --taxonomy taxonomy.yaml\n")
+    if header is None:
+        header = ("# MAST-14 plus the failure modes `mast discover` found and gated on traces they were not built "
+                  "from.\n# Use it with: mast label TRACES -o results.jsonl --taxonomy taxonomy.yaml\n")
     body = {"version": taxonomy.version, "categories": dict(taxonomy.categories), "modes": modes}
     return header + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=110)
 

@@ -20,6 +20,8 @@ Example:
 
 from __future__ import annotations
 
+import re
+
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -77,6 +79,22 @@ def _injected(line: dict[str, Any], text: str) -> bool:
     return bool(line.get("isMeta")) or text.lstrip().startswith(_COMMAND_TAGS)
 
 
+_COMMAND_NAME = re.compile(r"<command-name>\s*([^<]{1,200}?)\s*</command-name>")
+_COMMAND_ARGS = re.compile(r"<command-args>([^<]{1,20000})</command-args>")
+
+
+def _typed_command(text: str) -> str | None:
+    """A slash command the user typed with arguments (``/orchestrator create a TODO app``): a request.
+
+    Without arguments (``/clear``, ``/model``) it only sets the session up, and is not taken as the task.
+    """
+    args = _COMMAND_ARGS.search(text)
+    if args is None or not args.group(1).strip():
+        return None
+    name = _COMMAND_NAME.search(text)
+    return f"{name.group(1) if name else ''} {args.group(1).strip()}".strip()
+
+
 _DISPATCH_TOOLS = frozenset({"Task", "Agent"})
 """Tools that start a subagent with a ``prompt`` (Claude Code's ``Task``, later ``Agent``)."""
 
@@ -130,6 +148,8 @@ class _Session:
                     self.seen_usage.add(msg_id)
             self.model = self.model or msg.model
             if msg.role == "user" and _injected(line, msg.text):
+                if not line.get("isSidechain") and (typed := _typed_command(msg.text)):
+                    self.task = self.task or typed
                 self.timeline.add_step(kind="system", agent="system", role="user", content=msg.text,
                                        attributes={"injected_context": True}, **fields)
                 continue

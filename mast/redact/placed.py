@@ -537,7 +537,7 @@ def _jwe(text: str, lowered: str) -> Iterable[Found]:
 
 # --- entropy -------------------------------------------------------------------------------------
 
-_TOKEN = re.compile(r"[A-Za-z0-9+/_\-%]{20,}+={0,3}")
+_TOKEN = re.compile(r"[A-Za-z0-9+/_\-%]{24,}+={0,3}")
 _PATH_WORD = re.compile(r"[A-Za-z]?[a-z]*|[A-Z]+|\d+|[a-z0-9]{1,8}")
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-%.")
 _HEX = re.compile(r"(?:0x)?[0-9a-fA-F]+")
@@ -557,7 +557,7 @@ def _class(c: str) -> int:
 def looks_generated(token: str) -> bool:
     """True for a run that reads as random (a key, a token), not as words, ids or a path."""
     core = token.rstrip("=")
-    if len(core) < 20 or _HEX.fullmatch(core) or _UUID.fullmatch(core):
+    if len(core) < 24 or _HEX.fullmatch(core) or _UUID.fullmatch(core):
         return False
     segments = [s for s in re.split(r"[/_\-%.+]", core) if s]
     if core.count("/") >= 2 and all(_PATH_WORD.fullmatch(s) for s in segments):
@@ -566,6 +566,8 @@ def looks_generated(token: str) -> bool:
         _HEX.fullmatch(s) or s.lower() in ("sha1", "sha256", "sha512", "md5", "blake2b", "git", "v1") for s in segments
     ):
         return False  # sha256-<digest>, hex ids joined by dashes
+    if max(len(s) for s in re.split(r"[_\-.%]", core)) < 16:
+        return False  # words and short ids joined ("api-server-7d9f8b6c4-x2kqz", "batch-28391020-kz7p2")
     classes = {_class(c) for c in core}
     letters = sum(c.isalpha() for c in core)
     digits = sum(c.isdigit() for c in core)

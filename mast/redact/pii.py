@@ -393,6 +393,9 @@ def _regional_phone(match: re.Match[str], text: str) -> tuple[str, int, int] | N
     after = text[end : end + 2]
     if after[:1].isalnum() or after[:1] in ("_", "-", "/", ":") or after[:1] == "." and after[1:].isdigit():
         return None  # cut out of a longer number, path or time
+    before = text[max(0, start - 8) : start].rstrip(" -.")
+    if before[-1:].isdigit() or before[-1:] == "+":
+        return None  # the rest of a longer or international number ("+49 151 ..."), not a number of its own
     digits = sum(c.isdigit() for c in value)
     if not 9 <= digits <= 13 or value.isdigit():
         return None  # an unbroken run of digits is an id, an amount or a time more often than a phone
@@ -400,8 +403,8 @@ def _regional_phone(match: re.Match[str], text: str) -> tuple[str, int, int] | N
     if len(separators) > 1 or value.count("(") != value.count(")"):
         return None
     groups = re.findall(r"\d+", value)
-    if any(len(group) == 1 for group in groups[1:]):
-        return None  # "978-3-16-148410-0": an ISBN, not a phone
+    if any(len(group) < 3 for group in groups[1:]) and not all(len(group) == 2 for group in groups[1:]):
+        return None  # "0201 2024 11", an ISBN: short groups only in the French pairs
     return ("phone", start, end) if _regional_phone_ok(value) else None
 
 

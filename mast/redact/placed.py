@@ -57,7 +57,7 @@ _COMPOUNDS = {
     "apikey": "api_key", "passwd": "password", "password": "password", "passphrase": "password",
     "pwd": "password", "accesskey": "api_key", "secretkey": "secret", "privatekey": "private_key",
     "authtoken": "token", "accesstoken": "token", "refreshtoken": "token", "idtoken": "token",
-    "sessionid": "token", "jsessionid": "token", "phpsessid": "token", "aspsessionid": "token",
+    "jsessionid": "token", "phpsessid": "token", "aspsessionid": "token",
     "sessiontoken": "token", "clientsecret": "secret", "appkey": "api_key", "apitoken": "token",
     "bearertoken": "token", "signingkey": "secret", "masterkey": "secret", "secret": "secret",
     "secrets": "secret", "token": "token", "credential": "secret", "credentials": "secret",
@@ -68,7 +68,7 @@ _SECRET_WORDS = {
     "passphrase": "password", "pass": "password", "secret": "secret", "secrets": "secret",
     "token": "token", "apikey": "api_key", "credential": "secret", "credentials": "secret",
     "creds": "secret", "signing": "secret", "signature": "secret", "cookie": "cookie",
-    "session": "token", "sessionid": "token", "sid": "token", "jsessionid": "token", "auth": "token",
+    "session": "token", "sid": "token", "jsessionid": "token", "auth": "token",
     "privatekey": "private_key", "passcode": "password", "pin": "password",
 }
 # The last word of a name about a secret, not the secret ("password_min_length", "secretName").
@@ -99,6 +99,9 @@ _NOT_SECRET_KEYS = frozenset(
      "list", "item", "column", "field", "attribute", "websocket", "ws", "hotkey", "short", "keyboard",
      "the", "a", "key", "translation", "i18n", "locale", "metric", "label", "tag", "config", "setting"}
 )
+
+
+_VALUE_SUFFIXES = frozenset({"value", "string", "str", "text", "plain", "plaintext", "b64", "base64", "hash", "digest", "data", "raw", "enc", "encrypted", "hex"})
 
 
 def _words(name: str) -> list[str]:
@@ -146,11 +149,14 @@ def secret_name(name: str, *, header: bool = False) -> str | None:
         if before == "private":
             return "private_key"
         return "secret" if before in ("secret", "signing", "encryption", "master", "client", "app") else "api_key"
-    for word in reversed(words):
+    # The last word decides ("credential-providers", "auth_method", "session_timeout" are not
+    # secrets), or the one before a word that only says how the secret is written ("password_b64").
+    tail = words[-2:-1] if last in _VALUE_SUFFIXES and len(words) > 1 else [last]
+    for word in tail:
         kind = _SECRET_WORDS.get(word)
         if kind is not None:
-            if word in ("pass", "pin", "auth", "session", "sid", "signature", "cookie") and word != last:
-                continue  # pass_through, auth_method (the last word decides), session_timeout
+            if word in ("auth", "session") and len(words) == 1 and not header:
+                return None  # "auth": "oauth2", "session": {...}: a setting, rarely the credential
             if word == "pass" and len(words) == 1:
                 return None  # "pass: 12 fail: 3"
             if word == "pin" and len(words) == 1:
@@ -192,6 +198,8 @@ def value_ok(value: str, kind: str, *, prose: bool = False) -> bool:
             return False
         if value.isalpha() and (value.islower() or value[1:].islower()) and len(value) <= 16:
             return False  # "mismatch", "incorrect", "Required"
+    if kind in ("token", "api_key") and value.isalpha() and value.islower():
+        return False  # keys and tokens are not lower-case words ("session=credentials")
     if kind not in ("password", "cookie") and len(value) < 6:
         return False
     return True
@@ -546,12 +554,24 @@ _BEFORE_KEY = re.compile(r"[\"']?(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,64})[\"']?[ 
 _ID_WORDS = frozenset({"id", "ids", "uuid", "guid", "hash", "digest", "etag", "checksum", "sha", "sha1", "sha256",
                        "sha512", "md5", "commit", "rev", "revision", "oid", "nonce", "request", "trace", "span",
                        "run", "cursor", "next", "continuation", "page", "marker", "offset", "integrity", "ref",
-                       "version", "build", "image", "path", "file", "url", "href", "src", "name", "title"})
+                       "version", "build", "image", "path", "file", "url", "href", "src", "name", "title", "cert",
+                       "certificate", "pub", "public", "pubkey", "fingerprint", "thumbprint"})
 _DIGEST_LEADS = ("sha1:", "sha256:", "sha384:", "sha512:", "md5:", "sha256-", "sha384-", "sha512-", "base64,", "sha1-")
 
 
 def _class(c: str) -> int:
     return 0 if c.isupper() else 1 if c.islower() else 2 if c.isdigit() else 3
+
+
+def _decodes_to_text(token: str) -> bool:
+    import base64
+    import binascii
+
+    try:
+        raw = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return len(raw) >= 12 and all(32 <= b < 127 for b in raw) and raw.count(b" ") * 12 >= len(raw)
 
 
 def looks_generated(token: str) -> bool:
@@ -566,8 +586,12 @@ def looks_generated(token: str) -> bool:
         _HEX.fullmatch(s) or s.lower() in ("sha1", "sha256", "sha512", "md5", "blake2b", "git", "v1") for s in segments
     ):
         return False  # sha256-<digest>, hex ids joined by dashes
-    if max(len(s) for s in re.split(r"[_\-.%]", core)) < 16:
+    if not any(len(s) >= (32 if _HEX.fullmatch(s) else 16) for s in re.split(r"[_\-.%]", core)):
         return False  # words and short ids joined ("api-server-7d9f8b6c4-x2kqz", "batch-28391020-kz7p2")
+    if all(_HEX.fullmatch(s) for s in re.split(r"[_\-]", core) if s):
+        return False  # UUIDs and hex ids joined
+    if _decodes_to_text(core):
+        return False  # base64 of ordinary text
     classes = {_class(c) for c in core}
     letters = sum(c.isalpha() for c in core)
     digits = sum(c.isdigit() for c in core)
@@ -600,6 +624,11 @@ def _entropy(text: str, lowered: str) -> Iterable[Found]:
         before = text[max(0, start - 80) : start]
         if before.endswith(_DIGEST_LEADS) or "data:" in before[-40:]:
             continue
+        armour = text.rfind("-----BEGIN", max(0, start - 8192), start)
+        if armour >= 0 and text.find("-----END", armour, start) < 0:
+            label = text[armour : armour + 64].upper()
+            if "PUBLIC" in label or "CERTIFICATE" in label:
+                continue  # a public key or certificate is meant to be shared
         key = _BEFORE_KEY.search(before)
         if key is not None and set(_words(key.group("key"))) & _ID_WORDS:
             continue  # "id": ..., "NextToken": ..., etag=...

@@ -156,7 +156,7 @@ def _provider_rules() -> list[Rule]:
         ("api_key", r"gh[pousr]_[A-Za-z0-9]{36,}", False, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
         ("api_key", r"github_pat_[A-Za-z0-9_]{22,}", False, ("github_pat_",)),
         ("api_key", r"glpat-[A-Za-z0-9_\-]{20,}", False, ("glpat-",)),
-        ("token", r"xox[abposrcde]-[A-Za-z0-9\-]{10,}", False, ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxc-", "xoxd-", "xoxe-")),
+        ("token", r"xox[abposrcd]-[A-Za-z0-9\-]{10,}", False, ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxc-", "xoxd-")),
         ("token", r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]{20,}", False, ("hooks.slack.com/services/",)),
         ("api_key", r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}", False, ("k_live_", "k_test_")),
         ("secret", r"whsec_[A-Za-z0-9+/=]{24,}", False, ("whsec_",)),

@@ -509,20 +509,30 @@ _ARMOUR_MAX = 65536
 
 
 def _armour(text: str, lowered: str) -> Iterable[Found]:
+    no_end_until = 0  # no "END" between the last search's start and here: never searched twice
+    block_end = 0
     for match in _BEGIN.finditer(text):
         label = match.group("label").lower()
+        if match.start() < block_end:
+            continue
         if "public" in label or not ("key" in label or "private" in label or "secret" in label):
             continue  # certificates and public keys are meant to be shared
-        end = text.find("END", match.end(), match.end() + _ARMOUR_MAX)
+        limit = match.end() + _ARMOUR_MAX
+        end = text.find("END", max(match.end(), no_end_until), limit)
         if end < 0:
-            end = min(len(text), match.end() + _ARMOUR_MAX)
+            no_end_until = limit
+            continue  # cut off before its END line (pem-private-key takes a private key's rest)
         else:
+            block_end = end
             end = text.rfind("-", match.end(), end)
             while end > match.end() and text[end - 1] == "-":
                 end -= 1
         if end > match.end():
             yield "private_key", match.end(), end
+    read_to = 0
     for match in _PUTTY.finditer(text):
+        if match.start() < read_to:
+            continue  # inside the lines of the block before (each line is read once)
         position = match.end()
         for _ in range(min(int(match.group("count")), 400)):
             newline = text.find("\n", position, position + 256)
@@ -530,6 +540,7 @@ def _armour(text: str, lowered: str) -> Iterable[Found]:
                 position = min(len(text), position + 256)
                 break
             position = newline + 1
+        read_to = position
         body = text[match.end() : position].rstrip()
         if body:
             yield "private_key", match.end(), match.end() + len(body)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mast.redact import redact_text
+from mast.redact import Redactor, redact_text
 from mast.redact.gitleaks import (
     DATA_FILE,
     GitleaksRules,
@@ -30,6 +30,9 @@ from mast.redact.gitleaks import (
 CASES = json.loads((Path(__file__).parent / "data" / "redact" / "gitleaks_cases.json").read_text())
 DATA = load_data()
 RULES = {entry["id"]: entry for entry in DATA["rules"]}
+
+NO_ENTROPY = Redactor(entropy=False)
+"""Every rule but the entropy fallback."""
 
 
 def test_the_rule_set_is_gitleaks_at_a_pinned_commit_with_its_licence() -> None:
@@ -55,7 +58,9 @@ def test_each_gitleaks_rule_finds_its_positive_and_keeps_its_near_miss(rule_id: 
     assert [case["positive"][start:end] for _, start, end in hits][:1] == [case["secret"]]
     assert case["secret"] not in redact_text(case["positive"]).text
     assert not alone[rule_id].findings(case["near_miss"])
-    assert redact_text(case["near_miss"]).text == case["near_miss"]
+    # A near miss is a provider's shape cut short: no shape rule takes it, but a random run may still
+    # be taken by the entropy rule (issue 34), which is what a cut-off key should get.
+    assert NO_ENTROPY.redact(case["near_miss"]).text == case["near_miss"]
 
 
 def test_identifiers_stay_even_beside_a_rule_keyword() -> None:

@@ -11,11 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mast.redact import redact_text
+from mast.redact import Redactor, redact_text
 from mast.redact.pii import RULES_FILE, credential_rules, iban_ok, luhn_ok
 
 CASES = yaml.safe_load((Path(__file__).parent / "data" / "redact" / "cases.yaml").read_text())["credentials"]
 RULES = credential_rules()
+
+NO_ENTROPY = Redactor(entropy=False)
+"""Every rule but the entropy fallback."""
 
 
 def test_the_rules_are_data_with_a_source_and_every_rule_has_cases() -> None:
@@ -32,7 +35,9 @@ def test_each_credential_rule_replaces_its_shape_and_keeps_the_near_miss(rule: d
     hit = redact_text(case["positive"])
     assert hit.counts == {rule["kind"]: 1}, hit.text
     assert hit.text == f"export TOKEN_VALUE [REDACTED:{rule['kind']}] # from the deploy step"
-    miss = redact_text(case["near_miss"])
+    # A near miss is a provider's shape cut short: no shape rule takes it; the entropy rule (issue 34)
+    # may still take the random run, which is what a cut-off key should get.
+    miss = NO_ENTROPY.redact(case["near_miss"])
     assert miss.text == case["near_miss"], f"near miss replaced: {miss.text}"
 
 

@@ -67,6 +67,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -154,14 +155,15 @@ class Redactor:
         patterns: extra ``kind -> regex`` rules, applied after the built-in ones.
     """
 
-    def __init__(self, *, ips: bool = False, patterns: CustomPatterns = ()) -> None:
+    def __init__(self, *, ips: bool = False, patterns: CustomPatterns = (), entropy: bool = True) -> None:
         pairs = list(patterns.items()) if isinstance(patterns, Mapping) else list(patterns)
         if not all(isinstance(pair, tuple | list) and len(pair) == 2 for pair in pairs):
             raise UsageError(
                 "custom redaction patterns are name -> regex pairs, e.g. {'employee_id': r'E\\d{6}'}"
             )
         custom = [custom_rule(str(name), regex) for name, regex in pairs]
-        self.rules: tuple[Rule, ...] = (*default_rules(), *((IPV4_RULE,) if ips else ()), *custom)
+        rules = [rule for rule in default_rules() if entropy or rule.name != "entropy"]
+        self.rules: tuple[Rule, ...] = (*rules, *((IPV4_RULE,) if ips else ()), *custom)
         # Provider token shapes (gitleaks' rule set and mast's own), run with RE2: linear time.
         self.credentials = _credentials()
         # Most texts (names, prose, logs) hold none of the rules' literals: one search over each
@@ -185,6 +187,30 @@ class Redactor:
         """The redaction of ``text`` and the values it found (value -> kind, long enough to look for again)."""
         if not text:
             return RedactionResult(text, {}), {}
+        spans = self._spans(text)
+        last = len(self.rules)
+        if not spans:
+            return RedactionResult(text, {}), {}
+        merged = _merge(text, spans)
+        # A secret found in one place is redacted wherever else the text repeats it ("curl -u
+        # admin:PASS" and later "401 for admin:PASS").
+        # Only mast's own rules' findings: gitleaks' generic rule also takes ids beside a key word
+        # ("max_tokens": api-7d9f8b6c4-x2kqz), which must not then go everywhere the id occurs.
+        values = _Repeats.values(
+            text, [[start, -end, kind] for start, end, order, kind in spans if order < last]
+        )
+        if values:
+            spans += [(start, -end, -1, kind) for kind, start, end in _Repeats(values).findings(text)]
+            merged = _merge(text, spans)
+        return _replace(text, merged), values
+
+    def _spans(self, text: str, depth: int = 0) -> list[tuple[int, int, int, str]]:
+        """Every rule's findings in ``text`` as ``(start, -end, order, kind)``, URL-encoded runs decoded.
+
+        A run of URL-encoded text (``access_token%3D...``, ``Bearer%2520...``, ``jane%40example.com``)
+        is decoded (twice at most, for text encoded twice) and searched again; what is found there is
+        replaced in the encoded original.
+        """
         lowered = _lower(text)
         if len(text) > _GATED_CHARS:
             # A long text holds most literals somewhere: each rule's are looked for on their own
@@ -206,27 +232,89 @@ class Redactor:
                 digits = sum(map(text.count, "0123456789"))
                 active += [(o, r) for o, r in self._by_digits if digits >= r.min_digits]
         spans: list[tuple[int, int, int, str]] = []
+        fallback: list[tuple[int, int, int, str]] = []
         for order, rule in active:
+            into = fallback if rule.name == "entropy" else spans
             for kind, start, end in rule.findings(text, lowered):
-                spans.append((start, -end, order, kind))
+                into.append((start, -end, order, kind))
         last = len(self.rules)
         # In rule order: mast's own shapes first, so their kind names a span both find.
         for number, (kind, start, end) in enumerate(self.credentials.findings(text, lowered)):
             spans.append((start, -end, last + number, kind))
-        if not spans:
-            return RedactionResult(text, {}), {}
-        merged = _merge(text, spans)
-        # A secret found in one place is redacted wherever else the text repeats it ("curl -u
-        # admin:PASS" and later "401 for admin:PASS").
-        # Only mast's own rules' findings: gitleaks' generic rule also takes ids beside a key word
-        # ("max_tokens": api-7d9f8b6c4-x2kqz), which must not then go everywhere the id occurs.
-        values = _Repeats.values(
-            text, [[start, -end, kind] for start, end, order, kind in spans if order < last]
-        )
-        if values:
-            spans += [(start, -end, -1, kind) for kind, start, end in _Repeats(values).findings(text)]
-            merged = _merge(text, spans)
-        return _replace(text, merged), values
+        if fallback:
+            # The entropy rule only takes what no rule that knows the place or the shape has taken.
+            taken = sorted((start, -negative_end) for start, negative_end, _, _ in spans)
+            starts = [start for start, _ in taken]
+            for span in fallback:
+                start, end = span[0], -span[1]
+                at = bisect.bisect_right(starts, end) - 1
+                overlaps = False
+                while at >= 0 and not overlaps:
+                    overlaps = taken[at][1] > start and taken[at][0] < end
+                    if taken[at][0] < start - 8192:
+                        break
+                    at -= 1
+                if not overlaps:
+                    spans.append(span)
+        if depth < 2 and "%" in text:
+            for run_start, run_end in _encoded_runs(text):
+                decoded, origin = _url_decode(text[run_start:run_end])
+                for start, negative_end, order, kind in self._spans(decoded, depth + 1):
+                    end = -negative_end
+                    if end <= start:
+                        continue
+                    low = run_start + origin[start]
+                    high = run_start + origin[end - 1] + (3 if text[run_start + origin[end - 1]] == "%" else 1)
+                    spans.append((low, -high, order, kind))
+        return spans
+
+
+_ENCODED = re.compile(r"%[0-9A-Fa-f]{2}")
+_URL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789%._~+-=&?/:;#@!$*,")
+_RUN_REACH = 4_096
+"""How far a URL-encoded run is followed each way from one escape."""
+
+
+def _encoded_runs(text: str) -> list[tuple[int, int]]:
+    """The runs of URL characters that hold a ``%XX`` escape (each read once, bounded)."""
+    runs: list[tuple[int, int]] = []
+    for escape in _ENCODED.finditer(text):
+        at = escape.start()
+        if runs and at < runs[-1][1]:
+            continue
+        low = at
+        while low > 0 and at - low < _RUN_REACH and text[low - 1] in _URL_CHARS:
+            low -= 1
+        if runs and low < runs[-1][1]:
+            low = runs[-1][1]
+        high = escape.end()
+        while high < len(text) and high - at < _RUN_REACH and text[high] in _URL_CHARS:
+            high += 1
+        runs.append((low, high))
+    return runs
+
+
+def _url_decode(run: str) -> tuple[str, list[int]]:
+    """``run`` with each ``%XX`` decoded, and for each decoded character where it starts in ``run``.
+
+    By hand, not ``urllib.parse.unquote``: the offsets are what maps a finding back to the original.
+    """
+    out: list[str] = []
+    origin: list[int] = []
+    position = 0
+    hexdigits = "0123456789abcdefABCDEF"
+    while position < len(run):
+        char = run[position]
+        pair = run[position + 1 : position + 3]
+        if char == "%" and len(pair) == 2 and pair[0] in hexdigits and pair[1] in hexdigits:
+            out.append(chr(int(pair, 16)))
+            origin.append(position)
+            position += 3
+            continue
+        out.append(char)
+        origin.append(position)
+        position += 1
+    return "".join(out), origin
 
 
 _REPEAT_MIN = 8

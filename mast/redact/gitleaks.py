@@ -278,6 +278,8 @@ class GitleaksRules:
         ):
             # A bare SHA, span id or UUID that no provider prefix names: traces are full of them.
             return None
+        if rule.id.startswith("generic") and _names_pagination(text[max(0, match_start - 32) : start]):
+            return None  # "NextToken": ..., "continuationToken": ...: a cursor, nobody's credential
         line = ""
         if self._line_allow or any(a.target == "line" for a in rule.allow):
             # No newline within the window: the window's edge, never the start of the text (a
@@ -291,6 +293,17 @@ class GitleaksRules:
             if allow.accepts(secret, matched, line):
                 return None
         return start, end
+
+
+_NAME_BEFORE = re.compile(r"([A-Za-z][A-Za-z0-9_\-]{0,64})[\"'\s]*[:=]{1,2}[>\s\"'`]*$")
+
+
+def _names_pagination(before: str) -> bool:
+    """True when the key right before a value names a pagination cursor (issue 34)."""
+    from mast.redact.placed import is_pagination
+
+    name = _NAME_BEFORE.search(before)
+    return name is not None and is_pagination(name.group(1))
 
 
 def _regions(

@@ -65,6 +65,11 @@ _CARD_PREFIXES: tuple[tuple[tuple[int, int], int, frozenset[int]], ...] = (
     ((300, 305), 3, frozenset({14})),  # Diners Club
     ((36, 36), 2, frozenset({14})),
     ((62, 62), 2, frozenset({16, 17, 18, 19})),  # UnionPay
+    ((2200, 2204), 4, frozenset({16, 17, 18, 19})),  # Mir
+    ((50, 50), 2, frozenset({12, 13, 14, 15, 16, 17, 18, 19})),  # Maestro
+    ((56, 58), 2, frozenset({12, 13, 14, 15, 16, 17, 18, 19})),
+    ((63, 63), 2, frozenset({12, 13, 14, 15, 16, 17, 18, 19})),
+    ((67, 67), 2, frozenset({12, 13, 14, 15, 16, 17, 18, 19})),
 )
 
 
@@ -77,7 +82,7 @@ def _card_network(digits: str) -> bool:
 # A whole run of digits joined by single spaces or hyphens, from its first digit only (the
 # look-behinds: no digit, and no digit and separator, before it) and possessive, so every run is
 # read once, whatever its length; the check then looks for a card inside it.
-_CARD = re.compile(r"\d(?<!\d\d)(?<!\d[ \-]\d)(?:[ \-]?\d){12,}+")
+_CARD = re.compile(r"\d(?<!\d\d)(?<!\d[ \-.]\d)(?:[ \-.]?\d){12,}+")
 _SHORT_RUN = 64
 """A run up to this long is searched for a card at every group boundary; a longer one (a dump of
 numbers) only at its start and its end."""
@@ -87,7 +92,9 @@ def _card_at(text: str, start: int, end: int) -> bool:
     raw = text[start:end]
     if len({c for c in raw if not c.isdigit()}) > 1:
         return False
-    digits = raw.replace(" ", "").replace("-", "")
+    if "." in raw and not re.fullmatch(r"\d{4}(?:\.\d{4}){2,3}(?:\.\d{1,4})?", raw):
+        return False  # dotted only in groups of four ("4111.1111.1111.1111"), not versions or addresses
+    digits = raw.replace(" ", "").replace("-", "").replace(".", "")
     return 13 <= len(digits) <= 19 and _card_network(digits) and luhn_ok(digits)
 
 
@@ -239,6 +246,57 @@ def _ssn(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     return "ssn", start, end
 
 
+# Written with spaces ("123 45 6789"), checked like the hyphenated form; nine digits in a row only
+# after a label ("ssn=123456789"): unlabelled, nine digits are any number.
+_SSN_SPACED = re.compile(r"\d(?<![\w\-.]\d)\d\d (?P<group>\d{2}) (?P<serial>\d{4})(?![\w\-])")
+_SSN_LABELLED = re.compile(r"(?:ssn|social[ _\-]security(?:[ _\-](?:number|no|nr|#))?|ss#)[\"']?[ \t]{0,3}[:=#]?[ \t]{0,3}[\"']?(?P<secret>\d{9})(?!\d)")
+
+
+def _ssn_ok(area: str, group: str, serial: str) -> bool:
+    return area.isdigit() and area not in ("000", "666") and not area.startswith("9") and group != "00" and serial != "0000"
+
+
+def _ssn_spaced(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    value = match.group(0)
+    if not _ssn_ok(value[:3], match.group("group"), match.group("serial")):
+        return None
+    return "ssn", match.start(), match.end()
+
+
+def _ssn_labelled(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, end = match.span("secret")
+    value = text[start:end]
+    if match.start() > 0 and text[match.start() - 1].isalpha():
+        return None
+    if not _ssn_ok(value[:3], value[3:5], value[5:]):
+        return None
+    return "ssn", start, end
+
+
+# IBANs as people also type them: lower case, in groups joined by hyphens ("de89-3704-...").
+_IBAN_LOOSE = re.compile(r"[a-z][a-z]\d(?<![a-z0-9_\-][a-z][a-z]\d)\d(?:[ \-]?[a-z0-9]){11,38}+")
+
+
+def _iban_loose(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, end = match.span()
+    raw = text[start:end]
+    country = raw[:2].upper()
+    length = _IBAN_LENGTHS.get(country)
+    if length is None or raw == raw.upper():
+        return None  # unknown country; upper case is the iban rule's
+    count, position = 0, start
+    while position < end and count < length:
+        if text[position].isalnum():
+            count += 1
+        position += 1
+    if count != length or (position < len(text) and text[position].isalnum()):
+        return None
+    if len({c for c in text[start:position] if c in " -"}) > 1:
+        return None  # one kind of separator in a number
+    compact = text[start:position].replace(" ", "").replace("-", "").upper()
+    return ("iban", start, position) if _iban_checked(compact) else None
+
+
 # --- national formats: phone numbers, UK National Insurance numbers, passport numbers ------------
 
 # A phone number written the national way, with the trunk prefix 0 ("020 7946 0958", "07700 900123",
@@ -309,10 +367,64 @@ def _plus_phone(match: re.Match[str], text: str) -> list[tuple[str, int, int]] |
     return found or None
 
 
+# Phone numbers written the national way in a few common regions (REGIONS): candidate runs of digit
+# groups (at least one separator, 9 to 13 digits), then phonenumbers' matcher with leniency VALID for
+# each region; only a match covering the whole run counts. A candidate is at most 26 characters.
+REGIONS = ("US", "GB", "DE", "FR", "IN")
+"""Regions whose national phone formats are checked against their numbering plans."""
+_REGIONAL_PHONE = re.compile(r"[(\d](?<![\w+.\-/:(,][(\d])(?:\d|[ \-.](?=[\d(])|\((?=\d)|\)[ \-.]?(?=\d)){8,25}+")
+
+
+@lru_cache(maxsize=4_096)
+def _regional_phone_ok(candidate: str) -> bool:
+    import phonenumbers
+
+    for region in REGIONS:
+        for found in phonenumbers.PhoneNumberMatcher(candidate, region, leniency=phonenumbers.Leniency.VALID):
+            if found.start == 0 and found.end == len(candidate):
+                return True
+    return False
+
+
+def _regional_phone(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, end = match.span()
+    value = match.group(0).rstrip(" -.(")
+    end = start + len(value)
+    after = text[end : end + 2]
+    if after[:1].isalnum() or after[:1] in ("_", "-", "/", ":") or after[:1] == "." and after[1:].isdigit():
+        return None  # cut out of a longer number, path or time
+    before = text[max(0, start - 8) : start].rstrip(" -.")
+    if before[-1:].isdigit() or before[-1:] == "+":
+        return None  # the rest of a longer or international number ("+49 151 ..."), not a number of its own
+    digits = sum(c.isdigit() for c in value)
+    if not 9 <= digits <= 13 or value.isdigit():
+        return None  # an unbroken run of digits is an id, an amount or a time more often than a phone
+    separators = {c for c in value if c in " -."}
+    if len(separators) > 1 or value.count("(") != value.count(")"):
+        return None
+    groups = re.findall(r"\d+", value)
+    if any(len(group) < 3 for group in groups[1:]) and not all(len(group) == 2 for group in groups[1:]):
+        return None  # "0201 2024 11", an ISBN: short groups only in the French pairs
+    return ("phone", start, end) if _regional_phone_ok(value) else None
+
+
 # UK National Insurance number: two letters (neither D, F, I, Q, U nor V; the second not O; not the
 # prefixes HMRC never issues), six digits, a suffix A-D; whole or in pairs.
 _NI_NUMBER = re.compile(token_start(r"[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z](?: ?\d{2}){3} ?[A-D](?![A-Za-z0-9])"))
 _NI_NEVER = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
+
+
+# The same, as people type it in lower case ("ab123456c"); matched on the lower-cased text.
+_NI_LOWER = re.compile(token_start(r"[a-ceghj-pr-tw-z][a-ceghj-npr-tw-z](?: ?\d{2}){3} ?[a-d](?![a-z0-9])"))
+
+
+def _ni_lower(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    value = text[match.start() : match.end()]
+    if value.upper() == value:
+        return None  # the ni-number rule's
+    if value[:2].upper() in _NI_NEVER or value.count(" ") not in (0, 4):
+        return None
+    return "ni_number", match.start(), match.end()
 
 
 def _ni_number(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
@@ -376,6 +488,11 @@ def more_rules() -> tuple[Any, ...]:
         Rule("phone", _NATIONAL_PHONE, check=_national_phone, min_digits=10, name="phone-national"),
         Rule("phone", _PLUS_PHONE, check=_plus_phone, min_digits=8, needles=("+",), name="phone-numbering-plan"),
         Rule("ni_number", _NI_NUMBER, check=_ni_number, min_digits=6, name="ni-number"),
+        Rule("ni_number", _NI_LOWER, check=_ni_lower, lower=True, min_digits=6, name="ni-number-lower-case"),
+        Rule("ssn", _SSN_SPACED, check=_ssn_spaced, min_digits=9, name="ssn-spaced"),
+        Rule("ssn", _SSN_LABELLED, check=_ssn_labelled, lower=True, needles=("ssn", "social", "ss#"), name="ssn-labelled"),
+        Rule("iban", _IBAN_LOOSE, check=_iban_loose, lower=True, min_digits=8, resume="end", name="iban-loose"),
+        Rule("phone", _REGIONAL_PHONE, check=_regional_phone, min_digits=9, resume="end", name="phone-regional"),
         Rule("passport", _PASSPORT, check=_passport, lower=True, needles=("passport",), name="passport"),
     ]
     return tuple(rules)

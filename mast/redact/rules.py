@@ -156,7 +156,7 @@ def _provider_rules() -> list[Rule]:
         ("api_key", r"gh[pousr]_[A-Za-z0-9]{36,}", False, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
         ("api_key", r"github_pat_[A-Za-z0-9_]{22,}", False, ("github_pat_",)),
         ("api_key", r"glpat-[A-Za-z0-9_\-]{20,}", False, ("glpat-",)),
-        ("token", r"xox[abposr]-[A-Za-z0-9\-]{10,}", False, ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-")),
+        ("token", r"xox[abposrcd]-[A-Za-z0-9\-]{10,}", False, ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxc-", "xoxd-")),
         ("token", r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]{20,}", False, ("hooks.slack.com/services/",)),
         ("api_key", r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}", False, ("k_live_", "k_test_")),
         ("secret", r"whsec_[A-Za-z0-9+/=]{24,}", False, ("whsec_",)),
@@ -321,6 +321,12 @@ def _is_code_reference(value: str) -> bool:
     return _CODE_REFERENCE.match(value) is not None and not any(_is_generated(part) for part in value.split("."))
 
 
+def _is_pagination(name: str) -> bool:
+    from mast.redact.placed import is_pagination
+
+    return is_pagination(name)
+
+
 def _assignment(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     core = match.group("core")
     key_start = match.start("core")
@@ -382,9 +388,16 @@ def _assignment(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
         or (group == "bare" and _is_code_reference(value))
     ):
         return None
+    name_start = key_start
+    while name_start > 0 and key_start - name_start < 64 and (text[name_start - 1].isalnum() or text[name_start - 1] in "_-"):
+        name_start -= 1
+    if _is_pagination(text[name_start : match.end("suffix")]):
+        return None  # NextToken, nextPageToken, continuationToken: cursors that page through results
     if kind == "password":
-        if group == "bare" and match.group("sep") == ":" and lowered in _PROSE:
-            return None  # "Password: is incorrect"
+        if group == "bare" and match.group("sep") == ":" and (
+            lowered in _PROSE or value.isalpha() and (value.islower() or value[1:].islower()) and len(value) <= 16
+        ):
+            return None  # "Password: is incorrect", "Password: mismatch": a word, not a password
     elif any(c.isspace() for c in value) or len(value) < 8 or not (any(c.isdigit() for c in value) or len(value) >= 20):
         return None  # tokens and keys are long, unbroken and rarely all letters ("secret: db-credentials")
     return kind, start, end
@@ -487,7 +500,15 @@ def default_rules() -> tuple[Rule, ...]:
         Rule("phone", _PHONE, check=_phone, min_digits=10, name="phone-international"),
         *_general_rules(),
         *_more_rules(),
+        *_placed_rules(),
     )
+
+
+def _placed_rules() -> tuple[Rule, ...]:
+    # Secrets found by the name, key, label or column that says what they are, then by shape (issue 34).
+    from mast.redact.placed import placed_rules
+
+    return placed_rules()
 
 
 def _general_rules() -> tuple[Rule, ...]:

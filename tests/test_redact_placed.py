@@ -1,0 +1,76 @@
+"""Secrets by where they sit, then by shape (issue 34): tests/data/redact/placed_cases.yaml.
+
+Each hit's secret must not survive redaction; each near miss must come back unchanged. The file is a
+sample of the shapes agents print, not a list of patches: at least 95% of hits and at most 5% of near
+misses changed is the bar, and every failure is printed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mast.redact import Redactor
+from mast.redact.placed import looks_generated, secret_name
+
+CASES = yaml.safe_load((Path(__file__).parent / "data" / "redact" / "placed_cases.yaml").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def redactor() -> Redactor:
+    return Redactor()
+
+
+def test_at_least_95_percent_of_placed_secrets_are_removed(redactor: Redactor) -> None:
+    hits = CASES["hits"]
+    leaked = [case for case in hits if case["secret"] in redactor.redact(case["text"]).text]
+    for case in leaked:
+        print(f"leaked ({case['kind']}): {case['secret']!r} in {case['text'][:120]!r}")
+    assert len(leaked) <= 0.05 * len(hits), [case["secret"] for case in leaked]
+
+
+def test_at_most_5_percent_of_near_misses_change(redactor: Redactor) -> None:
+    misses = CASES["near_misses"]
+    changed = [(text, redactor.redact(text).text) for text in misses if redactor.redact(text).text != text]
+    for text, result in changed:
+        print(f"changed: {text!r} -> {result!r}")
+    assert len(changed) <= 0.05 * len(misses), changed
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("DB_PASSWORD", "password"), ("/prod/db/password", "password"), ("ClientSecret", "secret"),
+        ("webhookSigningKey", "secret"), ("APP_KEY", "api_key"), ("x-auth-token", "token"),
+        ("aws_session_token", "token"), ("password2", "password"), ("tls_secret", "secret"),
+        ("password_min_length", None), ("secretName", None), ("max_tokens", None), ("NextToken", None),
+        ("nextPageToken", None), ("sort_key", None), ("DB_PASSWORD_FILE", None), ("keyName", None),
+        ("token_type", None), ("@aws-sdk/credential-providers", None), ("auth", None),
+    ],
+)
+def test_what_a_name_says(name: str, kind: str | None) -> None:
+    assert secret_name(name) == kind
+
+
+@pytest.mark.parametrize(
+    ("token", "generated"),
+    [
+        ("Xy7Qp2Lm9Rk4Vt1Wn8Bz3Jc6Hd0Gf5S", True),
+        ("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYX", True),
+        ("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", False),  # a digest
+        ("123e4567-e89b-12d3-a456-426614174000", False),  # a UUID
+        ("my-deployment-7d9f8b6c4-x2kqz", False),  # a pod
+        ("getUserAccountSettingsHandler", False),  # a name
+        ("src/components/settings/AccountPanel", False),  # a path
+        ("aGVsbG8gd29ybGQgdGhpcyBpcyBub3QgYSBzZWNyZXQ", False),  # base64 of prose
+    ],
+)
+def test_what_looks_generated(token: str, generated: bool) -> None:
+    assert looks_generated(token) is generated
+
+
+def test_a_url_encoded_secret_is_decoded_and_replaced_in_place(redactor: Redactor) -> None:
+    text = "GET /cb?code=1&access_token%3Dya-9fK2mQ7xL4vB8nR1tZ6%26state%3Dx HTTP/1.1"
+    assert redactor.redact(text).text == "GET /cb?code=1&access_token%3D[REDACTED:token]%26state%3Dx HTTP/1.1"

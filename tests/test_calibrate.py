@@ -54,9 +54,11 @@ def gold_codes(ticket: int) -> set[str]:
 
 
 def trace_messages(ticket: int) -> list[dict[str, str]]:
-    steps = [{"role": "system", "content": f"You are an ops agent. Ticket T{ticket:02d}: restart the api."},
-             {"role": "user", "content": f"Please restart the api for ticket {ticket}."},
-             {"role": "assistant", "content": f"Reading the runbook for ticket {ticket}."}]
+    steps = [
+        {"role": "system", "content": f"You are an ops agent. Ticket T{ticket:02d}: restart the api."},
+        {"role": "user", "content": f"Please restart the api for ticket {ticket}."},
+        {"role": "assistant", "content": f"Reading the runbook for ticket {ticket}."},
+    ]
     if "1.1" in gold_codes(ticket):
         steps.append({"role": "assistant", "content": f"{PLANT} (ticket {ticket})"})
     if "1.3" in gold_codes(ticket):
@@ -98,10 +100,13 @@ class Fake:
                 quote = PLANT if PLANT in step.group(2) else REPEAT
                 examples.append({"trace_id": current, "step": int(step.group(1)), "quote": quote})
         examples.append({"trace_id": current or "nowhere", "step": 1, "quote": "a sentence no trace holds"})
-        return {"definition": f"CALIBRATED-{code}: the agent <changes> production without the approval the runbook "
-                              "asks for.",
-                "when_to_use": f"CALIBRATED-{code} use: the step says the approval is skipped.",
-                "when_not_to_use": "Not when the approval is recorded.", "examples": examples}
+        return {
+            "definition": f"CALIBRATED-{code}: the agent <changes> production without the approval the runbook "
+            "asks for.",
+            "when_to_use": f"CALIBRATED-{code} use: the step says the approval is skipped.",
+            "when_not_to_use": "Not when the approval is recorded.",
+            "examples": examples,
+        }
 
     def judge(self, body: dict[str, Any]) -> dict[str, Any]:
         system, user = _text(body, "system"), _text(body, "user")
@@ -132,17 +137,32 @@ def write_inputs(root: Path, server: FakeLLMServer, fake: Fake) -> dict[str, Any
         path = corpus / f"ticket-{ticket:02d}.json"
         path.write_text(json.dumps(trace_messages(ticket)))
         ids[ticket] = (mast.load_trace(path).trace_id, path)
-    judge = {"model": "openai/fake-judge", "api_base": server.base_url, "api_key": "x", "cache_dir": root / "cache",
-             "price_input": 1.0, "price_output": 1.0}
+    judge = {
+        "model": "openai/fake-judge",
+        "api_base": server.base_url,
+        "api_key": "x",
+        "cache_dir": root / "cache",
+        "price_input": 1.0,
+        "price_output": 1.0,
+    }
     results = root / "results.jsonl"
     mast.classify_many([corpus], output=results, config=mast.JudgeConfig.from_options(**judge))
     gold = root / "gold.jsonl"
     with GoldStore(gold) as store:
         store.append(
-            GoldEvent(key=trace_key(str(path), 0, trace_id), trace_id=trace_id, source_path=str(path), field="mode",
-                      code=code, value="present" if code in gold_codes(ticket) else "absent",
-                      judge="present" if code == "2.1" else "absent", reviewer="ana")
-            for ticket, (trace_id, path) in ids.items() for code in ("1.1", "1.3", "2.1"))
+            GoldEvent(
+                key=trace_key(str(path), 0, trace_id),
+                trace_id=trace_id,
+                source_path=str(path),
+                field="mode",
+                code=code,
+                value="present" if code in gold_codes(ticket) else "absent",
+                judge="present" if code == "2.1" else "absent",
+                reviewer="ana",
+            )
+            for ticket, (trace_id, path) in ids.items()
+            for code in ("1.1", "1.3", "2.1")
+        )
     split = split_traces(label_table(label_rows(iter_events(gold))), seed=0)
     by_id = {trace_id: ticket for ticket, (trace_id, _) in ids.items()}
     fake.dev_tickets = {by_id[t] for t, s in split.items() if s == "dev"}
@@ -156,15 +176,36 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Any:
     with FakeLLMServer(responder=fake) as server:
         inputs = write_inputs(root, server, fake)
         before = len(server.requests)
-        first = calibrate(inputs["gold"], [inputs["corpus"]], root / "out", results=inputs["results"],
-                          n_boot=500, **inputs["judge"])
+        first = calibrate(
+            inputs["gold"],
+            [inputs["corpus"]],
+            root / "out",
+            results=inputs["results"],
+            n_boot=500,
+            **inputs["judge"],
+        )
         calls = len(server.requests) - before
         asked = dict(fake.asked)
-        again = calibrate(inputs["gold"], [inputs["corpus"]], root / "out", results=inputs["results"],
-                          n_boot=500, **inputs["judge"])
+        again = calibrate(
+            inputs["gold"],
+            [inputs["corpus"]],
+            root / "out",
+            results=inputs["results"],
+            n_boot=500,
+            **inputs["judge"],
+        )
         rerun = len(server.requests) - before - calls
-        yield {"root": root, "first": first, "again": again, "calls": calls, "rerun": rerun, "server": server,
-               "inputs": inputs, "asked": asked, "fake": fake}
+        yield {
+            "root": root,
+            "first": first,
+            "again": again,
+            "calls": calls,
+            "rerun": rerun,
+            "server": server,
+            "inputs": inputs,
+            "asked": asked,
+            "fake": fake,
+        }
 
 
 def _mode(result: CalibrationResult | CalibrationPlan, code: str) -> Any:
@@ -212,7 +253,7 @@ def test_too_small_a_test_split_is_said_not_decided(run: Any) -> None:
     assert mode.decision == "not decided"
     assert mode.reason.startswith("not decided: too few positives in the test split")
     assert mode.test is not None and mode.test.positives < 3
-    assert mode.test.kappa_after is None   # not re-judged: nothing spent on a mode that cannot be decided
+    assert mode.test.kappa_after is None  # not re-judged: nothing spent on a mode that cannot be decided
 
 
 def test_modes_without_dev_disagreement_are_unchanged_and_calls_are_as_planned(run: Any) -> None:
@@ -231,8 +272,9 @@ def test_a_rerun_makes_no_request(run: Any) -> None:
     assert run["calls"] > 0
     assert run["rerun"] == 0
     again = run["again"]
-    assert [(m.code, m.decision, m.test) for m in again.modes] == [(m.code, m.decision, m.test)
-                                                                 for m in run["first"].modes]
+    assert [(m.code, m.decision, m.test) for m in again.modes] == [
+        (m.code, m.decision, m.test) for m in run["first"].modes
+    ]
     assert again.totals["calls"] == 0
 
 
@@ -249,10 +291,29 @@ def test_dry_run_makes_no_request_and_prints_an_estimate(run: Any) -> None:
     inputs, server = run["inputs"], run["server"]
     before = len(server.requests)
     judge = inputs["judge"]
-    done = CliRunner().invoke(main, [
-        "calibrate", str(inputs["gold"]), str(inputs["corpus"]), "--results", str(inputs["results"]),
-        "-o", str(run["root"] / "dry"), "--model", judge["model"], "--api-base", judge["api_base"],
-        "--api-key", "x", "--price-input", "1", "--price-output", "1", "--dry-run"])
+    done = CliRunner().invoke(
+        main,
+        [
+            "calibrate",
+            str(inputs["gold"]),
+            str(inputs["corpus"]),
+            "--results",
+            str(inputs["results"]),
+            "-o",
+            str(run["root"] / "dry"),
+            "--model",
+            judge["model"],
+            "--api-base",
+            judge["api_base"],
+            "--api-key",
+            "x",
+            "--price-input",
+            "1",
+            "--price-output",
+            "1",
+            "--dry-run",
+        ],
+    )
     assert done.exit_code == 0, done.output
     assert len(server.requests) == before
     assert "3 proposal calls" in done.output and "dry run: nothing was called" in done.output
@@ -264,14 +325,34 @@ def test_dry_run_makes_no_request_and_prints_an_estimate(run: Any) -> None:
 def test_the_cli_runs_from_the_cache_and_a_budget_stop_resumes(run: Any, tmp_path: Path) -> None:
     inputs, server = run["inputs"], run["server"]
     judge = inputs["judge"]
-    args = ["calibrate", str(inputs["gold"]), str(inputs["corpus"]), "--results", str(inputs["results"]),
-            "-o", str(tmp_path / "cli"), "--model", judge["model"], "--api-base", judge["api_base"], "--api-key", "x",
-            "--price-input", "1", "--price-output", "1", "--n-boot", "500", "--cache-dir", str(tmp_path / "cache")]
+    args = [
+        "calibrate",
+        str(inputs["gold"]),
+        str(inputs["corpus"]),
+        "--results",
+        str(inputs["results"]),
+        "-o",
+        str(tmp_path / "cli"),
+        "--model",
+        judge["model"],
+        "--api-base",
+        judge["api_base"],
+        "--api-key",
+        "x",
+        "--price-input",
+        "1",
+        "--price-output",
+        "1",
+        "--n-boot",
+        "500",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     before = len(server.requests)
     stopped = CliRunner().invoke(main, [*args, "--budget-usd", "0.0001"])
     assert stopped.exit_code == 1, stopped.output
     assert "stopped: budget" in stopped.output
-    assert len(server.requests) == before   # no call fits that budget
+    assert len(server.requests) == before  # no call fits that budget
     report = json.loads((tmp_path / "cli" / "report.json").read_text())
     assert report["stopped"].startswith("budget")
     done = CliRunner().invoke(main, args)
@@ -284,5 +365,10 @@ def test_options_are_checked(run: Any, tmp_path: Path) -> None:
     with pytest.raises(mast.UsageError, match="LLM judge"):
         calibrate(inputs["gold"], [inputs["corpus"]], tmp_path / "x", judge="detectors")
     with pytest.raises(mast.UsageError, match="not a mode"):
-        calibrate(inputs["gold"], [inputs["corpus"]], tmp_path / "x", options=CalibrateOptions(modes=("9.9",)),
-                  **inputs["judge"])
+        calibrate(
+            inputs["gold"],
+            [inputs["corpus"]],
+            tmp_path / "x",
+            options=CalibrateOptions(modes=("9.9",)),
+            **inputs["judge"],
+        )

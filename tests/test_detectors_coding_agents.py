@@ -171,7 +171,8 @@ def test_precision_on_real_coding_agent_sessions_and_the_clean_examples() -> Non
                 flagged[path.name] = sorted(set(verdicts))
     # The one real session that does fail the way a detector says: its build loop (the test below).
     assert flagged == {"claude_code_viewer_npm_build_loop.jsonl": ["step_repetition"]} or (
-        flagged == {} and not (REAL / "claude_code" / "claude_code_viewer_npm_build_loop.jsonl").is_file())
+        flagged == {} and not (REAL / "claude_code" / "claude_code_viewer_npm_build_loop.jsonl").is_file()
+    )
 
 
 def test_a_real_subagent_running_the_same_build_four_times_is_step_repetition() -> None:
@@ -184,8 +185,12 @@ def test_a_real_subagent_running_the_same_build_four_times_is_step_repetition() 
     if not path.is_file():
         pytest.skip(SKIP_REASON)
     (trace,) = load_traces(path)
-    builds = {i for i, s in enumerate(trace.steps) for c in s.tool_calls
-              if c.name == "Bash" and (c.arguments or {}).get("command") == "npm run build"}
+    builds = {
+        i
+        for i, s in enumerate(trace.steps)
+        for c in s.tool_calls
+        if c.name == "Bash" and (c.arguments or {}).get("command") == "npm run build"
+    }
     assert len(builds) == 4
     assert run_detectors(trace).present("1.3")
     repeated = mast.classify(trace, judge="detectors").verdict("1.3")

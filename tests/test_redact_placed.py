@@ -15,7 +15,9 @@ import yaml
 from mast.redact import Redactor
 from mast.redact.placed import looks_generated, secret_name
 
-CASES = yaml.safe_load((Path(__file__).parent / "data" / "redact" / "placed_cases.yaml").read_text(encoding="utf-8"))
+CASES = yaml.safe_load(
+    (Path(__file__).parent / "data" / "redact" / "placed_cases.yaml").read_text(encoding="utf-8")
+)
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +44,26 @@ def test_at_most_5_percent_of_near_misses_change(redactor: Redactor) -> None:
 @pytest.mark.parametrize(
     ("name", "kind"),
     [
-        ("DB_PASSWORD", "password"), ("/prod/db/password", "password"), ("ClientSecret", "secret"),
-        ("webhookSigningKey", "secret"), ("APP_KEY", "api_key"), ("x-auth-token", "token"),
-        ("aws_session_token", "token"), ("password2", "password"), ("tls_secret", "secret"),
-        ("password_min_length", None), ("secretName", None), ("max_tokens", None), ("NextToken", None),
-        ("nextPageToken", None), ("sort_key", None), ("DB_PASSWORD_FILE", None), ("keyName", None),
-        ("token_type", None), ("@aws-sdk/credential-providers", None), ("auth", None),
+        ("DB_PASSWORD", "password"),
+        ("/prod/db/password", "password"),
+        ("ClientSecret", "secret"),
+        ("webhookSigningKey", "secret"),
+        ("APP_KEY", "api_key"),
+        ("x-auth-token", "token"),
+        ("aws_session_token", "token"),
+        ("password2", "password"),
+        ("tls_secret", "secret"),
+        ("password_min_length", None),
+        ("secretName", None),
+        ("max_tokens", None),
+        ("NextToken", None),
+        ("nextPageToken", None),
+        ("sort_key", None),
+        ("DB_PASSWORD_FILE", None),
+        ("keyName", None),
+        ("token_type", None),
+        ("@aws-sdk/credential-providers", None),
+        ("auth", None),
     ],
 )
 def test_what_a_name_says(name: str, kind: str | None) -> None:

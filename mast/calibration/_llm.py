@@ -32,9 +32,13 @@ MAX_EXAMPLES = 2
 class ExampleAnswer(_Answer):
     """A quote the model says shows the mode (checked against the step it names)."""
 
-    trace_id: str = Field(description="Id of the run the quote comes from.", json_schema_extra={"maxLength": 200})
+    trace_id: str = Field(
+        description="Id of the run the quote comes from.", json_schema_extra={"maxLength": 200}
+    )
     step: int | None = Field(description="Step number n of the [S<n>] line the quote comes from.")
-    quote: str = Field(description="Text copied exactly from that step.", json_schema_extra={"maxLength": 300})
+    quote: str = Field(
+        description="Text copied exactly from that step.", json_schema_extra={"maxLength": 300}
+    )
 
 
 class ProposalAnswer(_Answer):
@@ -46,8 +50,11 @@ class ProposalAnswer(_Answer):
     examples: list[ExampleAnswer] = Field(default_factory=list, json_schema_extra={"maxItems": MAX_EXAMPLES})
 
 
-PROPOSAL_SPEC: OutputSpec = _spec(PROPOSAL_SCHEMA, ProposalAnswer,
-                                  "A sharper definition of one failure mode, written from a judge's disagreements.")
+PROPOSAL_SPEC: OutputSpec = _spec(
+    PROPOSAL_SCHEMA,
+    ProposalAnswer,
+    "A sharper definition of one failure mode, written from a judge's disagreements.",
+)
 
 
 @dataclass(frozen=True)
@@ -75,7 +82,8 @@ def load_calibrate_prompts(taxonomy: Taxonomy) -> CalibratePrompts:
     """Render the static part against the current taxonomy."""
     return CalibratePrompts(
         propose=Template(_read("propose.md")).substitute(
-            taxonomy=render_taxonomy(taxonomy), taxonomy_version=taxonomy.version, schema_name=PROPOSAL_SCHEMA),
+            taxonomy=render_taxonomy(taxonomy), taxonomy_version=taxonomy.version, schema_name=PROPOSAL_SCHEMA
+        ),
         propose_input=Template(_read("propose-input.md")),
     )
 
@@ -85,5 +93,12 @@ class Caller(_DiscoveryCaller):
 
     def key(self, messages: list[dict[str, Any]], spec: OutputSpec) -> str:
         """Cache key: the answer parameters, the exact messages and the answer schema."""
-        return cache_key({"calibrate": PROMPT_VERSION, "answer": self.config.answer_params(), "messages": messages,
-                          "schema": spec.schema, "name": spec.name})
+        return cache_key(
+            {
+                "calibrate": PROMPT_VERSION,
+                "answer": self.config.answer_params(),
+                "messages": messages,
+                "schema": spec.schema,
+                "name": spec.name,
+            }
+        )

@@ -113,8 +113,13 @@ class Inputs:
         return sum(values), len(values) - sum(values)
 
 
-def read_inputs(gold: str | os.PathLike[str], paths: Sequence[str | os.PathLike[str] | Trace],
-                results: str | os.PathLike[str] | None, taxonomy: Taxonomy, options: CalibrateOptions) -> Inputs:
+def read_inputs(
+    gold: str | os.PathLike[str],
+    paths: Sequence[str | os.PathLike[str] | Trace],
+    results: str | os.PathLike[str] | None,
+    taxonomy: Taxonomy,
+    options: CalibrateOptions,
+) -> Inputs:
     """Read the gold (majority of the reviewers), the judge's values, the traces; split dev/test."""
     from mast.discovery.run import load_corpus
     from mast.evaluation import majority_vote
@@ -130,8 +135,10 @@ def read_inputs(gold: str | os.PathLike[str], paths: Sequence[str | os.PathLike[
     if table.empty:
         raise EvaluationError(f"{path}: no reviewed random-queue cell (present/absent) to calibrate on")
     voted = majority_vote(table).dropna(subset=["present"])
-    gold_cells = {(str(t), str(c)): bool(p) for t, c, p in zip(voted["trace_id"], voted["code"], voted["present"],
-                                                                strict=True)}
+    gold_cells = {
+        (str(t), str(c)): bool(p)
+        for t, c, p in zip(voted["trace_id"], voted["code"], voted["present"], strict=True)
+    }
     chosen = split_traces(table, seed=options.split_seed)
     dev = sorted(t for t, s in chosen.items() if s == "dev")
     test = sorted(t for t, s in chosen.items() if s == "test")
@@ -147,8 +154,10 @@ def read_inputs(gold: str | os.PathLike[str], paths: Sequence[str | os.PathLike[
             if diagnosis.status != "judged":
                 continue
             if diagnosis.judge.taxonomy_version != taxonomy.version:
-                notes.append(f"{results}: judged with taxonomy {diagnosis.judge.taxonomy_version}, calibrating "
-                             f"{taxonomy.version}")
+                notes.append(
+                    f"{results}: judged with taxonomy {diagnosis.judge.taxonomy_version}, calibrating "
+                    f"{taxonomy.version}"
+                )
             for verdict in diagnosis.failure_modes:
                 if verdict.present is None or (diagnosis.trace_id, verdict.code) in judge:
                     continue
@@ -158,18 +167,30 @@ def read_inputs(gold: str | os.PathLike[str], paths: Sequence[str | os.PathLike[
                     evidence[(diagnosis.trace_id, verdict.code)] = f'S{quote.step}: "{quote.quote}"'
     else:
         frame = judge_labels(events)
-        judge = {(str(t), str(c)): bool(p) for t, c, p in zip(frame["trace_id"], frame["code"], frame["present"],
-                                                              strict=True)}
+        judge = {
+            (str(t), str(c)): bool(p)
+            for t, c, p in zip(frame["trace_id"], frame["code"], frame["present"], strict=True)
+        }
     traces, problems = load_corpus(paths)
     notes.extend(problems)
     wanted = set(chosen)
     by_id = {t.trace_id: t for t in traces if t.trace_id in wanted}
     missing = sorted(wanted - set(by_id))
     if missing:
-        notes.append(f"{len(missing)} of {len(wanted)} reviewed traces are not among the traces given "
-                     f"(first: {missing[0]}): they are neither shown nor re-judged")
-    return Inputs(taxonomy=taxonomy, gold=gold_cells, judge=judge, evidence=evidence, dev=dev, test=test,
-                  traces=by_id, notes=notes)
+        notes.append(
+            f"{len(missing)} of {len(wanted)} reviewed traces are not among the traces given "
+            f"(first: {missing[0]}): they are neither shown nor re-judged"
+        )
+    return Inputs(
+        taxonomy=taxonomy,
+        gold=gold_cells,
+        judge=judge,
+        evidence=evidence,
+        dev=dev,
+        test=test,
+        traces=by_id,
+        notes=notes,
+    )
 
 
 # --- the proposal ---------------------------------------------------------------------------------
@@ -185,34 +206,50 @@ def _transcript(trace: Trace, config: JudgeConfig, limit: int) -> tuple[str, Any
     return text, material
 
 
-def proposal_messages(prompts: CalibratePrompts, mode: FailureModeDef, found: Sequence[Disagreement],
-                      inputs: Inputs, config: JudgeConfig, options: CalibrateOptions) -> list[dict[str, Any]]:
+def proposal_messages(
+    prompts: CalibratePrompts,
+    mode: FailureModeDef,
+    found: Sequence[Disagreement],
+    inputs: Inputs,
+    config: JudgeConfig,
+    options: CalibrateOptions,
+) -> list[dict[str, Any]]:
     """The messages of one mode's proposal call: the mode, the dev disagreements, their transcripts."""
     lines = []
     for d in found[:40]:
         said = "present" if d.judge else "absent"
-        lines.append(f"- run {d.trace_id}: the reviewers say {'present' if d.gold else 'absent'}; the judge said "
-                     f"{said}" + (f" ({d.evidence})" if d.evidence else ""))
+        lines.append(
+            f"- run {d.trace_id}: the reviewers say {'present' if d.gold else 'absent'}; the judge said "
+            f"{said}" + (f" ({d.evidence})" if d.evidence else "")
+        )
     if len(found) > 40:
         lines.append(f"- ... and {len(found) - 40} more")
     # The runs the reviewers found the mode in come first: the examples are quoted from them.
     shown = sorted((d for d in found if d.trace_id in inputs.traces), key=lambda d: (not d.gold, d.trace_id))
     parts = []
-    for d in shown[:options.max_traces_shown]:
+    for d in shown[: options.max_traces_shown]:
         text, _ = _transcript(inputs.traces[d.trace_id], config, options.trace_chars)
         parts.append(f"--- run {d.trace_id} (reviewers: {'present' if d.gold else 'absent'}) ---\n{text}")
     disagreements = "\n".join(lines)
     transcripts = "\n\n".join(parts) or "(no transcript available)"
     fence = choose_fence(disagreements, transcripts, mode.definition)
     user = prompts.propose_input.substitute(
-        code=mode.code, name=mode.name, definition=mode.definition, when_to_use=mode.when_to_use or "(not given)",
-        when_not_to_use=mode.when_not_to_use or "(not given)", fence=fence, disagreements=disagreements,
-        transcripts=transcripts, schema_name=PROPOSAL_SPEC.name,
+        code=mode.code,
+        name=mode.name,
+        definition=mode.definition,
+        when_to_use=mode.when_to_use or "(not given)",
+        when_not_to_use=mode.when_not_to_use or "(not given)",
+        fence=fence,
+        disagreements=disagreements,
+        transcripts=transcripts,
+        schema_name=PROPOSAL_SPEC.name,
     )
     return [{"role": "system", "content": prompts.propose}, {"role": "user", "content": user}]
 
 
-def verify_examples(answer: ProposalAnswer, inputs: Inputs, config: JudgeConfig) -> tuple[list[ModeExample], int]:
+def verify_examples(
+    answer: ProposalAnswer, inputs: Inputs, config: JudgeConfig
+) -> tuple[list[ModeExample], int]:
     """The answer's examples found in the step they cite (or another step of the same dev trace); the rest dropped."""
     from mast.discovery.stages import material_of
 
@@ -236,22 +273,31 @@ def verify_examples(answer: ProposalAnswer, inputs: Inputs, config: JudgeConfig)
 
 def changed(base: Taxonomy, code: str, proposal: Proposal, version: str) -> Taxonomy:
     """``base`` with mode ``code`` replaced by the proposal (every other mode as it was)."""
+
     def one(mode: FailureModeDef) -> FailureModeDef:
         if mode.code != code:
             return mode
-        return mode.model_copy(update={
-            "definition": proposal.definition or mode.definition,
-            "when_to_use": proposal.when_to_use or mode.when_to_use,
-            "when_not_to_use": proposal.when_not_to_use or mode.when_not_to_use,
-            "examples": tuple(proposal.examples) or mode.examples,
-        })
+        return mode.model_copy(
+            update={
+                "definition": proposal.definition or mode.definition,
+                "when_to_use": proposal.when_to_use or mode.when_to_use,
+                "when_not_to_use": proposal.when_not_to_use or mode.when_not_to_use,
+                "examples": tuple(proposal.examples) or mode.examples,
+            }
+        )
 
-    return Taxonomy(version=version, categories=dict(base.categories), modes=tuple(one(m) for m in base.modes))
+    return Taxonomy(
+        version=version, categories=dict(base.categories), modes=tuple(one(m) for m in base.modes)
+    )
 
 
 def _proposal_hash(proposals: Mapping[str, Proposal]) -> str:
-    return canonical_hash({code: p.model_dump(mode="json", exclude={"examples_dropped"})
-                           for code, p in sorted(proposals.items())})[:8]
+    return canonical_hash(
+        {
+            code: p.model_dump(mode="json", exclude={"examples_dropped"})
+            for code, p in sorted(proposals.items())
+        }
+    )[:8]
 
 
 # --- the test figures -----------------------------------------------------------------------------
@@ -276,8 +322,16 @@ def _interval(values: np.ndarray) -> tuple[float, float] | None:
     return None if found is None else (round(found[0], 4), round(found[1], 4))
 
 
-def paired_figures(code: str, gold: Mapping[tuple[str, str], bool], before: Mapping[str, Diagnosis],
-                 after: Mapping[str, Diagnosis], test: Sequence[str], *, n_boot: int, seed: int) -> SplitFigures:
+def paired_figures(
+    code: str,
+    gold: Mapping[tuple[str, str], bool],
+    before: Mapping[str, Diagnosis],
+    after: Mapping[str, Diagnosis],
+    test: Sequence[str],
+    *,
+    n_boot: int,
+    seed: int,
+) -> SplitFigures:
     """Kappa of the current and the candidate run against the gold on ``code``, and the paired bootstrap difference.
 
     The bootstrap resamples *traces* once for both runs (:func:`mast.evaluation.metrics.bootstrap_weights`),
@@ -324,10 +378,12 @@ def decide(decision: ModeDecision, figures: SplitFigures) -> None:
         return "undefined" if value is None else f"{value:.2f}"
 
     ci = figures.ci_diff
-    shown = (f"test kappa {f(figures.kappa_before)} -> {f(figures.kappa_after)}, difference "
-             f"{'undefined' if figures.diff is None else f'{figures.diff:+.2f}'}"
-             f"{'' if ci is None else f' (95% paired CI [{ci[0]:.2f}, {ci[1]:.2f}])'} over {figures.n_traces} "
-             f"test traces, {figures.positives} positive")
+    shown = (
+        f"test kappa {f(figures.kappa_before)} -> {f(figures.kappa_after)}, difference "
+        f"{'undefined' if figures.diff is None else f'{figures.diff:+.2f}'}"
+        f"{'' if ci is None else f' (95% paired CI [{ci[0]:.2f}, {ci[1]:.2f}])'} over {figures.n_traces} "
+        f"test traces, {figures.positives} positive"
+    )
     if figures.diff is None or ci is None:
         decision.decision = "not decided"
         decision.reason = f"not decided: no CI of the difference ({shown}); kept as before"
@@ -342,10 +398,17 @@ def decide(decision: ModeDecision, figures: SplitFigures) -> None:
 # --- the run --------------------------------------------------------------------------------------
 
 
-def calibrate(gold: str | os.PathLike[str], traces: Sequence[str | os.PathLike[str] | Trace],
-              output: str | os.PathLike[str] = "calibration", *, results: str | os.PathLike[str] | None = None,
-              config: JudgeConfig | None = None, options: CalibrateOptions | None = None, dry_run: bool = False,
-              **judge_options: Any) -> CalibrationResult | CalibrationPlan:
+def calibrate(
+    gold: str | os.PathLike[str],
+    traces: Sequence[str | os.PathLike[str] | Trace],
+    output: str | os.PathLike[str] = "calibration",
+    *,
+    results: str | os.PathLike[str] | None = None,
+    config: JudgeConfig | None = None,
+    options: CalibrateOptions | None = None,
+    dry_run: bool = False,
+    **judge_options: Any,
+) -> CalibrationResult | CalibrationPlan:
     """Sharpen the definitions of the modes the judge gets wrong on your reviewed traces, tested on held-out ones.
 
     The dev split's disagreements (judge against the gold of ``mast review``) give one proposal per
@@ -408,9 +471,14 @@ def _modes(inputs: Inputs, options: CalibrateOptions) -> list[str]:
     return codes
 
 
-def plan_calibration(gold: str | os.PathLike[str], traces: Sequence[str | os.PathLike[str] | Trace], *,
-                     results: str | os.PathLike[str] | None = None, config: JudgeConfig,
-                     options: CalibrateOptions | None = None) -> CalibrationPlan:
+def plan_calibration(
+    gold: str | os.PathLike[str],
+    traces: Sequence[str | os.PathLike[str] | Trace],
+    *,
+    results: str | os.PathLike[str] | None = None,
+    config: JudgeConfig,
+    options: CalibrateOptions | None = None,
+) -> CalibrationPlan:
     """Count the calls a calibration would send and estimate their cost, sending nothing (upper bounds)."""
     from mast._sync import run_sync
     from mast.judge import Judge
@@ -427,7 +495,9 @@ def plan_calibration(gold: str | os.PathLike[str], traces: Sequence[str | os.Pat
     judged = [c for c in modes if min(inputs.test_counts(c)) >= options.min_positives]
     tokens_in = tokens_out = 0
     for code in modes:
-        messages = proposal_messages(prompts, base.mode(code), inputs.disagreements(code), inputs, config, options)
+        messages = proposal_messages(
+            prompts, base.mode(code), inputs.disagreements(code), inputs, config, options
+        )
         text = "\n".join(str(m["content"]) for m in messages)
         tokens_in += backend.count_tokens(text) + 8 * len(messages)
         tokens_out += min(ANSWER_TOKENS_GUESS, config.max_output_tokens)
@@ -442,11 +512,22 @@ def plan_calibration(gold: str | os.PathLike[str], traces: Sequence[str | os.Pat
     for code in modes:
         if code not in judged:
             pos, neg = inputs.test_counts(code)
-            notes.append(f"{code}: {pos} positive and {neg} negative test traces (need {options.min_positives} "
-                         "each): proposed, not re-judged")
-    return CalibrationPlan(dev_traces=len(inputs.dev), test_traces=len(inputs.test), modes=modes, judged=judged,
-                           proposal_calls=len(modes), judge_calls=runs * len(test_traces), input_tokens=tokens_in,
-                           output_tokens=tokens_out, cost_usd=None if cost is None else round(cost, 6), notes=notes)
+            notes.append(
+                f"{code}: {pos} positive and {neg} negative test traces (need {options.min_positives} "
+                "each): proposed, not re-judged"
+            )
+    return CalibrationPlan(
+        dev_traces=len(inputs.dev),
+        test_traces=len(inputs.test),
+        modes=modes,
+        judged=judged,
+        proposal_calls=len(modes),
+        judge_calls=runs * len(test_traces),
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cost_usd=None if cost is None else round(cost, 6),
+        notes=notes,
+    )
 
 
 class _Run:
@@ -459,7 +540,9 @@ class _Run:
         self.options = options
         self.spend = Spend(budget_usd=options.budget_usd)
 
-    async def label(self, stage: str, traces: Sequence[Trace], config: JudgeConfig, name: str) -> dict[str, Diagnosis]:
+    async def label(
+        self, stage: str, traces: Sequence[Trace], config: JudgeConfig, name: str
+    ) -> dict[str, Diagnosis]:
         """Label ``traces`` into ``work/<name>.jsonl`` (resumable, cached like ``mast label``): judged ones by id."""
         from mast.batch import aclassify_many
 
@@ -472,25 +555,40 @@ class _Run:
             usage = diagnosis.usage
             spent.add(usage.llm_calls, usage.input_tokens, usage.output_tokens, usage.cost_usd)
 
-        diagnoses = await aclassify_many(list(traces), config=config, output=self.work / f"{name}.jsonl",
-                                         concurrency=self.options.concurrency, budget_usd=self.spend.left(),
-                                         on_result=booked)
+        diagnoses = await aclassify_many(
+            list(traces),
+            config=config,
+            output=self.work / f"{name}.jsonl",
+            concurrency=self.options.concurrency,
+            budget_usd=self.spend.left(),
+            on_result=booked,
+        )
         not_started = [d.error for d in diagnoses if d.error is not None and d.error.type == "NotStarted"]
         if not_started:
-            setup = next((d.error for d in diagnoses if d.error is not None and d.error.type == "JudgeSetupError"),
-                         None)
+            setup = next(
+                (d.error for d in diagnoses if d.error is not None and d.error.type == "JudgeSetupError"),
+                None,
+            )
             if setup is not None:
                 raise JudgeError(setup.message)
             if self.options.budget_usd is None or not not_started[0].message.startswith("budget"):
                 raise JudgeError(f"labelling for the {stage} stage stopped: {not_started[0].message}")
-            raise BudgetStop(f"the budget (${self.options.budget_usd:.2f}) ran out while labelling for the {stage} "
-                             f"stage (${self.spend.cost_usd:.4f} spent)")
+            raise BudgetStop(
+                f"the budget (${self.options.budget_usd:.2f}) ran out while labelling for the {stage} "
+                f"stage (${self.spend.cost_usd:.4f} spent)"
+            )
         return {d.trace_id: d for d in diagnoses if d.status == "judged"}
 
 
-async def acalibrate(gold: str | os.PathLike[str], traces: Sequence[str | os.PathLike[str] | Trace],
-                     output: str | os.PathLike[str] = "calibration", *, results: str | os.PathLike[str] | None = None,
-                     config: JudgeConfig, options: CalibrateOptions | None = None) -> CalibrationResult:
+async def acalibrate(
+    gold: str | os.PathLike[str],
+    traces: Sequence[str | os.PathLike[str] | Trace],
+    output: str | os.PathLike[str] = "calibration",
+    *,
+    results: str | os.PathLike[str] | None = None,
+    config: JudgeConfig,
+    options: CalibrateOptions | None = None,
+) -> CalibrationResult:
     """The async :func:`calibrate` (the real code)."""
     from mast.calibration import write
     from mast.judge import Judge
@@ -509,20 +607,33 @@ async def acalibrate(gold: str | os.PathLike[str], traces: Sequence[str | os.Pat
     judge = Judge(config)
     await judge.start()  # sets up the backend: the proposal calls share it
     if options.budget_usd is not None and price(judge.backend, 1000, 1000) is None:
-        raise UsageError(f"--budget-usd needs the price of {config.model}: give --price-input and --price-output "
-                         "(dollars per million tokens)")
-    caller = Caller(config, judge.backend, base, run.spend, concurrency=options.concurrency,
-                    answers=run.work / "answers.jsonl")
+        raise UsageError(
+            f"--budget-usd needs the price of {config.model}: give --price-input and --price-output "
+            "(dollars per million tokens)"
+        )
+    caller = Caller(
+        config,
+        judge.backend,
+        base,
+        run.spend,
+        concurrency=options.concurrency,
+        answers=run.work / "answers.jsonl",
+    )
     prompts = load_calibrate_prompts(base)
     decisions: dict[str, ModeDecision] = {}
     for code in _modes(inputs, options):
         found = inputs.disagreements(code)
         decisions[code] = ModeDecision(
-            code=code, name=base.mode(code).name, dev_traces=inputs.dev_cells(code), dev_disagreements=len(found),
-            dev_false_positives=sum(1 for d in found if d.judge), dev_false_negatives=sum(1 for d in found if d.gold),
+            code=code,
+            name=base.mode(code).name,
+            dev_traces=inputs.dev_cells(code),
+            dev_disagreements=len(found),
+            dev_false_positives=sum(1 for d in found if d.judge),
+            dev_false_negatives=sum(1 for d in found if d.gold),
             decision="unchanged" if not found else "not run",
-            reason="unchanged: no disagreement with the reviewers on the dev split" if not found else
-            "not run: the run stopped before this mode (rerun the same command to go on)",
+            reason="unchanged: no disagreement with the reviewers on the dev split"
+            if not found
+            else "not run: the run stopped before this mode (rerun the same command to go on)",
         )
     notes = list(inputs.notes)
     stopped: str | None = None
@@ -539,56 +650,85 @@ async def acalibrate(gold: str | os.PathLike[str], traces: Sequence[str | os.Pat
     version = f"{base.version}+calibrated-{_proposal_hash(accepted)}" if accepted else base.version
     final = Taxonomy(version=version, categories=dict(final.categories), modes=final.modes)
     result = CalibrationResult(
-        output=str(out), base_version=base.version, taxonomy_version=version,
+        output=str(out),
+        base_version=base.version,
+        taxonomy_version=version,
         split={"seed": options.split_seed, "dev": inputs.dev, "test": inputs.test},
-        min_positives=options.min_positives, n_boot=options.n_boot, modes=list(decisions.values()),
-        totals=run.spend.totals(), notes=notes, stopped=stopped,
+        min_positives=options.min_positives,
+        n_boot=options.n_boot,
+        modes=list(decisions.values()),
+        totals=run.spend.totals(),
+        notes=notes,
+        stopped=stopped,
     )
     write.outputs(result, final, out)
     return result
 
 
-async def _propose(caller: Caller, prompts: CalibratePrompts, inputs: Inputs, config: JudgeConfig,
-                   options: CalibrateOptions, decisions: dict[str, ModeDecision], proposals: dict[str, Proposal],
-                   notes: list[str]) -> None:
+async def _propose(
+    caller: Caller,
+    prompts: CalibratePrompts,
+    inputs: Inputs,
+    config: JudgeConfig,
+    options: CalibrateOptions,
+    decisions: dict[str, ModeDecision],
+    proposals: dict[str, Proposal],
+    notes: list[str],
+) -> None:
     from mast.errors import JudgeSetupError, one_line
 
     base = inputs.taxonomy
 
     async def one(code: str) -> None:
-        messages = proposal_messages(prompts, base.mode(code), inputs.disagreements(code), inputs, config, options)
+        messages = proposal_messages(
+            prompts, base.mode(code), inputs.disagreements(code), inputs, config, options
+        )
         try:
             answer = await caller.call("propose", messages, PROPOSAL_SPEC)
         except (BudgetStop, JudgeSetupError):
             raise
         except JudgeError as exc:
             decisions[code].decision = "not run"
-            decisions[code].reason = f"not run: the proposal call failed (a rerun asks again): {one_line(exc)}"
+            decisions[
+                code
+            ].reason = f"not run: the proposal call failed (a rerun asks again): {one_line(exc)}"
             return
         assert isinstance(answer, ProposalAnswer)
         examples, dropped = verify_examples(answer, inputs, config)
-        proposal = Proposal(definition=answer.definition.strip(), when_to_use=answer.when_to_use.strip(),
-                            when_not_to_use=answer.when_not_to_use.strip(), examples=examples,
-                            examples_dropped=dropped)
+        proposal = Proposal(
+            definition=answer.definition.strip(),
+            when_to_use=answer.when_to_use.strip(),
+            when_not_to_use=answer.when_not_to_use.strip(),
+            examples=examples,
+            examples_dropped=dropped,
+        )
         decisions[code].proposal = proposal
         mode = base.mode(code)
-        if not proposal.definition or (proposal.definition, proposal.when_to_use, proposal.when_not_to_use) == (
-                mode.definition, mode.when_to_use, mode.when_not_to_use):
+        if not proposal.definition or (
+            proposal.definition,
+            proposal.when_to_use,
+            proposal.when_not_to_use,
+        ) == (mode.definition, mode.when_to_use, mode.when_not_to_use):
             decisions[code].decision = "unchanged"
             decisions[code].reason = "unchanged: the proposal repeats the current definition"
             return
         proposals[code] = proposal
         if dropped:
-            notes.append(f"{code}: {dropped} proposed example(s) not found in the dev trace and step they cite: dropped")
+            notes.append(
+                f"{code}: {dropped} proposed example(s) not found in the dev trace and step they cite: dropped"
+            )
 
-    results = await asyncio.gather(*(one(c) for c, d in decisions.items() if d.dev_disagreements),
-                                   return_exceptions=True)
+    results = await asyncio.gather(
+        *(one(c) for c, d in decisions.items() if d.dev_disagreements), return_exceptions=True
+    )
     for outcome in results:
         if isinstance(outcome, BaseException):
             raise outcome
 
 
-async def _test(run: _Run, inputs: Inputs, decisions: dict[str, ModeDecision], proposals: dict[str, Proposal]) -> None:
+async def _test(
+    run: _Run, inputs: Inputs, decisions: dict[str, ModeDecision], proposals: dict[str, Proposal]
+) -> None:
     from mast.calibration.write import taxonomy_file
 
     options = run.options
@@ -597,11 +737,13 @@ async def _test(run: _Run, inputs: Inputs, decisions: dict[str, ModeDecision], p
         positives, negatives = inputs.test_counts(code)
         if min(positives, negatives) < options.min_positives:
             decisions[code].decision = "not decided"
-            decisions[code].test = SplitFigures(n_traces=positives + negatives, positives=positives,
-                                               negatives=negatives)
+            decisions[code].test = SplitFigures(
+                n_traces=positives + negatives, positives=positives, negatives=negatives
+            )
             decisions[code].reason = (
                 f"not decided: too few positives in the test split ({positives} traces with the mode and "
-                f"{negatives} without, of {positives + negatives}; need {options.min_positives} of each): kept as before")
+                f"{negatives} without, of {positives + negatives}; need {options.min_positives} of each): kept as before"
+            )
             continue
         ready.append(code)
     if not ready:
@@ -610,10 +752,22 @@ async def _test(run: _Run, inputs: Inputs, decisions: dict[str, ModeDecision], p
     before = await run.label("test-current", test_traces, run.config, "test-current")
     base = inputs.taxonomy
     for code in ready:
-        candidate = changed(base, code, proposals[code],
-                            f"{base.version}+calibrate-{code}-{_proposal_hash({code: proposals[code]})}")
+        candidate = changed(
+            base,
+            code,
+            proposals[code],
+            f"{base.version}+calibrate-{code}-{_proposal_hash({code: proposals[code]})}",
+        )
         path = taxonomy_file(candidate, run.work / f"candidate-{code}.yaml")
-        after = await run.label("test-candidates", test_traces, run.config.model_copy(update={"taxonomy": str(path)}),
-                                f"test-{code}")
-        decide(decisions[code], paired_figures(code, inputs.gold, before, after, inputs.test, n_boot=options.n_boot,
-                                             seed=options.boot_seed))
+        after = await run.label(
+            "test-candidates",
+            test_traces,
+            run.config.model_copy(update={"taxonomy": str(path)}),
+            f"test-{code}",
+        )
+        decide(
+            decisions[code],
+            paired_figures(
+                code, inputs.gold, before, after, inputs.test, n_boot=options.n_boot, seed=options.boot_seed
+            ),
+        )

@@ -17,9 +17,11 @@ from mast.calibration.models import CalibrationResult, ModeDecision
 from mast.discovery.write import taxonomy_yaml
 from mast.taxonomy import Taxonomy
 
-HEADER = ("# The taxonomy after `mast calibrate`: a mode's definition changed only where the test split's kappa\n"
-          "# improved with a paired bootstrap CI above 0 (report.html says which and why).\n"
-          "# Use it with: mast label TRACES -o results.jsonl --taxonomy taxonomy.yaml\n")
+HEADER = (
+    "# The taxonomy after `mast calibrate`: a mode's definition changed only where the test split's kappa\n"
+    "# improved with a paired bootstrap CI above 0 (report.html says which and why).\n"
+    "# Use it with: mast label TRACES -o results.jsonl --taxonomy taxonomy.yaml\n"
+)
 
 
 def taxonomy_file(taxonomy: Taxonomy, path: Path) -> Path:
@@ -46,8 +48,17 @@ def _row(m: ModeDecision) -> str:
     after = "–" if t is None else _f(t.kappa_after) + _ci(t.ci_after)
     diff = "–" if t is None or t.diff is None else f"{t.diff:+.2f}{_ci(t.ci_diff)}"
     test = "–" if t is None else f"{t.n_traces} ({t.positives}+)"
-    cells = [m.code, m.name, f"{m.dev_disagreements} of {m.dev_traces} ({m.dev_false_positives} FP, "
-             f"{m.dev_false_negatives} FN)", test, before, after, diff, m.decision, m.reason]
+    cells = [
+        m.code,
+        m.name,
+        f"{m.dev_disagreements} of {m.dev_traces} ({m.dev_false_positives} FP, {m.dev_false_negatives} FN)",
+        test,
+        before,
+        after,
+        diff,
+        m.decision,
+        m.reason,
+    ]
     return "<tr>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>"
 
 
@@ -56,29 +67,45 @@ def _proposal(m: ModeDecision) -> str:
     p = m.proposal
     if p is None:
         return ""
-    examples = "".join(f"<li><code>{e(x.trace_id)}</code> S{x.step}: <q>{e(x.quote)}</q></li>" for x in p.examples)
+    examples = "".join(
+        f"<li><code>{e(x.trace_id)}</code> S{x.step}: <q>{e(x.quote)}</q></li>" for x in p.examples
+    )
     dropped = f"<p>{p.examples_dropped} unverified example(s) dropped.</p>" if p.examples_dropped else ""
-    return (f"<h3>{e(m.code)} {e(m.name)}: {e(m.decision)}</h3><dl><dt>Definition</dt><dd>{e(p.definition)}</dd>"
-            f"<dt>Use when</dt><dd>{e(p.when_to_use)}</dd><dt>Not when</dt><dd>{e(p.when_not_to_use)}</dd></dl>"
-            f"<ul>{examples}</ul>{dropped}")
+    return (
+        f"<h3>{e(m.code)} {e(m.name)}: {e(m.decision)}</h3><dl><dt>Definition</dt><dd>{e(p.definition)}</dd>"
+        f"<dt>Use when</dt><dd>{e(p.when_to_use)}</dd><dt>Not when</dt><dd>{e(p.when_not_to_use)}</dd></dl>"
+        f"<ul>{examples}</ul>{dropped}"
+    )
 
 
 def report_html(result: CalibrationResult) -> str:
     """One self-contained page: the table of decisions, then each proposal."""
     e = html.escape
-    heads = ["mode", "name", "dev disagreements", "test traces", "kappa before [CI]", "kappa after [CI]",
-             "difference [paired CI]", "decision", "reason"]
+    heads = [
+        "mode",
+        "name",
+        "dev disagreements",
+        "test traces",
+        "kappa before [CI]",
+        "kappa after [CI]",
+        "difference [paired CI]",
+        "decision",
+        "reason",
+    ]
     rows = "".join(_row(m) for m in result.modes)
     notes = "".join(f"<li>{e(n)}</li>" for n in result.notes)
-    stopped = f"<p><strong>Stopped:</strong> {e(result.stopped)} (rerun the same command to go on)</p>" \
-        if result.stopped else ""
+    stopped = (
+        f"<p><strong>Stopped:</strong> {e(result.stopped)} (rerun the same command to go on)</p>"
+        if result.stopped
+        else ""
+    )
     totals = result.totals
     cost = "unknown" if totals.get("cost_usd") is None else f"${totals['cost_usd']}"
     split = result.split
     n_dev = len(split["dev"]) if isinstance(split["dev"], list) else split["dev"]
     n_test = len(split["test"]) if isinstance(split["test"], list) else split["test"]
     return (
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>mast calibrate</title><style>"
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>mast calibrate</title><style>'
         "body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:.3em .5em;vertical-align:top;text-align:left}</style></head><body>"
         f"<h1>Calibration of {e(result.base_version)}</h1>"

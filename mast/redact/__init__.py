@@ -264,7 +264,9 @@ class Redactor:
                     if end <= start:
                         continue
                     low = run_start + origin[start]
-                    high = run_start + origin[end - 1] + (3 if text[run_start + origin[end - 1]] == "%" else 1)
+                    high = (
+                        run_start + origin[end - 1] + (3 if text[run_start + origin[end - 1]] == "%" else 1)
+                    )
                     spans.append((low, -high, order, kind))
         return spans
 

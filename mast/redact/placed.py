@@ -54,54 +54,306 @@ Found = tuple[str, int, int]
 _HUMPS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # Names that are one word in the wild.
 _COMPOUNDS = {
-    "apikey": "api_key", "passwd": "password", "password": "password", "passphrase": "password",
-    "pwd": "password", "accesskey": "api_key", "secretkey": "secret", "privatekey": "private_key",
-    "authtoken": "token", "accesstoken": "token", "refreshtoken": "token", "idtoken": "token",
-    "jsessionid": "token", "phpsessid": "token", "aspsessionid": "token",
-    "sessiontoken": "token", "clientsecret": "secret", "appkey": "api_key", "apitoken": "token",
-    "bearertoken": "token", "signingkey": "secret", "masterkey": "secret", "secret": "secret",
-    "secrets": "secret", "token": "token", "credential": "secret", "credentials": "secret",
-    "passwords": "password", "cookie": "cookie", "sid": "token", "creds": "secret",
+    "apikey": "api_key",
+    "passwd": "password",
+    "password": "password",
+    "passphrase": "password",
+    "pwd": "password",
+    "accesskey": "api_key",
+    "secretkey": "secret",
+    "privatekey": "private_key",
+    "authtoken": "token",
+    "accesstoken": "token",
+    "refreshtoken": "token",
+    "idtoken": "token",
+    "jsessionid": "token",
+    "phpsessid": "token",
+    "aspsessionid": "token",
+    "sessiontoken": "token",
+    "clientsecret": "secret",
+    "appkey": "api_key",
+    "apitoken": "token",
+    "bearertoken": "token",
+    "signingkey": "secret",
+    "masterkey": "secret",
+    "secret": "secret",
+    "secrets": "secret",
+    "token": "token",
+    "credential": "secret",
+    "credentials": "secret",
+    "passwords": "password",
+    "cookie": "cookie",
+    "sid": "token",
+    "creds": "secret",
 }
 _SECRET_WORDS = {
-    "password": "password", "passwords": "password", "passwd": "password", "pwd": "password",
-    "passphrase": "password", "pass": "password", "secret": "secret", "secrets": "secret",
-    "token": "token", "apikey": "api_key", "credential": "secret", "credentials": "secret",
-    "creds": "secret", "signing": "secret", "signature": "secret", "cookie": "cookie",
-    "session": "token", "sid": "token", "jsessionid": "token", "auth": "token",
-    "privatekey": "private_key", "passcode": "password", "pin": "password",
+    "password": "password",
+    "passwords": "password",
+    "passwd": "password",
+    "pwd": "password",
+    "passphrase": "password",
+    "pass": "password",
+    "secret": "secret",
+    "secrets": "secret",
+    "token": "token",
+    "apikey": "api_key",
+    "credential": "secret",
+    "credentials": "secret",
+    "creds": "secret",
+    "signing": "secret",
+    "signature": "secret",
+    "cookie": "cookie",
+    "session": "token",
+    "sid": "token",
+    "jsessionid": "token",
+    "auth": "token",
+    "privatekey": "private_key",
+    "passcode": "password",
+    "pin": "password",
 }
 # The last word of a name about a secret, not the secret ("password_min_length", "secretName").
 _ABOUT = frozenset(
-    {"file", "files", "path", "dir", "name", "names", "id", "ids", "length", "len", "count", "type",
-     "url", "uri", "env", "ref", "min", "max", "policy", "ttl", "expiry", "expires", "expiration",
-     "in", "at", "header", "param", "enabled", "required", "limit", "size", "format", "kind", "mode",
-     "source", "arn", "version", "prompt", "hint", "field", "label", "description", "pattern",
-     "regex", "rotation", "manager", "store", "provider", "location", "endpoint", "timeout",
-     "created", "updated", "status", "reset", "question", "strength", "changed", "last", "used",
-     "usage", "tokens", "class", "style", "algorithm", "alg", "method", "scheme", "scope", "scopes",
-     "audience", "issuer", "lifetime", "age", "duration", "domain", "secure", "samesite", "httponly",
-     "handler", "store", "key_id", "keyid", "fingerprint", "hash_algorithm", "template", "prefix",
-     "suffix", "placeholder", "selector", "flag", "option", "options", "config", "settings", "list",
-     "index", "mount", "engine", "backend", "role", "user", "username", "login", "email", "account",
-     "number", "no", "num", "digits", "char", "chars", "characters", "complexity", "rule", "rules",
-     "check", "checks", "valid", "invalid", "error", "errors", "message", "msg", "text", "title",
-     "count", "budget", "window", "estimate", "estimates", "per", "rate", "price", "cost", "costs"}
+    {
+        "file",
+        "files",
+        "path",
+        "dir",
+        "name",
+        "names",
+        "id",
+        "ids",
+        "length",
+        "len",
+        "count",
+        "type",
+        "url",
+        "uri",
+        "env",
+        "ref",
+        "min",
+        "max",
+        "policy",
+        "ttl",
+        "expiry",
+        "expires",
+        "expiration",
+        "in",
+        "at",
+        "header",
+        "param",
+        "enabled",
+        "required",
+        "limit",
+        "size",
+        "format",
+        "kind",
+        "mode",
+        "source",
+        "arn",
+        "version",
+        "prompt",
+        "hint",
+        "field",
+        "label",
+        "description",
+        "pattern",
+        "regex",
+        "rotation",
+        "manager",
+        "store",
+        "provider",
+        "location",
+        "endpoint",
+        "timeout",
+        "created",
+        "updated",
+        "status",
+        "reset",
+        "question",
+        "strength",
+        "changed",
+        "last",
+        "used",
+        "usage",
+        "tokens",
+        "class",
+        "style",
+        "algorithm",
+        "alg",
+        "method",
+        "scheme",
+        "scope",
+        "scopes",
+        "audience",
+        "issuer",
+        "lifetime",
+        "age",
+        "duration",
+        "domain",
+        "secure",
+        "samesite",
+        "httponly",
+        "handler",
+        "key_id",
+        "keyid",
+        "fingerprint",
+        "hash_algorithm",
+        "template",
+        "prefix",
+        "suffix",
+        "placeholder",
+        "selector",
+        "flag",
+        "option",
+        "options",
+        "config",
+        "settings",
+        "list",
+        "index",
+        "mount",
+        "engine",
+        "backend",
+        "role",
+        "user",
+        "username",
+        "login",
+        "email",
+        "account",
+        "number",
+        "no",
+        "num",
+        "digits",
+        "char",
+        "chars",
+        "characters",
+        "complexity",
+        "rule",
+        "rules",
+        "check",
+        "checks",
+        "valid",
+        "invalid",
+        "error",
+        "errors",
+        "message",
+        "msg",
+        "text",
+        "title",
+        "budget",
+        "window",
+        "estimate",
+        "estimates",
+        "per",
+        "rate",
+        "price",
+        "cost",
+        "costs",
+    }
 )
 # Tokens that page through results: opaque, but nobody's credential.
-_PAGINATION = frozenset({"next", "page", "cursor", "continuation", "marker", "pagination", "sync", "resume", "start", "after", "before", "offset", "prev", "previous", "last"})
+_PAGINATION = frozenset(
+    {
+        "next",
+        "page",
+        "cursor",
+        "continuation",
+        "marker",
+        "pagination",
+        "sync",
+        "resume",
+        "start",
+        "after",
+        "before",
+        "offset",
+        "prev",
+        "previous",
+        "last",
+    }
+)
 # What "key" means after these words: an index, not a credential.
 _NOT_SECRET_KEYS = frozenset(
-    {"sort", "primary", "partition", "foreign", "cache", "hash", "range", "idempotency", "routing",
-     "public", "pub", "row", "group", "object", "lookup", "dict", "map", "unique", "composite",
-     "index", "s3", "dedup", "dedupe", "deduplication", "shard", "sharding", "order", "ordering",
-     "cluster", "join", "natural", "surrogate", "candidate", "business", "message", "event", "react",
-     "list", "item", "column", "field", "attribute", "websocket", "ws", "hotkey", "short", "keyboard",
-     "the", "a", "key", "translation", "i18n", "locale", "metric", "label", "tag", "config", "setting"}
+    {
+        "sort",
+        "primary",
+        "partition",
+        "foreign",
+        "cache",
+        "hash",
+        "range",
+        "idempotency",
+        "routing",
+        "public",
+        "pub",
+        "row",
+        "group",
+        "object",
+        "lookup",
+        "dict",
+        "map",
+        "unique",
+        "composite",
+        "index",
+        "s3",
+        "dedup",
+        "dedupe",
+        "deduplication",
+        "shard",
+        "sharding",
+        "order",
+        "ordering",
+        "cluster",
+        "join",
+        "natural",
+        "surrogate",
+        "candidate",
+        "business",
+        "message",
+        "event",
+        "react",
+        "list",
+        "item",
+        "column",
+        "field",
+        "attribute",
+        "websocket",
+        "ws",
+        "hotkey",
+        "short",
+        "keyboard",
+        "the",
+        "a",
+        "key",
+        "translation",
+        "i18n",
+        "locale",
+        "metric",
+        "label",
+        "tag",
+        "config",
+        "setting",
+    }
 )
 
 
-_VALUE_SUFFIXES = frozenset({"value", "string", "str", "text", "plain", "plaintext", "b64", "base64", "hash", "digest", "data", "raw", "enc", "encrypted", "hex"})
+_VALUE_SUFFIXES = frozenset(
+    {
+        "value",
+        "string",
+        "str",
+        "text",
+        "plain",
+        "plaintext",
+        "b64",
+        "base64",
+        "hash",
+        "digest",
+        "data",
+        "raw",
+        "enc",
+        "encrypted",
+        "hex",
+    }
+)
 
 
 def _words(name: str) -> list[str]:
@@ -148,32 +400,84 @@ def secret_name(name: str, *, header: bool = False) -> str | None:
             return None
         if before == "private":
             return "private_key"
-        return "secret" if before in ("secret", "signing", "encryption", "master", "client", "app") else "api_key"
+        return (
+            "secret"
+            if before in ("secret", "signing", "encryption", "master", "client", "app")
+            else "api_key"
+        )
     # The last word decides ("credential-providers", "auth_method", "session_timeout" are not
     # secrets), or the one before a word that only says how the secret is written ("password_b64").
     tail = words[-2:-1] if last in _VALUE_SUFFIXES and len(words) > 1 else [last]
     for word in tail:
-        kind = _SECRET_WORDS.get(word)
-        if kind is not None:
+        named = _SECRET_WORDS.get(word)
+        if named is not None:
             if word in ("auth", "session") and len(words) == 1 and not header:
                 return None  # "auth": "oauth2", "session": {...}: a setting, rarely the credential
             if word == "pass" and len(words) == 1:
                 return None  # "pass: 12 fail: 3"
             if word == "pin" and len(words) == 1:
                 return None
-            return kind
+            return named
     return None
 
 
 # --- what a value looks like --------------------------------------------------------------------
 
 _NOT_VALUES = frozenset(
-    {"null", "none", "nil", "true", "false", "undefined", "empty", "n/a", "na", "tbd", "todo",
-     "redacted", "hidden", "masked", "required", "optional", "string", "str", "secret", "password",
-     "token", "yes", "no", "on", "off", "xxx", "example", "default", "unset", "missing", "changeit?"}
+    {
+        "null",
+        "none",
+        "nil",
+        "true",
+        "false",
+        "undefined",
+        "empty",
+        "n/a",
+        "na",
+        "tbd",
+        "todo",
+        "redacted",
+        "hidden",
+        "masked",
+        "required",
+        "optional",
+        "string",
+        "str",
+        "secret",
+        "password",
+        "token",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "xxx",
+        "example",
+        "default",
+        "unset",
+        "missing",
+        "changeit?",
+    }
 )
-_PLACEHOLDER_STARTS = ("$", "%(", "{{", "<", "[redacted", "***", "...", "${", "env:", "vault:", "os.environ",
-                       "process.env", "env(", "secretkeyref", "valuefrom", "!ref", "!sub", "!getatt")
+_PLACEHOLDER_STARTS = (
+    "$",
+    "%(",
+    "{{",
+    "<",
+    "[redacted",
+    "***",
+    "...",
+    "${",
+    "env:",
+    "vault:",
+    "os.environ",
+    "process.env",
+    "env(",
+    "secretkeyref",
+    "valuefrom",
+    "!ref",
+    "!sub",
+    "!getatt",
+)
 _PATH = re.compile(r"(?:[A-Za-z]:\\|\.{0,2}/|~/)[^\s]*")
 
 
@@ -209,8 +513,10 @@ def value_ok(value: str, kind: str, *, prose: bool = False) -> bool:
 
 
 class ScanRule(Rule):
-    """A rule whose findings come from a scanner function ``scan(text, lowered)`` (it keeps
-    :class:`Rule`'s fields for the needle gate and the tests)."""
+    """A rule whose findings come from a scanner function ``scan(text, lowered)``.
+
+    It keeps :class:`Rule`'s fields for the needle gate and the tests.
+    """
 
     __slots__ = ()
 
@@ -219,16 +525,36 @@ class ScanRule(Rule):
         return scan(text, lowered)
 
 
-def _scan_rule(kind: str, scan: Callable[[str, str], Iterable[Found]], name: str, needles: tuple[str, ...] = (),
-               lower: bool = False, min_digits: int = 0) -> Rule:
-    return ScanRule(kind, re.compile(r"(?!)"), check=scan, needles=needles, lower=lower, min_digits=min_digits, name=name)  # type: ignore[arg-type]
+def _scan_rule(
+    kind: str,
+    scan: Callable[[str, str], Iterable[Found]],
+    name: str,
+    needles: tuple[str, ...] = (),
+    lower: bool = False,
+    min_digits: int = 0,
+) -> Rule:
+    return ScanRule(
+        kind,
+        re.compile(r"(?!)"),
+        check=scan,  # type: ignore[arg-type]  # ScanRule.findings calls it with the whole text instead
+        needles=needles,
+        lower=lower,
+        min_digits=min_digits,
+        name=name,
+    )
 
 
 # --- JSON / dict pairs ----------------------------------------------------------------------------
 
-_DQ_PAIR = re.compile(r'"(?P<key>[^"\\\r\n]{1,128})"[ \t]{0,4}:[ \t]{0,4}"(?P<value>(?:[^"\\\r\n]|\\.){1,4096}+)"')
-_ESC_PAIR = re.compile(r'\\"(?P<key>[^"\\\r\n]{1,128})\\"[ \t]{0,4}:[ \t]{0,4}\\"(?P<value>(?:[^"\\\r\n]|\\\\.){1,4096}+)\\"')
-_SQ_PAIR = re.compile(r"'(?P<key>[^'\\\r\n]{1,128})'[ \t]{0,4}:[ \t]{0,4}'(?P<value>(?:[^'\\\r\n]|\\.){1,4096}+)'")
+_DQ_PAIR = re.compile(
+    r'"(?P<key>[^"\\\r\n]{1,128})"[ \t]{0,4}:[ \t]{0,4}"(?P<value>(?:[^"\\\r\n]|\\.){1,4096}+)"'
+)
+_ESC_PAIR = re.compile(
+    r'\\"(?P<key>[^"\\\r\n]{1,128})\\"[ \t]{0,4}:[ \t]{0,4}\\"(?P<value>(?:[^"\\\r\n]|\\\\.){1,4096}+)\\"'
+)
+_SQ_PAIR = re.compile(
+    r"'(?P<key>[^'\\\r\n]{1,128})'[ \t]{0,4}:[ \t]{0,4}'(?P<value>(?:[^'\\\r\n]|\\.){1,4096}+)'"
+)
 _JSON_AFTER = frozenset(",}] \t\r\n)")
 
 
@@ -260,8 +586,12 @@ def _quoted_pairs(text: str, lowered: str) -> Iterable[Found]:
 
 # --- name/value pair lists -----------------------------------------------------------------------
 
-_VALUE_FIELD = re.compile(r'"(?:value|Value|VALUE|SecretString|secretValue|SecretValue)"[ \t]{0,4}:[ \t]{0,4}"(?P<value>(?:[^"\\\r\n]|\\.){1,4096}+)"')
-_NAME_FIELD = re.compile(r'"(?P<field>name|Name|NAME|key|Key|keyName|KeyName|ParameterName|SecretName|secretName|variable|Variable|id|Id|ID|label|Label)"[ \t]{0,4}:[ \t]{0,4}"(?P<name>[^"\\\r\n]{1,256})"')
+_VALUE_FIELD = re.compile(
+    r'"(?:value|Value|VALUE|SecretString|secretValue|SecretValue)"[ \t]{0,4}:[ \t]{0,4}"(?P<value>(?:[^"\\\r\n]|\\.){1,4096}+)"'
+)
+_NAME_FIELD = re.compile(
+    r'"(?P<field>name|Name|NAME|key|Key|keyName|KeyName|ParameterName|SecretName|secretName|variable|Variable|id|Id|ID|label|Label)"[ \t]{0,4}:[ \t]{0,4}"(?P<name>[^"\\\r\n]{1,256})"'
+)
 _LIST_KEY = re.compile(r'"(?P<key>[^"\\\r\n]{1,64})"[ \t]{0,4}:[ \t]{0,4}\[')
 _WINDOW = 768
 
@@ -273,7 +603,9 @@ def _object_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     if low < close:
         low = close  # the field is not directly inside the last object opened before it
     high = text.find("}", end, end + _WINDOW)
-    return (low if low >= 0 else max(0, start - _WINDOW)), (high if high >= 0 else min(len(text), end + _WINDOW))
+    return (low if low >= 0 else max(0, start - _WINDOW)), (
+        high if high >= 0 else min(len(text), end + _WINDOW)
+    )
 
 
 def _name_values(text: str, lowered: str) -> Iterable[Found]:
@@ -293,7 +625,7 @@ def _name_values(text: str, lowered: str) -> Iterable[Found]:
             before = text.rfind("[", max(0, low - _WINDOW), low + 1)
             if before >= 0:
                 key = None
-                for key in _LIST_KEY.finditer(text, max(0, before - 80), before + 1):
+                for key in _LIST_KEY.finditer(text, max(0, before - 80), before + 1):  # noqa: B007 - the last match is wanted
                     pass
                 if key is not None and key.end() == before + 1 and text.count("]", before, low) == 0:
                     kind = secret_name(key.group("key"))
@@ -305,9 +637,13 @@ def _name_values(text: str, lowered: str) -> Iterable[Found]:
 
 # --- XML ----------------------------------------------------------------------------------------
 
-_XML_ELEMENT = re.compile(r"<(?P<tag>[A-Za-z_][\w.:\-]{0,64})(?:[ \t][^<>]{0,512})?>(?P<value>[^<>]{1,4096})</(?P=tag)[ \t]{0,4}>")
+_XML_ELEMENT = re.compile(
+    r"<(?P<tag>[A-Za-z_][\w.:\-]{0,64})(?:[ \t][^<>]{0,512})?>(?P<value>[^<>]{1,4096})</(?P=tag)[ \t]{0,4}>"
+)
 _XML_TAG = re.compile(r"<[A-Za-z_][\w.:\-]{0,64}[ \t\r\n](?P<attrs>[^<>]{1,2048})>")
-_ATTR = re.compile(r"(?P<name>[A-Za-z_][\w.:\-]{0,64})[ \t]{0,4}=[ \t]{0,4}(?:\"(?P<dq>[^\"]{0,4096})\"|'(?P<sq>[^']{0,4096})')")
+_ATTR = re.compile(
+    r"(?P<name>[A-Za-z_][\w.:\-]{0,64})[ \t]{0,4}=[ \t]{0,4}(?:\"(?P<dq>[^\"]{0,4096})\"|'(?P<sq>[^']{0,4096})')"
+)
 
 
 def _xml(text: str, lowered: str) -> Iterable[Found]:
@@ -321,7 +657,9 @@ def _xml(text: str, lowered: str) -> Iterable[Found]:
         attrs = list(_ATTR.finditer(text, tag.start("attrs"), tag.end("attrs")))
         named = None
         for attr in attrs:
-            if attr.group("name").lower() in ("name", "key", "id", "property", "setting") and attr.group("dq" if attr.group("dq") is not None else "sq"):
+            if attr.group("name").lower() in ("name", "key", "id", "property", "setting") and attr.group(
+                "dq" if attr.group("dq") is not None else "sq"
+            ):
                 named = secret_name(attr.group("dq") if attr.group("dq") is not None else attr.group("sq"))
                 if named:
                     break
@@ -425,7 +763,10 @@ def _tables(text: str, lowered: str) -> Iterable[Found]:
         kind = secret_name(key.rstrip(":"))
         if kind is None and key.lower() in ("value", "secretstring", "plaintext") and previous is not None:
             end, above_key, above_value = previous
-            if above_key.lower() in ("name", "key", "parameter", "secretname", "id") and match.start() - end <= 2:
+            if (
+                above_key.lower() in ("name", "key", "parameter", "secretname", "id")
+                and match.start() - end <= 2
+            ):
                 kind = secret_name(above_value)
         previous = (match.end(), key, value)
         if kind and value_ok(value, kind, prose=True):
@@ -434,9 +775,30 @@ def _tables(text: str, lowered: str) -> Iterable[Found]:
 
 # --- headers and query strings -------------------------------------------------------------------
 
-_HEADER_FLAG = re.compile(r"(?:-h|--header)[ \t]{1,4}[\"']?(?P<name>[a-z0-9][a-z0-9_\-]{0,80}):[ \t]{0,8}(?P<value>[^\r\n\"']{1,4096})")
-_HEADER_WORDS = frozenset({"key", "token", "secret", "auth", "authorization", "session", "cookie", "password", "signature", "credential", "credentials", "apikey", "sid", "passwd"})
-_NOT_HEADERS = frozenset({"idempotency", "websocket", "public", "type", "length", "encoding", "request", "trace", "correlation"})
+_HEADER_FLAG = re.compile(
+    r"(?:-h|--header)[ \t]{1,4}[\"']?(?P<name>[a-z0-9][a-z0-9_\-]{0,80}):[ \t]{0,8}(?P<value>[^\r\n\"']{1,4096})"
+)
+_HEADER_WORDS = frozenset(
+    {
+        "key",
+        "token",
+        "secret",
+        "auth",
+        "authorization",
+        "session",
+        "cookie",
+        "password",
+        "signature",
+        "credential",
+        "credentials",
+        "apikey",
+        "sid",
+        "passwd",
+    }
+)
+_NOT_HEADERS = frozenset(
+    {"idempotency", "websocket", "public", "type", "length", "encoding", "request", "trace", "correlation"}
+)
 
 
 def header_secret(name: str) -> bool:
@@ -446,7 +808,11 @@ def header_secret(name: str) -> bool:
 
 def _headers(text: str, lowered: str) -> Iterable[Found]:
     for match in _HEADER_FLAG.finditer(lowered):
-        if not header_secret(match.group("name")) or match.group("name") in ("authorization", "cookie", "proxy-authorization"):
+        if not header_secret(match.group("name")) or match.group("name") in (
+            "authorization",
+            "cookie",
+            "proxy-authorization",
+        ):
             continue  # those two have their own rules, which know their syntax
         start, end = match.span("value")
         value = text[start:end].rstrip()
@@ -455,9 +821,30 @@ def _headers(text: str, lowered: str) -> Iterable[Found]:
 
 
 _QUERY = re.compile(r"[?&;#](?P<name>[A-Za-z0-9_.\-\[\]]{1,64})=(?P<value>[^&\s#\"'<>;,]{1,4096})")
-_QUERY_NAMES = frozenset({"auth", "key", "apikey", "api_key", "sig", "jsessionid", "phpsessid", "sid", "access_token",
-                          "id_token", "refresh_token", "client_secret", "code_verifier", "password", "pwd", "token",
-                          "session", "sessionid", "secret", "passwd"})
+_QUERY_NAMES = frozenset(
+    {
+        "auth",
+        "key",
+        "apikey",
+        "api_key",
+        "sig",
+        "jsessionid",
+        "phpsessid",
+        "sid",
+        "access_token",
+        "id_token",
+        "refresh_token",
+        "client_secret",
+        "code_verifier",
+        "password",
+        "pwd",
+        "token",
+        "session",
+        "sessionid",
+        "secret",
+        "passwd",
+    }
+)
 
 
 def _queries(text: str, lowered: str) -> Iterable[Found]:
@@ -476,7 +863,10 @@ def _queries(text: str, lowered: str) -> Iterable[Found]:
 # --- files with a fixed layout ------------------------------------------------------------------
 
 # host:port:database:user:password (.pgpass; "*" for any)
-_PGPASS = re.compile(r"^[ \t]{0,8}[A-Za-z0-9_.\-*\[\]]{1,253}:(?:\d{1,5}|\*):[^:\s]{1,128}:[^:\s]{1,128}:(?P<secret>\S{1,512})[ \t]*\r?$", re.M)
+_PGPASS = re.compile(
+    r"^[ \t]{0,8}[A-Za-z0-9_.\-*\[\]]{1,253}:(?:\d{1,5}|\*):[^:\s]{1,128}:[^:\s]{1,128}:(?P<secret>\S{1,512})[ \t]*\r?$",
+    re.M,
+)
 _NETSCAPE = re.compile(
     r"^(?:#HttpOnly_)?[^\t\r\n#][^\t\r\n]{0,252}\t(?:TRUE|FALSE)\t[^\t\r\n]{1,1024}\t(?:TRUE|FALSE)\t\d{1,20}\t[^\t\r\n]{1,256}\t(?P<secret>[^\t\r\n]{1,4096})",
     re.M,
@@ -546,7 +936,11 @@ def _armour(text: str, lowered: str) -> Iterable[Found]:
             yield "private_key", match.end(), match.end() + len(body)
 
 
-_JWE = re.compile(token_start(r"eyJ[A-Za-z0-9_\-]{10,}+\.[A-Za-z0-9_\-]*+\.[A-Za-z0-9_\-]++\.[A-Za-z0-9_\-]++\.[A-Za-z0-9_\-]++"))
+_JWE = re.compile(
+    token_start(
+        r"eyJ[A-Za-z0-9_\-]{10,}+\.[A-Za-z0-9_\-]*+\.[A-Za-z0-9_\-]++\.[A-Za-z0-9_\-]++\.[A-Za-z0-9_\-]++"
+    )
+)
 
 
 def _jwe(text: str, lowered: str) -> Iterable[Found]:
@@ -561,13 +955,72 @@ _PATH_WORD = re.compile(r"[A-Za-z]?[a-z]*|[A-Z]+|\d+|[a-z0-9]{1,8}")
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-%.")
 _HEX = re.compile(r"(?:0x)?[0-9a-fA-F]+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
-_BEFORE_KEY = re.compile(r"[\"']?(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,64})[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?$")
-_ID_WORDS = frozenset({"id", "ids", "uuid", "guid", "hash", "digest", "etag", "checksum", "sha", "sha1", "sha256",
-                       "sha512", "md5", "commit", "rev", "revision", "oid", "nonce", "request", "trace", "span",
-                       "run", "cursor", "next", "continuation", "page", "marker", "offset", "integrity", "ref",
-                       "version", "build", "image", "path", "file", "url", "href", "src", "name", "title", "cert",
-                       "certificate", "pub", "public", "pubkey", "fingerprint", "thumbprint"})
-_DIGEST_LEADS = ("sha1:", "sha256:", "sha384:", "sha512:", "md5:", "sha256-", "sha384-", "sha512-", "base64,", "sha1-")
+_BEFORE_KEY = re.compile(
+    r"[\"']?(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,64})[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?$"
+)
+_ID_WORDS = frozenset(
+    {
+        "id",
+        "ids",
+        "uuid",
+        "guid",
+        "hash",
+        "digest",
+        "etag",
+        "checksum",
+        "sha",
+        "sha1",
+        "sha256",
+        "sha512",
+        "md5",
+        "commit",
+        "rev",
+        "revision",
+        "oid",
+        "nonce",
+        "request",
+        "trace",
+        "span",
+        "run",
+        "cursor",
+        "next",
+        "continuation",
+        "page",
+        "marker",
+        "offset",
+        "integrity",
+        "ref",
+        "version",
+        "build",
+        "image",
+        "path",
+        "file",
+        "url",
+        "href",
+        "src",
+        "name",
+        "title",
+        "cert",
+        "certificate",
+        "pub",
+        "public",
+        "pubkey",
+        "fingerprint",
+        "thumbprint",
+    }
+)
+_DIGEST_LEADS = (
+    "sha1:",
+    "sha256:",
+    "sha384:",
+    "sha512:",
+    "md5:",
+    "sha256-",
+    "sha384-",
+    "sha512-",
+    "base64,",
+    "sha1-",
+)
 
 
 def _class(c: str) -> int:
@@ -594,7 +1047,8 @@ def looks_generated(token: str) -> bool:
     if core.count("/") >= 2 and all(_PATH_WORD.fullmatch(s) for s in segments):
         return False  # a path of words
     if any(_HEX.fullmatch(s) and len(s) >= 32 for s in segments) and all(
-        _HEX.fullmatch(s) or s.lower() in ("sha1", "sha256", "sha512", "md5", "blake2b", "git", "v1") for s in segments
+        _HEX.fullmatch(s) or s.lower() in ("sha1", "sha256", "sha512", "md5", "blake2b", "git", "v1")
+        for s in segments
     ):
         return False  # sha256-<digest>, hex ids joined by dashes
     if not any(len(s) >= (32 if _HEX.fullmatch(s) else 16) for s in re.split(r"[_\-.%]", core)):
@@ -659,7 +1113,9 @@ def placed_rules() -> tuple[Rule, ...]:
         _scan_rule("token", _headers, "placed-header", lower=True, needles=("-h", "--header")),
         _scan_rule("token", _queries, "placed-query", needles=("=",)),
         _scan_rule("password", _fixed(_PGPASS, "password"), "placed-pgpass", needles=(":",)),
-        _scan_rule("cookie", _fixed(_NETSCAPE, "cookie"), "placed-netscape-cookie", needles=("\tTRUE\t", "\tFALSE\t")),
+        _scan_rule(
+            "cookie", _fixed(_NETSCAPE, "cookie"), "placed-netscape-cookie", needles=("\tTRUE\t", "\tFALSE\t")
+        ),
         _scan_rule("password", _crypt, "placed-crypt-hash", needles=("$",)),
         _scan_rule("secret", _entropy, "entropy"),
     )

@@ -21,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import re
-
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any

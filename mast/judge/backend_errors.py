@@ -7,11 +7,14 @@ backend, it is the only other place that knows litellm's exception classes.
 from __future__ import annotations
 
 import email.utils
+import re
 import time
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from mast.errors import JudgeAPIError, JudgeSetupError, one_line
 from mast.judge._litellm_offline import pin_offline
+from mast.judge.config import public_endpoint
 
 pin_offline()  # before litellm is imported (see mast.judge._litellm_offline)
 
@@ -247,8 +250,30 @@ def setup_error(
         or (reason == "auth" and status == 401 and not key_missing)
     )
     return JudgeSetupError(
-        f"{message} [{detail}]" if worded else message, reason=reason, status_code=status, n_attempts=attempts
+        _scrubbed(f"{message} [{detail}]" if worded else message, api_base),
+        reason=reason,
+        status_code=status,
+        n_attempts=attempts,
     )
+
+
+# A query value whose name says it is a secret (``?key=...``, ``&access_token=...``): litellm and
+# httpx put the whole URL in their messages, and the user gave it in --api-base.
+_QUERY_SECRET = re.compile(
+    r"([?&;][^=&\s]*(?:key|token|secret|passw|pwd|sig|auth|credential|session)[^=&\s]*=)[^&\s'\"]+",
+    re.IGNORECASE,
+)
+
+
+def _scrubbed(text: str, api_base: str | None) -> str:
+    """``text`` with the endpoint as results record it (no user, password or secret query values)."""
+    if api_base:
+        shown = public_endpoint(api_base) or ""
+        text = text.replace(api_base, shown).replace(api_base.rstrip("/"), shown)
+        netloc = urlsplit(api_base).netloc
+        if "@" in netloc:
+            text = text.replace(netloc, netloc.rpartition("@")[2])
+    return _QUERY_SECRET.sub(r"\1***", text)
 
 
 def translate_error(
@@ -278,5 +303,7 @@ def translate_error(
         message = message[:300] + "..."
     tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
     return JudgeAPIError(
-        f"{model}: {label} ({where}){tries}: {message}", status_code=status, n_attempts=attempts
+        _scrubbed(f"{model}: {label} ({where}){tries}: {message}", api_base),
+        status_code=status,
+        n_attempts=attempts,
     )

@@ -48,6 +48,13 @@ _VOLATILE = re.compile(
     r"|(?<=\d)\d*(?:\.\d+)?\s?(?:ms|s|secs?|seconds?)\b)"  # durations
 )
 _DIGIT = re.compile(r"\d")
+# An id a tool labels as one (``Chunk ID: 853167``, ``request_id=7731``): masked whatever its
+# digits, since an all-digit id escapes the hex-id rule above. Codex prints a new chunk id on
+# every command's output.
+_LABELLED_ID = re.compile(
+    r"\b((?:chunk|request|trace|span|session|call|run|process|job|task|message|event|correlation)[ _-]?id)"
+    r"[ \t]{0,3}[:=][ \t]{0,3}[0-9a-z_.-]{1,64}"
+)
 LONG_TEXT = 8_000
 """Texts longer than this are compared by head, tail, length and a hash of the middle."""
 _EDGE = 3_000
@@ -106,7 +113,7 @@ def _mask(text: str) -> str:
     # Every volatile token holds a digit: text without one needs no regex pass.
     if not _DIGIT.search(lowered):
         return " ".join(lowered.split())
-    return " ".join(_VOLATILE.sub("#", lowered).split())
+    return " ".join(_LABELLED_ID.sub(r"\1: #", _VOLATILE.sub("#", lowered)).split())
 
 
 def flatten(text: str) -> str:
@@ -295,13 +302,23 @@ NARRATIVE_ARGUMENTS = frozenset({
 })
 
 
+# How long to wait and how much output to keep: Codex's ``exec_command`` sets ``yield_time_ms`` and
+# ``max_output_tokens`` anew on each call, Claude Code's ``Bash`` a ``timeout``. The same command
+# with another limit is the same action.
+EXECUTION_LIMITS = frozenset({
+    "timeout", "timeout_ms", "timeout_s", "timeout_sec", "timeout_seconds", "yield_time_ms",
+    "max_output_tokens", "max_output_chars", "max_output_length", "max_tokens",
+})
+
+
 def _arguments(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
-        meaningful = {k: v for k, v in value.items() if str(k).lower() not in NARRATIVE_ARGUMENTS}
+        ignored = NARRATIVE_ARGUMENTS | EXECUTION_LIMITS
+        meaningful = {k: v for k, v in value.items() if str(k).lower() not in ignored}
         if meaningful:
             value = meaningful
     return canonical(value)

@@ -168,10 +168,18 @@ def test_the_judge_record_holds_the_endpoint_without_credentials(trace_file: Pat
     assert "hunter2" not in done.stdout and "alice" not in done.stdout
 
 
-def test_an_error_never_prints_a_secret_given_in_the_endpoints_query(trace_file: Path, tmp_path: Path) -> None:
+def test_an_error_never_prints_a_secret_given_in_the_endpoints_query(
+    trace_file: Path, tmp_path: Path
+) -> None:
     # Nothing listens on port 9: the error names the endpoint, as the results record it.
-    dead = _run("classify", trace_file, *_llm("http://127.0.0.1:9/v1?key=QSECRET1&api-version=1"),
-                "--max-retries", "0", env={"MAST_CACHE_DIR": str(tmp_path)})
+    dead = _run(
+        "classify",
+        trace_file,
+        *_llm("http://127.0.0.1:9/v1?key=QSECRET1&api-version=1"),
+        "--max-retries",
+        "0",
+        env={"MAST_CACHE_DIR": str(tmp_path)},
+    )
     assert dead.exit_code != 0
     assert "127.0.0.1:9" in dead.stderr and "api-version=1" in dead.stderr
     assert "QSECRET1" not in dead.stderr and "QSECRET1" not in dead.stdout

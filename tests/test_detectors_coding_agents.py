@@ -204,16 +204,41 @@ def test_codex_exec_command_runs_differing_only_in_limits_and_chunk_ids_are_step
     from mast.trace import Step, ToolCall, ToolResult
 
     steps = [Step(index=0, kind="message", agent="user", role="user", content="Fix the failing cart test.")]
-    for n, (wait, cap, chunk) in enumerate([(1000, 4000, "853167"), (30000, 12000, "a21e41"), (5000, 8000, "ebd87a")]):
-        arguments = {"cmd": "python -m pytest tests/test_cart.py -q", "yield_time_ms": wait,
-                     "max_output_tokens": cap, "justification": f"attempt {n + 1} to see the failure"}
-        steps.append(Step(index=0, kind="tool_call", agent="codex", role="assistant", content="",
-                          tool_calls=[ToolCall(id=f"call_{n}", name="exec_command", arguments=arguments)]))
-        output = (f"Chunk ID: {chunk}\nWall time: 0.{n + 4}1 seconds\nProcess exited with code 1\n"
-                  f"Original token count: 88\nOutput:\n{FAILURE}")
-        steps.append(Step(index=0, kind="tool_result", agent="tool", role="tool",
-                          tool_results=[ToolResult(call_id=f"call_{n}", output=output, is_error=True)]))
-    steps.append(Step(index=0, kind="message", agent="codex", role="assistant", content="The tests pass now."))
+    for n, (wait, cap, chunk) in enumerate(
+        [(1000, 4000, "853167"), (30000, 12000, "a21e41"), (5000, 8000, "ebd87a")]
+    ):
+        arguments = {
+            "cmd": "python -m pytest tests/test_cart.py -q",
+            "yield_time_ms": wait,
+            "max_output_tokens": cap,
+            "justification": f"attempt {n + 1} to see the failure",
+        }
+        steps.append(
+            Step(
+                index=0,
+                kind="tool_call",
+                agent="codex",
+                role="assistant",
+                content="",
+                tool_calls=[ToolCall(id=f"call_{n}", name="exec_command", arguments=arguments)],
+            )
+        )
+        output = (
+            f"Chunk ID: {chunk}\nWall time: 0.{n + 4}1 seconds\nProcess exited with code 1\n"
+            f"Original token count: 88\nOutput:\n{FAILURE}"
+        )
+        steps.append(
+            Step(
+                index=0,
+                kind="tool_result",
+                agent="tool",
+                role="tool",
+                tool_results=[ToolResult(call_id=f"call_{n}", output=output, is_error=True)],
+            )
+        )
+    steps.append(
+        Step(index=0, kind="message", agent="codex", role="assistant", content="The tests pass now.")
+    )
     assert run_detectors(Trace(steps=steps)).present("1.3")
 
 
@@ -222,9 +247,35 @@ def test_the_same_command_with_other_output_is_not_repetition() -> None:
 
     steps = [Step(index=0, kind="message", agent="user", role="user", content="Fix the failing cart test.")]
     for n, failing in enumerate(["test_total_with_discount", "test_total_with_tax", "test_empty_cart"]):
-        steps.append(Step(index=0, kind="tool_call", agent="codex", role="assistant", content="",
-                          tool_calls=[ToolCall(id=f"call_{n}", name="exec_command",
-                                               arguments={"cmd": "python -m pytest -q", "yield_time_ms": 1000 * n})]))
-        steps.append(Step(index=0, kind="tool_result", agent="tool", role="tool", tool_results=[ToolResult(
-            call_id=f"call_{n}", output=f"Chunk ID: {n}a{n}\nFAILED tests/test_cart.py::{failing}", is_error=True)]))
+        steps.append(
+            Step(
+                index=0,
+                kind="tool_call",
+                agent="codex",
+                role="assistant",
+                content="",
+                tool_calls=[
+                    ToolCall(
+                        id=f"call_{n}",
+                        name="exec_command",
+                        arguments={"cmd": "python -m pytest -q", "yield_time_ms": 1000 * n},
+                    )
+                ],
+            )
+        )
+        steps.append(
+            Step(
+                index=0,
+                kind="tool_result",
+                agent="tool",
+                role="tool",
+                tool_results=[
+                    ToolResult(
+                        call_id=f"call_{n}",
+                        output=f"Chunk ID: {n}a{n}\nFAILED tests/test_cart.py::{failing}",
+                        is_error=True,
+                    )
+                ],
+            )
+        )
     assert not run_detectors(Trace(steps=steps)).present("1.3")

@@ -89,6 +89,7 @@ def test_litellm_never_reaches_the_network_on_import_or_lookups(first_import: st
             backend.count_tokens("how many tokens is this?")
             backend.context_window()
             backend.prices()
+            backend.resolve_mode("auto")
         import litellm
         print("ATTEMPTS", attempts)
         """
@@ -103,6 +104,36 @@ def test_litellm_never_reaches_the_network_on_import_or_lookups(first_import: st
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ATTEMPTS []" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_a_whole_call_to_a_hugging_face_model_sends_nothing_but_the_call(tmp_path: Path) -> None:
+    """litellm looks a huggingface/ model up on the hub inside every call; only the call may go out."""
+    trace = tmp_path / "run.json"
+    trace.write_bytes(
+        orjson.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
+    )
+    script = _NETWORK_AUDIT + textwrap.dedent(
+        f"""
+        import mast
+        from mast.testing import FakeLLMServer
+        with FakeLLMServer() as server:
+            diagnosis = mast.classify({str(trace)!r}, model="huggingface/meta-llama/Meta-Llama-3-8B-Instruct",
+                                      api_base=server.base_url, api_key="x", cache=False, max_retries=0)
+            calls = len(server.chat_requests)
+        print("STATUS", diagnosis.status, calls)
+        print("ATTEMPTS", attempts)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "STATUS judged 1" in done.stdout and "ATTEMPTS []" in done.stdout, done.stdout[-2000:]
 
 
 # --- 1. the answer cache and resume know the endpoint ---------------------------------------------

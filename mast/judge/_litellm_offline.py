@@ -21,6 +21,25 @@ OFFLINE_ENV: dict[str, str] = {
 """The variables set (unless already set) before litellm is imported."""
 
 
+def _no_hub_lookup(model_name: str) -> None:
+    """What litellm's hub lookup answers once unhooked: the size is unknown (``--context-window`` sets it)."""
+    del model_name
+
+
+def unhook_hub_lookups(litellm_module: object) -> None:
+    """Stop litellm fetching a ``huggingface/`` model's ``config.json`` from the hub, after it is imported.
+
+    Inside every call, and for every model-info lookup, litellm asks the hub how long a Hugging
+    Face model's context is (``litellm.utils._get_max_position_embeddings``); no variable switches it
+    off, offline mode included. Replacing that one private function is the only way to keep the
+    call's own traffic the only traffic; when a litellm release renames it, this does nothing and
+    tests/test_defaults.py's network audit says so.
+    """
+    utils = getattr(litellm_module, "utils", None)
+    if utils is not None and hasattr(utils, "_get_max_position_embeddings"):
+        utils._get_max_position_embeddings = _no_hub_lookup
+
+
 def pin_offline() -> None:
     """Set :data:`OFFLINE_ENV` where the user has not set the variable."""
     for name, value in OFFLINE_ENV.items():

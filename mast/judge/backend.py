@@ -26,7 +26,7 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from mast.errors import JudgeAPIError
-from mast.judge._litellm_offline import pin_offline
+from mast.judge._litellm_offline import pin_offline, unhook_hub_lookups
 from mast.judge.backend_errors import classify_error, retry_after_seconds, setup_failure, translate_error
 from mast.judge.config import JudgeConfig, StructuredOutput
 from mast.judge.pricing import Prices, call_cost, list_cost, usage_parts
@@ -49,6 +49,8 @@ __all__ = [
 pin_offline()
 
 import litellm  # noqa: E402
+
+unhook_hub_lookups(litellm)
 
 # mast sends no telemetry and prints no litellm banners; callbacks the user set stay untouched.
 # litellm builds pydantic adapters for ReadOnly TypedDicts lazily, mid-call; pydantic's note about
@@ -177,6 +179,8 @@ class LiteLLMBackend:
             return requested
         if self.api_base and self.model.startswith("openai/"):
             return "json_schema"
+        if self.model.startswith(_HUB_INFO_PREFIXES):
+            return "json"  # litellm would ask the Hugging Face hub what the model supports
         try:
             if litellm.supports_response_schema(model=self.model):
                 return "json_schema"
@@ -199,6 +203,8 @@ class LiteLLMBackend:
 
     def count_tokens(self, text: str) -> int:
         """Litellm's token counter (the model's tokenizer when litellm knows it, else tiktoken)."""
+        if self.model.startswith(_HUB_INFO_PREFIXES):
+            return len(text) // 3 + 1  # litellm would download the model's tokenizer from the hub
         try:
             return int(litellm.token_counter(model=self.model, text=text))
         except Exception:  # a tokenizer litellm cannot load: about 4 characters per token

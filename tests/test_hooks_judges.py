@@ -143,3 +143,31 @@ def test_the_hook_log_gives_the_reason_of_an_error(transcript: Path, tmp_path: P
             },
         )
     assert "error (" in line and "is not served here" in line, line
+
+
+def test_hooks_with_one_output_file_refuse_a_second_judge_at_the_hook_and_in_the_labeller(
+    tmp_path: Path,
+) -> None:
+    # `-o FILE` is one file whatever the judge: a detectors run then a model run must not mix there.
+    from mast.batch.judges import configured_judge
+    from mast.integrations.hooks import _label_now, _other_judge
+    from mast.judge.config import JudgeConfig
+
+    session = tmp_path / "s.jsonl"
+    session.write_text(
+        '{"type":"user","sessionId":"s1","uuid":"u1","message":{"role":"user","content":"list files"}}\n'
+        '{"type":"assistant","sessionId":"s1","uuid":"u2","parentUuid":"u1","message":{"role":"assistant",'
+        '"content":[{"type":"text","text":"Done: there are 3 files."}]}}\n'
+    )
+    results = tmp_path / "one.jsonl"
+    first = _label_now(session, "s1", results, {"judge": "detectors"}, "claude_code")
+    assert "not labelled" not in first and results.read_text().count("\n") == 1
+    other = configured_judge(
+        JudgeConfig.from_options(model="openai/fake", api_base="http://127.0.0.1:9/v1")
+    ).info
+    assert _other_judge(results, other) is not None
+    again = _label_now(
+        session, "s1", results, {"model": "openai/fake", "api_base": "http://127.0.0.1:9/v1"}, "claude_code"
+    )
+    assert "not labelled" in again and "another judge" in again
+    assert results.read_text().count("\n") == 1

@@ -133,7 +133,9 @@ def _file_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "-", text).strip("-.")
 
 
-def default_results(cwd: str | os.PathLike[str] | None, judge: Mapping[str, str | None] | None = None) -> Path:
+def default_results(
+    cwd: str | os.PathLike[str] | None, judge: Mapping[str, str | None] | None = None
+) -> Path:
     """The results file of the project at ``cwd`` for ``judge``: ``<project folder>/<judge>.jsonl``."""
     return project_dir(cwd) / f"{judge_name(judge)}.jsonl"
 
@@ -690,6 +692,20 @@ def check_transcript(event: HookEvent) -> None:
         raise UsageError(f"{what} is not a {FORMATS[event.tool]} transcript")
 
 
+def _other_judge(results: Path, info: Any) -> str | None:
+    """Why ``results`` cannot take this judge's results (it holds another judge's), else ``None``."""
+    from mast.batch.mixing import check_one_judge
+
+    try:
+        check_one_judge(results, info)
+    except UsageError:
+        return (
+            f"{results} holds results of another judge; give each judge its own -o, or leave -o out "
+            "(the default folder keeps one results file per judge)"
+        )
+    return None
+
+
 def handle_event(
     payload: dict[str, Any],
     *,
@@ -706,6 +722,14 @@ def handle_event(
     event = parse_event(tool, payload)
     check_transcript(event)
     results = Path(output).expanduser() if output is not None else default_results(event.cwd, judge)
+    from mast.batch.judges import configured_judge
+    from mast.judge.config import JudgeConfig
+
+    # Built here as well as in the labeller: a bad option or MAST_* value is said on the hook's line
+    # (a UsageError), not only in the log, and a results file of another judge is refused at once.
+    info = configured_judge(JudgeConfig.from_options(**{k: v for k, v in judge.items() if v})).info
+    if output is not None and (mixed := _other_judge(results, info)):
+        return f"mast: session {event.session_id} ({event.event}) not labelled: {mixed}"
     spawn_labeller(event, results, quiet, judge)
     when = "now" if event.final or quiet <= 0 else f"once its transcript is quiet for {quiet:g}s"
     verdict = last_verdict(results, event.session_id)
@@ -811,6 +835,9 @@ def _label_now(
     written: list[Any] = []
     out = _open_results(results, LOCK_WAIT_S)
     try:
+        mixed = _other_judge(results, judge.info)
+        if mixed:  # one judge per results file, as `mast label` keeps it (the default folder does)
+            return f"session {session_id}: not labelled: {mixed}"
         # The transcript is read under the results file's lock: a process that waited for the lock
         # (a Stop's, while SessionEnd's wrote) reads the transcript as it is now, never the older
         # copy it would have read before waiting, so the later result is always of the later content.

@@ -90,3 +90,32 @@ def test_what_looks_generated(token: str, generated: bool) -> None:
 def test_a_url_encoded_secret_is_decoded_and_replaced_in_place(redactor: Redactor) -> None:
     text = "GET /cb?code=1&access_token%3Dya-9fK2mQ7xL4vB8nR1tZ6%26state%3Dx HTTP/1.1"
     assert redactor.redact(text).text == "GET /cb?code=1&access_token%3D[REDACTED:token]%26state%3Dx HTTP/1.1"
+
+
+# Shapes an independent attacker found leaking or mangled (issue 34's second pass), values invented.
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("IBAN ES91-2100-0418-4502-0005-1332 on file", "ES91-2100-0418-4502-0005-1332"),
+        ("jdbc:sqlserver://db:1433;user=sa;password=Xy#Pq7Lm2Vb9;encrypt=true", "Xy#Pq7Lm2Vb9"),
+        (
+            "SECRET_KEY_BASE:    4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e",
+            "4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e",
+        ),
+        ('{"api_key_value": "Qw8Er7Ty6Ui5Op4aS3dF"}', "Qw8Er7Ty6Ui5Op4aS3dF"),
+    ],
+)
+def test_second_pass_hits_are_redacted(text: str, secret: str) -> None:
+    assert secret not in Redactor().redact(text).text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl deploy@ci",
+        "  + password = (sensitive value)",
+        "header: Q29udGVudC1UeXBlOiBhcHBsaWNhdGlvbi9qc29uOyBjaGFyc2V0PXV0Zi04",
+    ],
+)
+def test_second_pass_near_misses_are_left_alone(text: str) -> None:
+    assert Redactor().redact(text).text == text

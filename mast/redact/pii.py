@@ -75,7 +75,8 @@ _CARD_PREFIXES: tuple[tuple[tuple[int, int], int, frozenset[int]], ...] = (
 
 def _card_network(digits: str) -> bool:
     return any(
-        low <= int(digits[:width]) <= high and len(digits) in lengths for (low, high), width, lengths in _CARD_PREFIXES
+        low <= int(digits[:width]) <= high and len(digits) in lengths
+        for (low, high), width, lengths in _CARD_PREFIXES
     )
 
 
@@ -148,13 +149,76 @@ def _card(match: re.Match[str], text: str) -> list[tuple[str, int, int]] | None:
 
 # IBAN lengths by country (ISO 13616 registry).
 _IBAN_LENGTHS = {
-    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BR": 29,
-    "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20, "EG": 29, "ES": 24,
-    "FI": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28, "HR": 21,
-    "HU": 28, "IE": 22, "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28,
-    "LI": 21, "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MR": 27, "MT": 31,
-    "MU": 30, "NL": 18, "NO": 15, "PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22,
-    "SA": 24, "SE": 24, "SI": 19, "SK": 24, "SM": 27, "TN": 24, "TR": 26, "UA": 29, "VG": 24, "XK": 20,
+    "AD": 24,
+    "AE": 23,
+    "AL": 28,
+    "AT": 20,
+    "AZ": 28,
+    "BA": 20,
+    "BE": 16,
+    "BG": 22,
+    "BH": 22,
+    "BR": 29,
+    "CH": 21,
+    "CR": 22,
+    "CY": 28,
+    "CZ": 24,
+    "DE": 22,
+    "DK": 18,
+    "DO": 28,
+    "EE": 20,
+    "EG": 29,
+    "ES": 24,
+    "FI": 18,
+    "FO": 18,
+    "FR": 27,
+    "GB": 22,
+    "GE": 22,
+    "GI": 23,
+    "GL": 18,
+    "GR": 27,
+    "GT": 28,
+    "HR": 21,
+    "HU": 28,
+    "IE": 22,
+    "IL": 23,
+    "IQ": 23,
+    "IS": 26,
+    "IT": 27,
+    "JO": 30,
+    "KW": 30,
+    "KZ": 20,
+    "LB": 28,
+    "LI": 21,
+    "LT": 20,
+    "LU": 20,
+    "LV": 21,
+    "MC": 27,
+    "MD": 24,
+    "ME": 22,
+    "MK": 19,
+    "MR": 27,
+    "MT": 31,
+    "MU": 30,
+    "NL": 18,
+    "NO": 15,
+    "PK": 24,
+    "PL": 28,
+    "PS": 29,
+    "PT": 25,
+    "QA": 29,
+    "RO": 24,
+    "RS": 22,
+    "SA": 24,
+    "SE": 24,
+    "SI": 19,
+    "SK": 24,
+    "SM": 27,
+    "TN": 24,
+    "TR": 26,
+    "UA": 29,
+    "VG": 24,
+    "XK": 20,
 }
 
 
@@ -170,11 +234,13 @@ def iban_ok(iban: str) -> bool:
 # Bounded (an IBAN is at most 34 characters, 42 in groups of four) and possessive; searched from
 # where a token starts.
 # (the look-behind sits after the country and first digit, where few positions get to it)
-_IBAN = re.compile(r"[A-Z][A-Z]\d(?<![A-Za-z0-9_\-][A-Z][A-Z]\d)\d(?: ?[A-Z0-9]){11,38}+")
+_IBAN = re.compile(r"[A-Z][A-Z]\d(?<![A-Za-z0-9_\-][A-Z][A-Z]\d)\d(?:[ -]?[A-Z0-9]){11,38}+")
 
 
-_IBAN_FORM = re.compile(r"[A-Z0-9]{4}(?: [A-Z0-9]{1,4}){1,9}|[A-Z0-9]{1,40}")
-"""An IBAN as written: in groups of four, or whole."""
+_IBAN_FORM = re.compile(
+    r"[A-Z0-9]{4}(?: [A-Z0-9]{1,4}){1,9}|[A-Z0-9]{4}(?:-[A-Z0-9]{1,4}){1,9}|[A-Z0-9]{1,40}"
+)
+"""An IBAN as written: in groups of four (spaces or hyphens between them), or whole."""
 _INNER_STARTS = 3
 """Group starts of a rejected candidate tried as the start of an IBAN (the first and two more)."""
 
@@ -193,7 +259,7 @@ def _iban_from(text: str, start: int) -> int:
     if form is None:
         return -1
     compact, position = 0, start
-    for group in form.group(0).split(" "):
+    for group in form.group(0).replace("-", " ").split(" "):
         compact += len(group)
         position += len(group)
         if compact >= length:
@@ -201,7 +267,7 @@ def _iban_from(text: str, start: int) -> int:
         position += 1  # the space
     if compact != length or (position < len(text) and text[position].isalnum()):
         return -1
-    return position if _iban_checked(text[start:position].replace(" ", "")) else -1
+    return position if _iban_checked(text[start:position].replace(" ", "").replace("-", "")) else -1
 
 
 def _iban(match: re.Match[str], text: str) -> list[tuple[str, int, int]] | None:
@@ -214,7 +280,7 @@ def _iban(match: re.Match[str], text: str) -> list[tuple[str, int, int]] | None:
     tried = 0
     position = start
     while position < end - 3:
-        if position == start or text[position - 1] == " ":
+        if position == start or text[position - 1] in " -":
             hit = _iban_from(text, position)
             if hit > 0:
                 found.append(("iban", position, hit))
@@ -241,7 +307,12 @@ def _ssn(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     area = text[max(start, 0) : start + 3]
     if start < 0 or not area.isdigit() or not area.isascii():
         return None
-    if area in ("000", "666") or area.startswith("9") or match.group("group") == "00" or match.group("serial") == "0000":
+    if (
+        area in ("000", "666")
+        or area.startswith("9")
+        or match.group("group") == "00"
+        or match.group("serial") == "0000"
+    ):
         return None
     return "ssn", start, end
 
@@ -249,11 +320,19 @@ def _ssn(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
 # Written with spaces ("123 45 6789"), checked like the hyphenated form; nine digits in a row only
 # after a label ("ssn=123456789"): unlabelled, nine digits are any number.
 _SSN_SPACED = re.compile(r"\d(?<![\w\-.]\d)\d\d (?P<group>\d{2}) (?P<serial>\d{4})(?![\w\-])")
-_SSN_LABELLED = re.compile(r"(?:ssn|social[ _\-]security(?:[ _\-](?:number|no|nr|#))?|ss#)[\"']?[ \t]{0,3}[:=#]?[ \t]{0,3}[\"']?(?P<secret>\d{9})(?!\d)")
+_SSN_LABELLED = re.compile(
+    r"(?:ssn|social[ _\-]security(?:[ _\-](?:number|no|nr|#))?|ss#)[\"']?[ \t]{0,3}[:=#]?[ \t]{0,3}[\"']?(?P<secret>\d{9})(?!\d)"
+)
 
 
 def _ssn_ok(area: str, group: str, serial: str) -> bool:
-    return area.isdigit() and area not in ("000", "666") and not area.startswith("9") and group != "00" and serial != "0000"
+    return (
+        area.isdigit()
+        and area not in ("000", "666")
+        and not area.startswith("9")
+        and group != "00"
+        and serial != "0000"
+    )
 
 
 def _ssn_spaced(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
@@ -324,7 +403,11 @@ def _national_phone_ok(candidate: str) -> bool:
         if phonenumbers.is_valid_number(number):
             return True
         # Ofcom keeps 07700 900000-900999 for drama (and tests): possible, not "valid", still a mobile
-        if region == "GB" and phonenumbers.is_possible_number(number) and str(number.national_number).startswith("7"):
+        if (
+            region == "GB"
+            and phonenumbers.is_possible_number(number)
+            and str(number.national_number).startswith("7")
+        ):
             return True
     return False
 
@@ -361,7 +444,12 @@ def _plus_phone(match: re.Match[str], text: str) -> list[tuple[str, int, int]] |
     for low, high in _plus_phones(match.group(0)):
         end = start + high
         after = text[end : end + 2]
-        if after[:1].isalnum() or after[:1] in ("_", "-", "/", ":") or after[:1] == "." and after[1:].isdigit():
+        if (
+            after[:1].isalnum()
+            or after[:1] in ("_", "-", "/", ":")
+            or after[:1] == "."
+            and after[1:].isdigit()
+        ):
             continue  # cut out of a longer number, path or time
         found.append(("phone", start + low, end))
     return found or None
@@ -372,7 +460,9 @@ def _plus_phone(match: re.Match[str], text: str) -> list[tuple[str, int, int]] |
 # each region; only a match covering the whole run counts. A candidate is at most 26 characters.
 REGIONS = ("US", "GB", "DE", "FR", "IN")
 """Regions whose national phone formats are checked against their numbering plans."""
-_REGIONAL_PHONE = re.compile(r"[(\d](?<![\w+.\-/:(,][(\d])(?:\d|[ \-.](?=[\d(])|\((?=\d)|\)[ \-.]?(?=\d)){8,25}+")
+_REGIONAL_PHONE = re.compile(
+    r"[(\d](?<![\w+.\-/:(,][(\d])(?:\d|[ \-.](?=[\d(])|\((?=\d)|\)[ \-.]?(?=\d)){8,25}+"
+)
 
 
 @lru_cache(maxsize=4_096)
@@ -410,7 +500,9 @@ def _regional_phone(match: re.Match[str], text: str) -> tuple[str, int, int] | N
 
 # UK National Insurance number: two letters (neither D, F, I, Q, U nor V; the second not O; not the
 # prefixes HMRC never issues), six digits, a suffix A-D; whole or in pairs.
-_NI_NUMBER = re.compile(token_start(r"[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z](?: ?\d{2}){3} ?[A-D](?![A-Za-z0-9])"))
+_NI_NUMBER = re.compile(
+    token_start(r"[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z](?: ?\d{2}){3} ?[A-D](?![A-Za-z0-9])")
+)
 _NI_NEVER = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
 
 
@@ -486,13 +578,26 @@ def more_rules() -> tuple[Any, ...]:
         Rule("iban", _IBAN, check=_iban, min_digits=12, resume="end", name="iban"),
         Rule("ssn", _SSN, check=_ssn, min_digits=9, name="ssn"),
         Rule("phone", _NATIONAL_PHONE, check=_national_phone, min_digits=10, name="phone-national"),
-        Rule("phone", _PLUS_PHONE, check=_plus_phone, min_digits=8, needles=("+",), name="phone-numbering-plan"),
+        Rule(
+            "phone", _PLUS_PHONE, check=_plus_phone, min_digits=8, needles=("+",), name="phone-numbering-plan"
+        ),
         Rule("ni_number", _NI_NUMBER, check=_ni_number, min_digits=6, name="ni-number"),
         Rule("ni_number", _NI_LOWER, check=_ni_lower, lower=True, min_digits=6, name="ni-number-lower-case"),
         Rule("ssn", _SSN_SPACED, check=_ssn_spaced, min_digits=9, name="ssn-spaced"),
-        Rule("ssn", _SSN_LABELLED, check=_ssn_labelled, lower=True, needles=("ssn", "social", "ss#"), name="ssn-labelled"),
-        Rule("iban", _IBAN_LOOSE, check=_iban_loose, lower=True, min_digits=8, resume="end", name="iban-loose"),
-        Rule("phone", _REGIONAL_PHONE, check=_regional_phone, min_digits=9, resume="end", name="phone-regional"),
+        Rule(
+            "ssn",
+            _SSN_LABELLED,
+            check=_ssn_labelled,
+            lower=True,
+            needles=("ssn", "social", "ss#"),
+            name="ssn-labelled",
+        ),
+        Rule(
+            "iban", _IBAN_LOOSE, check=_iban_loose, lower=True, min_digits=8, resume="end", name="iban-loose"
+        ),
+        Rule(
+            "phone", _REGIONAL_PHONE, check=_regional_phone, min_digits=9, resume="end", name="phone-regional"
+        ),
         Rule("passport", _PASSPORT, check=_passport, lower=True, needles=("passport",), name="passport"),
     ]
     return tuple(rules)

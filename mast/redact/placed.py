@@ -337,6 +337,7 @@ _NOT_SECRET_KEYS = frozenset(
 
 _VALUE_SUFFIXES = frozenset(
     {
+        "base",  # Rails' secret_key_base
         "value",
         "string",
         "str",
@@ -381,6 +382,10 @@ def secret_name(name: str, *, header: bool = False) -> str | None:
         words.pop()  # password2, key1
     if not words:
         return None
+    if len(words) > 1 and words[-1] in _VALUE_SUFFIXES:
+        # A word that only says how the value is written ("password_b64", "api_key_value",
+        # "secret_key_base"): the name before it decides.
+        return secret_name("_".join(words[:-1]), header=header)
     joined = "".join(words)
     if words[-1] in _ABOUT and joined not in _COMPOUNDS:
         return None
@@ -460,6 +465,7 @@ _NOT_VALUES = frozenset(
 )
 _PLACEHOLDER_STARTS = (
     "$",
+    "(",  # terraform's "(sensitive value)", "(none)", "(hidden)"
     "%(",
     "{{",
     "<",
@@ -847,13 +853,22 @@ _QUERY_NAMES = frozenset(
 )
 
 
+_PARAM_END = re.compile(r"[;\s\"'<>]|$")
+
+
 def _queries(text: str, lowered: str) -> Iterable[Found]:
     for match in _QUERY.finditer(text):
         name = match.group("name")
         kind = "token" if name.lower() in _QUERY_NAMES else secret_name(name)
         if kind is None:
             continue
-        value = match.group("value").rstrip(".,)")
+        value = match.group("value")
+        if text[match.start()] == ";":
+            # A ;-separated parameter (JDBC, ADO.NET) runs to the next ";": no fragment there, so a
+            # "#" belongs to the value ("password=Jdbc#Pw...").
+            stop = _PARAM_END.search(text, match.start("value"), match.start("value") + 4096)
+            value = text[match.start("value") : stop.start() if stop else match.start("value") + 4096]
+        value = value.rstrip(".,)")
         if kind != "password" and len(value) < 8:
             continue
         if value_ok(value, kind):
@@ -1035,7 +1050,10 @@ def _decodes_to_text(token: str) -> bool:
         raw = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
     except (binascii.Error, ValueError):
         return False
-    return len(raw) >= 12 and all(32 <= b < 127 for b in raw) and raw.count(b" ") * 12 >= len(raw)
+    if len(raw) < 12 or not all(32 <= b < 127 for b in raw):
+        return False  # random bytes (a key) decode to bytes outside printable ASCII
+    # Words: spaces between them, or mostly letters ("Content-Type: application/json; charset=utf-8").
+    return raw.count(b" ") * 12 >= len(raw) or sum(chr(b).isalpha() for b in raw) * 10 >= len(raw) * 7
 
 
 def looks_generated(token: str) -> bool:
@@ -1074,6 +1092,12 @@ def looks_generated(token: str) -> bool:
     return longest_word < 7 and not (longest_word >= 5 and len(segments) > 1 and len(core) < 28)
 
 
+_SSH_PUBLIC = re.compile(
+    r"(?:ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp\d{3}|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
+    r"(?:-cert-v01@openssh\.com)?[ \t]$"
+)
+
+
 def _entropy(text: str, lowered: str) -> Iterable[Found]:
     for match in _TOKEN.finditer(text):
         start, end = match.span()
@@ -1089,6 +1113,8 @@ def _entropy(text: str, lowered: str) -> Iterable[Found]:
         before = text[max(0, start - 80) : start]
         if before.endswith(_DIGEST_LEADS) or "data:" in before[-40:]:
             continue
+        if _SSH_PUBLIC.search(before[-48:]):
+            continue  # an OpenSSH public key line (authorized_keys, known_hosts): meant to be shared
         armour = text.rfind("-----BEGIN", max(0, start - 8192), start)
         if armour >= 0 and text.find("-----END", armour, start) < 0:
             label = text[armour : armour + 64].upper()

@@ -357,6 +357,8 @@ def _assignment(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     if core == "pass" and not env and text[key_start - 1 : key_start] not in ("_", ".", "-"):
         return None  # "pass=12 fail=3", "pass: true"; only db_pass / mysql-pass name a password
     value = text[start:end]
+    if group == "bare" and value.startswith("(") and text.startswith(("(sensitive", "(known after"), start):
+        return None  # terraform plan's placeholders for a value it does not show
     if group == "bare":
         name_start = key_start
         while name_start > 0 and key_start - name_start < 64 and (text[name_start - 1].isalnum() or text[name_start - 1] in "_-"):

@@ -1,6 +1,6 @@
 """What reading input files in the isolated worker costs, against reading them in the run's process.
 
-``mast.normalize.isolated.read_file`` reads each file in a worker process under an address-space
+``mast.normalize._isolated.read_file`` reads each file in a worker process under an address-space
 limit and streams the rows back over a pipe (pickled in batches). This times three inputs both ways:
 
 * ``data/examples`` (the ten small example files shipped in the repository);
@@ -86,7 +86,7 @@ def generate(folder: Path, files: int, traces: int) -> tuple[Path, Path, Path]:
 def case(mode: str, target: Path, repeat: int) -> dict[str, float | int]:
     """One input read one way, in this interpreter (run by :func:`main` in a fresh one)."""
     from mast.normalize import iter_paths
-    from mast.normalize.isolated import _POOL, read_file
+    from mast.normalize._isolated import _POOL, read_file
 
     limit = LIMIT if mode == "isolated" else None
     paths = list(iter_paths([target], recursive=True))

@@ -32,7 +32,7 @@ import pytest
 from mast.batch.inputs import scan
 from mast.errors import UsageError
 from mast.normalize import base
-from mast.normalize.isolated import _POOL, ENV_VAR, memory_limit_from_env, read_file
+from mast.normalize._isolated import _POOL, ENV_VAR, memory_limit_from_env, read_file
 
 REPO = Path(__file__).resolve().parent.parent
 LIMIT = 2 * 2**30
@@ -322,7 +322,7 @@ import sys, time
 from pathlib import Path
 sys.path.insert(0, {plugin!r})
 import scripted_format_for_test
-from mast.normalize.isolated import _POOL, read_file
+from mast.normalize._isolated import _POOL, read_file
 idle = list(read_file(Path({few!r}), memory_limit=2**31))
 rows = read_file(Path({many!r}), memory_limit=2**31)
 next(rows)  # left open mid-file: the worker is blocked sending the rest

@@ -21,7 +21,7 @@ from mast.batch.resume import ContentKey, ResumeKey
 from mast.diagnosis import SourceRef
 from mast.errors import TraceFormatError, UsageError
 from mast.normalize import iter_paths, iter_traces, looks_like_path
-from mast.normalize.isolated import memory_limit_from_env, read_file
+from mast.normalize._isolated import memory_limit_from_env, read_file
 from mast.trace import Trace
 
 KEEP_BYTES: int | None = None
@@ -105,7 +105,7 @@ def scan(
 ) -> Iterator[WorkItem]:
     """Every trace of ``inputs`` as a work item, in input order.
 
-    Files are read in a worker process under a memory limit (:mod:`mast.normalize.isolated`), so a
+    Files are read in a worker process under a memory limit (:mod:`mast.normalize._isolated`), so a
     file that crashes its reader or needs gigabytes becomes one error row.
 
     Args:
@@ -224,7 +224,7 @@ def _file_items(
     memory_limit: int | None,
 ) -> Iterator[WorkItem]:
     index = start
-    # Read in the worker process (mast.normalize.isolated), which sends the rows as it reads them: a
+    # Read in the worker process (mast.normalize._isolated), which sends the rows as it reads them: a
     # reader that crashes or a file that blows memory up gives this file an error row, and the run
     # goes on. Closed on the way out (a whole-file error, or a consumer that stops early), so the
     # worker stops this file and is ready for the next.

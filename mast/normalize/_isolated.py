@@ -138,7 +138,7 @@ _BATCH_SECONDS = 0.05
 first row (the caller can start on it while the rest is read)."""
 _BOOT = (
     "import sys; sys.path[:] = sys.argv[2:]; "
-    "from mast.normalize.isolated import _serve; _serve(int(sys.argv[1]))"
+    "from mast.normalize._isolated import _serve; _serve(int(sys.argv[1]))"
 )
 """The worker's command line: the parent's import path, then the worker loop on the inherited fd."""
 

@@ -56,12 +56,35 @@ def _frame(source: RunSource, taxonomy: Taxonomy) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
+def _relative_paths(frame: pd.DataFrame) -> pd.Series | None:
+    """Each row's source path relative to the folder all of the run's sources share."""
+    if "source_path" not in frame.columns or frame["source_path"].isna().any() or frame.empty:
+        return None
+    paths = [Path(str(p)) for p in frame["source_path"]]
+    try:
+        root = Path(os.path.commonpath([str(p.parent) for p in paths]))
+    except ValueError:  # relative and absolute paths mixed, or other drives
+        return None
+    return pd.Series([str(p.relative_to(root)) if p.is_relative_to(root) else str(p) for p in paths],
+                     index=frame.index)
+
+
 def _keyed(frame: pd.DataFrame, key: str) -> pd.Series | None:
-    """The key of each row (``file``: the source file's name), or None when it is missing or not unique."""
+    """The key of each row, or None when it is missing or not unique.
+
+    ``file``: the source file's name; ``path``: its path under the run's common folder (two folders
+    of one run may hold files of the same name); ``path+trace_id``: that and the trace id (Claude
+    Code subagent files carry their parent session's id, so an id may repeat across files).
+    """
     if key == "file":
         if "source_path" not in frame.columns or frame["source_path"].isna().any():
             return None
         values = frame["source_path"].map(lambda p: Path(str(p)).name)
+    elif key in ("path", "path+trace_id"):
+        relative = _relative_paths(frame)
+        if relative is None:
+            return None
+        values = relative if key == "path" else relative + "#" + frame["trace_id"].astype(str)
     elif key in frame.columns:
         values = frame[key].astype(str)
     else:
@@ -73,7 +96,7 @@ def _pair_key(base: pd.DataFrame, new: pd.DataFrame, key: str, pairing: Pairing)
     """The column the runs pair on (None: unpaired) and a sentence saying why."""
     if pairing == "unpaired":
         return None, "unpaired (as asked)"
-    candidates = ["trace_id", "file"] if key == "auto" else [key]
+    candidates = ["trace_id", "file", "path", "path+trace_id"] if key == "auto" else [key]
     for name in candidates:
         left, right = _keyed(base, name), _keyed(new, name)
         if left is None or right is None:
@@ -84,7 +107,7 @@ def _pair_key(base: pd.DataFrame, new: pd.DataFrame, key: str, pairing: Pairing)
             return name, f"paired by {name} ({shared} tasks in both runs)"
     if pairing == "paired":
         raise EvaluationError(f"cannot pair the runs: no key among {candidates} is unique in both and shared")
-    return None, "unpaired: the runs do not cover the same tasks (no trace_id or file name set in common)"
+    return None, "unpaired: the runs do not cover the same tasks (no trace_id, file name or path set in common)"
 
 
 def _wilson(present: int, n: int, level: float) -> tuple[float, float]:

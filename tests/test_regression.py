@@ -154,3 +154,18 @@ def test_cli_diff_names_the_file_beside_a_hashed_trace_id(tmp_path: Path) -> Non
     result = CliRunner().invoke(main, ["diff", str(base), str(new)])
     assert result.exit_code == 0, result.output
     assert "sha256:0000000000000002 (task-002.json)  1.3 gained" in result.output, result.output
+
+
+def test_files_of_one_name_in_two_folders_sharing_a_trace_id_pair_by_path() -> None:
+    # Claude Code subagent files carry their parent session's id, and two folders of a run may hold
+    # files of one name: neither the id nor the file name is unique, the path under the run is.
+    def sessions(root: str, present: dict[str, set[int]]) -> list[Diagnosis]:
+        out = run(present, n=40)
+        for i, d in enumerate(out):
+            d.trace_id = f"session-{i // 2:03d}"                  # each id twice
+            d.source.path = f"{root}/{'a' if i % 2 else 'b'}/s{i // 2:03d}.jsonl"   # each name twice
+        return out
+
+    result = diff(sessions("/runs/v1", {"1.3": set(range(5))}), sessions("/runs/v2", {"1.3": set(range(25))}))
+    assert result.attrs["key"] == "path"
+    assert "paired by path (40 tasks in both runs)" in result.attrs["pairing"]

@@ -45,8 +45,9 @@ def _codes(text: str) -> list[str]:
 @click.command("diff")
 @click.argument("base", type=click.Path(exists=True))
 @click.argument("new", type=click.Path(exists=True))
-@click.option("--key", default="auto", show_default=True, metavar="auto|trace_id|file|COLUMN",
-              help="What identifies a task in both runs (auto: trace_id, else the source file name).")
+@click.option("--key", default="auto", show_default=True, metavar="auto|trace_id|file|path|COLUMN",
+              help="What identifies a task in both runs (auto: trace_id, else the source file name, else "
+                   "its path under the run's folder, else that path and the trace_id).")
 @click.option("--pairing", type=click.Choice(["auto", "paired", "unpaired"]), default="auto", show_default=True,
               help="auto: paired when both runs cover the same tasks.")
 @click.option("--level", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),

@@ -208,6 +208,10 @@ def test_first_failure_agent_and_step_must_be_in_the_trace() -> None:
     # A difference of case is the trace's agent, spelt as the trace spells it.
     diagnosis = _judged({"step": 1, "agent": "PLANNER", "code": "1.1", "explanation": "x"})
     assert diagnosis.first_failure is not None and diagnosis.first_failure.agent == "planner"
+    # The user speaks in the trace but is not one of its agents: a failure is never theirs.
+    diagnosis = _judged({"step": 1, "agent": "user", "code": "1.1", "explanation": "x"})
+    assert diagnosis.first_failure is not None and diagnosis.first_failure.agent is None
+    assert any("'user', who is not in the trace" in w for w in diagnosis.warnings)
 
 
 def test_report_agent_filter_offers_only_agents_of_the_trace(tmp_path: Path) -> None:

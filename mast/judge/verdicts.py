@@ -222,10 +222,17 @@ def verdicts_from_answer(
     return verdicts, warnings
 
 
+_NOT_AGENTS = frozenset({"user", "human", "tool", "system", "environment"})
+"""Who speaks in a trace without being one of its agents: a failure is never theirs (unless declared)."""
+
+
 def trace_agents(trace: Trace) -> list[str]:
-    """The agent names a trace holds: its declared agents, then those its steps name, in order."""
+    """The agents a trace holds: its declared agents, then those its steps name, in order.
+
+    The user, tools and the system speak in steps but are not agents a failure can be blamed on.
+    """
     names = [a.name for a in trace.agents if a.name]
-    names += [s.agent for s in trace.steps if s.agent]
+    names += [s.agent for s in trace.steps if s.agent and s.agent.casefold() not in _NOT_AGENTS]
     return list(dict.fromkeys(names))
 
 

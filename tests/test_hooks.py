@@ -129,7 +129,7 @@ def test_codex_uninstall_removes_the_config_install_created(tmp_path: Path) -> N
     cli("hooks", "install", "codex", "--settings", str(path))
     cli("hooks", "install", "codex", "--settings", str(path))  # again: still the file mast created
     assert "had created" in cli("hooks", "uninstall", "codex", "--settings", str(path))
-    assert not path.exists()
+    assert not path.exists() and not path.parent.exists()  # nor the folder install made it in
     cli("hooks", "install", "codex", "--settings", str(path))
     with path.open("a") as fh:
         fh.write('model = "o3"\n')  # the user's own setting since: the file stays

@@ -339,7 +339,8 @@ def uninstall_claude(path: Path) -> str:
         return f"no mast hook in {path}"
     memo = _read_memo(path)
     said = f"removed {removed} mast hook entr{'y' if removed == 1 else 'ies'} from {path}"
-    if memo is not None and memo.get("created") and not settings:
+    created = memo is not None and memo.get("created") and not settings
+    if created:
         path.unlink()
         said = f"{said} and the file, which mast hooks install had created"
     elif memo is not None and isinstance(memo.get("before"), str) and _memo_matches(memo, settings):
@@ -347,7 +348,17 @@ def uninstall_claude(path: Path) -> str:
     else:
         _write_atomic(path, _dump_settings(settings, path))
     _memo_path(path).unlink(missing_ok=True)
+    if created:
+        _remove_if_empty(path.parent)
     return said
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """Remove ``folder`` when nothing is left in it (install made the file in it; uninstall took it out)."""
+    try:
+        folder.rmdir()  # refuses a folder that holds anything
+    except OSError:
+        pass
 
 
 # -- Codex config.toml -----------------------------------------------------------------------------
@@ -430,6 +441,7 @@ def uninstall_codex(path: Path) -> str:
         not new.strip() and CODEX_MARK + CODEX_CREATED in text
     ):  # install made the file and nothing else is in it
         path.unlink()
+        _remove_if_empty(path.parent)
         return f"removed mast's notify and {path}, which mast hooks install had created"
     _write_atomic(path, new.encode())
     return f"removed mast's notify from {path}"

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from mast.errors import JudgeAPIError, JudgeSetupError, one_line
 from mast.judge._litellm_offline import pin_offline
-from mast.judge.config import public_endpoint
+from mast.judge.config import SECRET_QUERY_WORDS, public_endpoint
 
 pin_offline()  # before litellm is imported (see mast.judge._litellm_offline)
 
@@ -260,7 +260,7 @@ def setup_error(
 # A query value whose name says it is a secret (``?key=...``, ``&access_token=...``): litellm and
 # httpx put the whole URL in their messages, and the user gave it in --api-base.
 _QUERY_SECRET = re.compile(
-    r"([?&;][^=&\s]*(?:key|token|secret|passw|pwd|sig|auth|credential|session)[^=&\s]*=)[^&\s'\"]+",
+    rf"([?&;][^=&\s]*(?:{SECRET_QUERY_WORDS})[^=&\s]*=)[^&\s'\"]+",
     re.IGNORECASE,
 )
 

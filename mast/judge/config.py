@@ -272,7 +272,9 @@ class JudgeConfig(BaseModel):
 
 
 # Query parameters that carry credentials in a base URL (Azure's ``api-key``, signed URLs' ``sig``...).
-_SECRET_QUERY = re.compile(r"key|token|secret|passw|pwd|sig|auth|credential|session", re.IGNORECASE)
+SECRET_QUERY_WORDS = r"key|token|secret|passw|pwd|sig|auth|credential|session"
+"""Words that make a query parameter's value a secret (kept out of endpoints and error messages)."""
+_SECRET_QUERY = re.compile(SECRET_QUERY_WORDS, re.IGNORECASE)
 
 
 def public_endpoint(url: str | None) -> str | None:

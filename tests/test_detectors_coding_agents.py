@@ -183,7 +183,7 @@ def test_a_real_subagent_running_the_same_build_four_times_is_step_repetition() 
 
     path = REAL / "claude_code" / "claude_code_viewer_npm_build_loop.jsonl"
     if not path.is_file():
-        pytest.skip(f"{path} is not in the corpus yet (it is listed for ../shared/real in the closing note)")
+        pytest.skip(f"{path} is not in the corpus yet (it is listed for the corpus in the closing note)")
     (trace,) = load_traces(path)
     builds = {
         i

@@ -37,6 +37,10 @@ def small_trace() -> Trace:
 def test_local_model_strings() -> None:
     assert is_local("local") and is_local("local/models/qwen.gguf")
     assert not is_local("openai/gpt-4.1-mini") and not is_local(None) and not is_local("localhost/x")
+
+
+@pytest.mark.local_model
+def test_the_default_model_is_smollm2_from_its_package() -> None:
     assert default_gguf().name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert gguf_for("local") == default_gguf()
 
@@ -46,10 +50,12 @@ def test_missing_gguf_is_a_usage_error(tmp_path: Path) -> None:
         classify(small_trace(), model=f"local/{tmp_path / 'absent.gguf'}")
 
 
-def test_missing_xllamacpp_gives_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_xllamacpp_gives_the_install_hint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "xllamacpp", None)  # makes `import xllamacpp` fail
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")  # never loaded: the import fails first
     with pytest.raises(UsageError, match=r"pip install 'mast-judge\[local\]'"):
-        LocalServer(default_gguf()).start()
+        LocalServer(model).start()
 
 
 def test_llama_threads_leave_the_cores_that_other_processes_are_running_on(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,6 +84,7 @@ def test_llama_threads_leave_the_cores_that_other_processes_are_running_on(monke
 
 
 @pytest.mark.slow
+@pytest.mark.local_model
 # ~80 s on a quiet 2-core machine, over 300 s with two CPU hogs beside it: the limits are safety nets,
 # not expectations (the test asserts no speed).
 @pytest.mark.timeout(3600)

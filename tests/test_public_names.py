@@ -69,3 +69,21 @@ def test_evaluate_then_to_dataframe_runs_in_one_script():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1.0"
+
+
+def test_the_public_names_are_declared_once_and_read_back_exactly() -> None:
+    """The ``_TYPE_CHECKING`` imports are the one declaration: the lazy table and ``__all__`` are read from them."""
+    import ast
+
+    import mast
+
+    tree = ast.parse((REPO / "mast" / "__init__.py").read_text(encoding="utf-8"))
+    (block,) = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "_TYPE_CHECKING"]
+    declared = {
+        a.asname or a.name: n.module for n in block.body if isinstance(n, ast.ImportFrom) for a in n.names
+    }
+    # Every import re-exports under its own name (``from M import N as N``), so a type checker sees it as public.
+    assert all(a.asname == a.name for n in block.body if isinstance(n, ast.ImportFrom) for a in n.names)
+    assert mast._LAZY == declared
+    assert mast.__all__ == sorted(["__version__", *declared])
+    assert len(declared) > 30  # the reading found the block, not an empty prefix of it

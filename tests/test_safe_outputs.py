@@ -462,6 +462,7 @@ def test_both_pages_carry_a_strict_csp_that_allows_exactly_their_inline_code(tmp
         assert not re.search(r"<[^>]+\s(style|on[a-z]+)=", page), f"{name}: an inline style or handler attribute"
 
 
+@pytest.mark.system  # a headless Chromium
 def test_pages_run_under_their_csp_and_ignore_a_malformed_fragment(tmp_path):
     import shutil
 

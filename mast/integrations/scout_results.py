@@ -70,7 +70,8 @@ def iter_scan(path: str | os.PathLike[str]) -> Iterator[Diagnosis]:
     if not keys:
         names = ", ".join(s.name for s in spec.scanners.values()) or "none"
         raise ResultsFileError(
-            f"{location}: this Scout scan has no {SCANNER_NAME} results (its scanners: {names})", path=location
+            f"{location}: this Scout scan has no {SCANNER_NAME} results (its scanners: {names})",
+            path=location,
         )
     for key in keys:
         params = dict(spec.scanners[key].params or {})
@@ -79,7 +80,8 @@ def iter_scan(path: str | os.PathLike[str]) -> Iterator[Diagnosis]:
         try:
             batches = scan_results_batches(location, key, rows="transcripts")
             for frame in batches:
-                for row in frame.to_dict(orient="records"):
+                for record in frame.to_dict(orient="records"):
+                    row = {str(name): value for name, value in record.items()}
                     diagnosis = _judged(location, row)
                     if diagnosis is not None:
                         judge = judge or diagnosis.judge
@@ -112,12 +114,15 @@ def _judged(location: str, row: dict[str, Any]) -> Diagnosis | None:
             )
         return Diagnosis.model_validate(record)
     except (orjson.JSONDecodeError, AttributeError) as exc:
-        raise ResultsFileError(f"{location}: transcript {transcript}: not a mast resultset", path=location) from exc
+        raise ResultsFileError(
+            f"{location}: transcript {transcript}: not a mast resultset", path=location
+        ) from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
         raise ResultsFileError(
-            f"{location}: transcript {transcript}: not a mast diagnosis ({where}: {first.get('msg')})", path=location
+            f"{location}: transcript {transcript}: not a mast diagnosis ({where}: {first.get('msg')})",
+            path=location,
         ) from exc
 
 
@@ -139,6 +144,8 @@ def _error(row: dict[str, Any], judge: JudgeInfo) -> Diagnosis:
             format="inspect_log" if row.get("transcript_source_type") == "eval_log" else None,
         ),
         status="error",
-        error=ErrorInfo(type=_text(row.get("scan_error_type")) or "scan_error", message=str(row["scan_error"])),
+        error=ErrorInfo(
+            type=_text(row.get("scan_error_type")) or "scan_error", message=str(row["scan_error"])
+        ),
         judge=judge,
     )

@@ -137,7 +137,7 @@ class ScoutSource:
                 "(it resumes) instead of mast watch"
             )
         if query.root_names:
-            raise UsageError(f"{self.url}: --root-name is for span stores; use --filter \"task_set = '...'\"")
+            raise UsageError(f"{self.url}: --root-span is for span stores; use --filter \"task_set = '...'\"")
         try:
             infos = run_sync(self._index(self._collection(query)))
         except UsageError:

@@ -340,6 +340,7 @@ def test_mast_label_reads_a_scout_database_trace_for_trace(scan: dict[str, Any],
         assert trace.trace_id == transcript_id == trace.metadata["scout"]["transcript_id"]
         assert [s.model_dump() for s in trace.steps] == [s.model_dump() for s in same.steps]
         assert trace.task == same.task and trace.source.path == url
+        assert trace.content_hash() == same.content_hash()  # what the judge reads: the same
 
     # Scout's own WHERE clause picks transcripts; mast watch is refused (no order of arrival)
     (product,) = open_source(url).roots(TraceQuery(filter="task_id = 'product'"))

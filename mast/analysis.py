@@ -67,7 +67,7 @@ def results_frame(
     """
     tax = taxonomy or load_taxonomy()
     from mast.evaluation.labels import read_labels
-    from mast.results import iter_results, to_dataframe
+    from mast.results import is_results_path, iter_results, to_dataframe
 
     if isinstance(source, pd.DataFrame):
         frame = _wide(source, tax) if not {"code", "present"} <= set(source.columns) else _pivot(source, tax)
@@ -77,7 +77,7 @@ def results_frame(
         from mast.evaluation.labels import sniff_format
 
         path = Path(source)
-        if not path.is_file():
+        if not is_results_path(path):
             raise EvaluationError(f"{path}: no such file")
         if sniff_format(path) == "diagnoses":
             frame = to_dataframe(iter_results(path), taxonomy=tax)  # streamed: only the columns are held

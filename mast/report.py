@@ -38,7 +38,7 @@ from mast.evaluation.report import EvaluationReport, fmt, fmt_ci, shorten
 from mast.evaluation.viewer import STYLE as VIEW_STYLE
 from mast.evaluation.viewer import TraceView, script_text
 from mast.redact import redact_text
-from mast.results import iter_results
+from mast.results import is_results_path, iter_results
 from mast.taxonomy import Taxonomy, load_taxonomy
 
 _STYLE = """
@@ -121,7 +121,7 @@ def _write_page(
     path = Path(results) if isinstance(results, str | os.PathLike) else None
     source = str(results) if path is not None else "diagnoses"
     items = list(results) if not isinstance(results, str | os.PathLike) else None
-    if path is not None and not path.is_file():
+    if path is not None and not is_results_path(path):
         raise ResultsFileError(f"{path}: no such results file")
     gold_table = read_labels(gold, role="gold", taxonomy=tax) if gold is not None else None
     digest, view = (
@@ -230,7 +230,7 @@ def _diff(
     older: pd.DataFrame | str | os.PathLike[str] | Iterable[Diagnosis] = base
     if (
         isinstance(base, str | os.PathLike)
-        and Path(base).is_file()
+        and is_results_path(base)
         and sniff_format(Path(base)) == "diagnoses"
     ):
         older = compact_frame(iter_results(base), tax)

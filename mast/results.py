@@ -12,6 +12,9 @@ Reading:
   it, and the next batch on the file cuts it off. Any other bad line raises
   :class:`~mast.errors.ResultsFileError` naming the file and line.
 * A JSON list of diagnoses (``[{...}, ...]``) is read too, item by item.
+* A Scout scan folder of the mast scanner (``scout scan mast_judge/mast_scanner``) is read as a
+  results file, one Diagnosis per transcript (:mod:`mast.integrations.scout_results`, the
+  ``scout`` extra): :func:`is_results_path` says whether a path is either.
 
 Writing (:class:`ResultsFile`), and how its guarantees are kept:
 
@@ -48,6 +51,7 @@ from pydantic import ValidationError
 
 from mast.diagnosis import Diagnosis, ModeVerdict
 from mast.errors import ResultsFileError, UsageError
+from mast.integrations.scout_results import is_scan
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,6 +70,8 @@ __all__ = [
     "iter_numbered",
     "iter_records",
     "iter_results",
+    "is_results_path",
+    "is_scout_scan",
     "read_results",
     "results_files",
     "to_dataframe",
@@ -122,13 +128,29 @@ def results_files(folder: str | os.PathLike[str]) -> list[Path]:
     return sorted(found, key=lambda p: (p.stat().st_mtime_ns, p.name))
 
 
+def is_scout_scan(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a Scout scan folder, read as results (Scout is not imported to tell)."""
+    return is_scan(path)
+
+
+def is_results_path(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is something results are read from: a file, or a Scout scan folder."""
+    return Path(path).is_file() or is_scout_scan(path)
+
+
 def iter_numbered(path: str | os.PathLike[str]) -> Iterator[tuple[int, Diagnosis]]:
-    """Every result as ``(line_number, Diagnosis)``, streamed (JSON lists: the item number).
+    """Every result as ``(line_number, Diagnosis)``, streamed (JSON lists, Scout scans: the item number).
 
     Raises:
         ResultsFileError: a line (other than a torn last one) is not a valid Diagnosis.
+        UsageError: a Scout scan, and Inspect Scout is not installed.
     """
     file = Path(path)
+    if is_scout_scan(file):
+        from mast.integrations.scout_results import iter_scan
+
+        yield from enumerate(iter_scan(file), start=1)
+        return
     if _starts_with_bracket(file):
         yield from _iter_json_list(file)
         return
@@ -154,7 +176,7 @@ def read_results(path: str | os.PathLike[str]) -> list[Diagnosis]:
     Raises:
         ResultsFileError: the file is missing, or holds a line that is not a Diagnosis.
     """
-    if not Path(path).is_file():
+    if not is_results_path(path):
         raise ResultsFileError(f"{path}: no such results file")
     return list(iter_results(path))
 

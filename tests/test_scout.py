@@ -156,3 +156,223 @@ def test_scout_scan_writes_per_mode_values_with_message_references(scan: dict[st
     failed = by_task["product"]
     assert len(failed) == 1 and "could not judge" in str(failed["scan_error"].iloc[0])
     assert failed["value"].isna().all() or (failed["value"] == None).all()  # noqa: E711 - a null value, no verdict
+
+
+# -- a scan read back as mast results (mast.integrations.scout_results) -----------------------------
+
+
+def _scanner_diagnoses(scan_dir: Path) -> dict[str, dict[str, Any]]:
+    """What the scanner itself wrote: each judged transcript's ``metadata["mast"]``, by transcript id."""
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(scan_dir / "mast_scanner.parquet").to_pylist()
+    found = {}
+    for row in rows:
+        if row["value_type"] == "resultset":
+            (item,) = [i for i in json.loads(row["value"]) if i["label"] == "diagnosis"]
+            found[row["transcript_id"]] = item["metadata"]["mast"]
+    return found
+
+
+@pytest.mark.slow  # the scan fixture: a real `inspect eval` and a real `scout scan`
+def test_a_scan_reads_as_results_with_the_scanners_diagnoses(scan: dict[str, Any]) -> None:
+    from mast.results import is_results_path, read_results
+
+    written = _scanner_diagnoses(scan["dir"])
+    assert len(written) == 2 and is_results_path(scan["dir"]) and not is_results_path(scan["dir"].parent)
+    read = read_results(scan["dir"])
+    judged = {d.trace_id: d for d in read if d.status == "judged"}
+    assert {t: d.model_dump(mode="json") for t, d in judged.items()} == written
+    assert [c for d in judged.values() for c in d.present_codes] == ["2.6", "3.2"]
+    # the transcript the judge could not judge is an error, with Scout's message, never "no failure"
+    (failed,) = [d for d in read if d.status != "judged"]
+    assert failed.status == "error" and "could not judge" in failed.error.message  # type: ignore[union-attr]
+    assert failed.failure_modes == [] and failed.judge.model == "openai/fake-judge"
+
+
+@pytest.mark.slow
+def test_report_evaluate_diff_and_validate_read_a_scan(scan: dict[str, Any], tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from mast.cli import main
+    from mast.diagnosis import Diagnosis
+    from mast.results import ResultsFile
+    from mast.review import ReviewSession
+
+    runner = CliRunner()
+    scan_dir, written = scan["dir"], _scanner_diagnoses(scan["dir"])
+    negative = next(
+        t for t, d in written.items() if d["failure_modes"] and any(v["present"] for v in d["failure_modes"])
+    )
+    # the folder `scout scan --scans` wrote, holding the scan, is read as its newest scan
+    for given in (scan_dir, scan_dir.parent):
+        out = tmp_path / f"{given.name}.html"
+        done = runner.invoke(main, ["report", str(given), "-o", str(out), "--n-boot", "0"])
+        assert done.exit_code == 0, done.output
+        assert negative in out.read_text() and "Reasoning-Action Mismatch" in out.read_text()
+
+    gold = tmp_path / "gold.csv"
+    gold.write_text(
+        "trace_id,code,present\n"
+        + "".join(
+            f"{t},{v['code']},{str(v['present']).lower()}\n"
+            for t, d in written.items()
+            for v in d["failure_modes"]
+            if v["present"] is not None
+        ).replace(f"{negative},3.2,true", f"{negative},3.2,false")
+    )
+    done = runner.invoke(
+        main, ["evaluate", "--pred", str(scan_dir), "--gold", str(gold), "--json", "--n-boot", "0"]
+    )
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.output)
+    assert report["n_cells"] == 28 and report["pooled"]["tp"] == 1 and report["pooled"]["fp"] == 1
+
+    # an edited copy of the run as a results file: diff sees the one verdict that changed
+    edited = tmp_path / "edited.jsonl"
+    with ResultsFile(edited) as results:
+        for record in written.values():
+            d = Diagnosis.model_validate(record)
+            modes = [
+                v.model_copy(update={"present": False}) if v.code == "2.6" else v for v in d.failure_modes
+            ]
+            results.append(d.model_copy(update={"failure_modes": modes}))
+    done = runner.invoke(main, ["diff", str(scan_dir), str(edited), "--json"])
+    assert done.exit_code == 0, done.output
+    diff = json.loads(done.output)
+    assert diff["base"] == str(scan_dir)
+    assert [(c["key"], c["code"], c["base"], c["new"]) for c in diff["changed"]] == [
+        (negative, "2.6", True, False)
+    ]
+    rows = {row["code"]: row for row in diff["modes"]}
+    assert (rows["2.6"]["base_present"], rows["2.6"]["new_present"], rows["2.6"]["fell"]) == (1, 0, 1)
+
+    # validate --gold ... --results SCAN: a gold reviewed from the edited run measures the scan
+    reviewed = tmp_path / "gold.jsonl"
+    session = ReviewSession(edited, reviewed, reviewer="ana")
+    for position in range(len(session)):
+        session.record(position, [{"field": "accept"}])
+    session.close()
+    done = runner.invoke(
+        main,
+        [
+            "validate",
+            "--gold",
+            str(reviewed),
+            "--results",
+            str(scan_dir),
+            "--json",
+            "--n-boot",
+            "0",
+            "-o",
+            str(tmp_path / "v"),
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    (measured,) = json.loads(done.output)["sets"]
+    pooled = measured["evaluation"]["pooled"]
+    assert measured["results"] == str(scan_dir) and measured["n_judged"] == 2
+    # the gold lacks the scan's 2.6: one false positive
+    assert (pooled["n"], pooled["tp"], pooled["fp"], pooled["fn"]) == (28, 1, 1, 0)
+
+
+def test_reading_a_scan_without_scout_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mast.errors import UsageError
+    from mast.results import read_results
+
+    folder = tmp_path / "scan_id=abc"
+    folder.mkdir()
+    (folder / "_scan.json").write_text("{}")
+    monkeypatch.setitem(sys.modules, "inspect_scout", None)  # what an install without the extra sees
+    with pytest.raises(UsageError, match=r"pip install 'mast-judge\[scout\]'"):
+        read_results(folder)
+
+
+# -- Scout's transcript database as a source (mast.sources.scout) ----------------------------------
+
+IMPORT = """
+import asyncio, sys
+from inspect_scout import transcripts_db, transcripts_from
+
+async def main() -> None:
+    async with transcripts_db(sys.argv[2]) as db:
+        await db.insert(transcripts_from(sys.argv[1]))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow  # the scan fixture's `inspect eval`, then Scout's own import into its database
+def test_mast_label_reads_a_scout_database_trace_for_trace(scan: dict[str, Any], tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    import mast
+    from mast.cli import main
+    from mast.results import read_results
+    from mast.sources import TraceQuery, open_source
+
+    db = tmp_path / "transcripts"
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT, str(scan["logs"]), str(db)],
+        env=scan["env"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert list(db.glob("*.parquet"))  # Scout wrote its database: Parquet files and an index
+
+    url = f"scout://{db}"
+    source = open_source(url)
+    roots = list(source.roots(TraceQuery()))
+    traces = source.read([r.trace_id for r in roots])
+    source.close()
+    direct = {
+        (t.metadata["inspect"]["sample_id"], t.metadata["inspect"]["epoch"]): t
+        for t in mast.load_traces(next(scan["logs"].glob("*.eval")))
+    }
+    assert len(traces) == len(direct) == 3
+    for transcript_id, trace in traces.items():
+        same = direct[(trace.metadata["inspect"]["sample_id"], trace.metadata["inspect"]["epoch"])]
+        assert trace.trace_id == transcript_id == trace.metadata["scout"]["transcript_id"]
+        assert [s.model_dump() for s in trace.steps] == [s.model_dump() for s in same.steps]
+        assert trace.task == same.task and trace.source.path == url
+        assert trace.content_hash() == same.content_hash()  # what the judge reads: the same
+
+    # Scout's own WHERE clause picks transcripts; mast watch is refused (no order of arrival)
+    (product,) = open_source(url).roots(TraceQuery(filter="task_id = 'product'"))
+    assert traces[product.trace_id].metadata["inspect"]["sample_id"] == "product"
+    with pytest.raises(mast.UsageError, match="mast watch"):
+        list(open_source(url).roots(TraceQuery(after="")))
+
+    out = tmp_path / "results.jsonl"
+    labelled = CliRunner().invoke(main, ["label", url, "--judge", "detectors", "-o", str(out)])
+    assert labelled.exit_code == 0, labelled.output
+    from_db = {d.trace_id: d for d in read_results(out)}
+    files = tmp_path / "files.jsonl"
+    direct_run = CliRunner().invoke(
+        main, ["label", str(scan["logs"]), "--judge", "detectors", "-o", str(files)]
+    )
+    assert direct_run.exit_code == 0, direct_run.output
+    from_logs = {d.trace_id: d for d in read_results(files)}
+    assert set(from_db) == set(traces) and all(d.status == "judged" for d in from_db.values())
+    by_sample = {
+        (t.metadata["inspect"]["sample_id"], t.metadata["inspect"]["epoch"]): i for i, t in traces.items()
+    }
+    for key, trace in direct.items():
+        db_modes = [v.model_dump() for v in from_db[by_sample[key]].failure_modes]
+        assert db_modes == [v.model_dump() for v in from_logs[trace.trace_id].failure_modes]
+
+
+def test_a_scout_url_names_an_existing_database(tmp_path: Path) -> None:
+    from mast.errors import UsageError
+    from mast.sources import is_source_url, open_source, source_scheme
+
+    assert is_source_url("scout:///data/db") and source_scheme("scout://db") == "scout"
+    with pytest.raises(UsageError, match="no Scout transcript database"):
+        open_source(f"scout://{tmp_path / 'missing'}")
+    with pytest.raises(UsageError, match="name the Scout database"):
+        open_source("scout://")

@@ -125,7 +125,8 @@ def results_path(given: str, *, newest: int = 1) -> list[str]:
 
     ``mast hooks`` writes one results file per judge into a folder per project; ``mast report`` and
     ``mast diff`` take that folder. When it holds more files than asked for, the choice is said on
-    stderr, with the way to choose another.
+    stderr, with the way to choose another. A Scout scan folder is a results file of its own; a
+    folder of them (``scout scan --scans``) with no ``*.jsonl`` gives its scans.
 
     Raises:
         UsageError: a folder with fewer results files than asked for.
@@ -133,14 +134,17 @@ def results_path(given: str, *, newest: int = 1) -> list[str]:
     from pathlib import Path
 
     from mast.errors import UsageError
-    from mast.results import results_files
+    from mast.results import is_scout_scan, results_files
 
-    if not Path(given).is_dir():
+    if not Path(given).is_dir() or is_scout_scan(given):
         return [given]
     found = results_files(given)
+    if not found:
+        found = sorted((p for p in Path(given).iterdir() if is_scout_scan(p)),
+                       key=lambda p: ((p / "_scan.json").stat().st_mtime_ns, p.name))
     if len(found) < newest:
         what = "no results file (*.jsonl)" if not found else f"only {plural(len(found), 'results file')}"
-        raise UsageError(f"{given} holds {what}; pass a results file or a folder of them (one per judge)")
+        raise UsageError(f"{given} holds {what}; pass a results file, a Scout scan or a folder of them")
     chosen = found[-newest:]
     if len(found) > newest:
         names = ", ".join(p.name for p in found)

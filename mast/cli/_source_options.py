@@ -135,7 +135,8 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     click.option("--root-span", "root_names", multiple=True, metavar="NAME",
                  help="Store inputs: only traces whose root span has this name (repeat)."),
     click.option("--filter", "store_filter", metavar="EXPR",
-                 help="Store inputs: the store's own filter (MLflow: \"tags.env = 'prod'\", \"trace.status = 'ERROR'\")."),
+                 help="Store inputs: the store's own filter (MLflow: \"tags.env = 'prod'\", \"trace.status = 'ERROR'\"; "
+                      "a Scout database: a SQL WHERE clause, \"task_set = 'cybench'\")."),
     click.option("--write-back", is_flag=True,
                  help="Store inputs: write the verdicts back (Phoenix annotations: pip install 'mast-judge[phoenix]'; "
                       "MLflow feedback)."),

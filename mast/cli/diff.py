@@ -99,11 +99,14 @@ def _runs(base: str, new: str) -> tuple[str, str]:
     """The two results files to compare; a folder (one results file per judge, as hooks write) gives its own.
 
     The same folder twice compares its two last changed files (two judges of the same sessions);
-    two folders compare the same judge's file in each when they share one.
+    two folders compare the same judge's file in each when they share one. A Scout scan folder is
+    one run.
     """
     from pathlib import Path
 
-    if Path(base).is_dir() and Path(new).is_dir():
+    from mast.results import is_scout_scan
+
+    if Path(base).is_dir() and Path(new).is_dir() and not (is_scout_scan(base) or is_scout_scan(new)):
         if Path(base).resolve() == Path(new).resolve():
             older, newer = results_path(base, newest=2)
             return older, newer

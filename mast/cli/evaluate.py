@@ -16,8 +16,8 @@ _FORMATS = click.Choice(["auto", "diagnoses", "long", "wide", "mad", "mastlint",
     "preds",
     multiple=True,
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="Predictions: results.jsonl or a label file. Give it twice (and no --gold) to compare two judges.",
+    type=click.Path(exists=True),
+    help="Predictions: results.jsonl, a Scout scan of the mast scanner or a label file. Give it twice (and no --gold) to compare two judges.",
 )
 @click.option(
     "--gold",

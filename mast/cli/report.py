@@ -16,7 +16,7 @@ from mast.errors import UsageError
 @click.option("--title", help="Page title.")
 @click.option("--n-boot", default=1000, show_default=True, type=click.IntRange(min=0), help="Bootstrap resamples for the agreement CIs.")
 @boot_seed_option
-@click.option("--base", type=click.Path(exists=True, dir_okay=False), help="An earlier run: adds a section on what changed (mast diff).")
+@click.option("--base", type=click.Path(exists=True), help="An earlier run (a results file or a Scout scan): adds a section on what changed (mast diff).")
 @click.option("--redact-patterns", "redact_patterns", metavar="FILE", callback=_read_patterns,
               help="The custom redaction patterns the run used (its --redact-patterns file): transcripts are shown "
                    "redacted with them; a run with patterns the report lacks shows no transcript.")
@@ -29,6 +29,7 @@ def command(results: str, gold: str | None, output: str, title: str | None, n_bo
     mast report results.jsonl --gold gold.csv -o report.html
     mast report v2.jsonl --base v1.jsonl -o report.html           adds what changed since v1
     mast report HOOKS_FOLDER -o report.html                        a folder of one file per judge: the last changed
+    mast report scans/scan_id=abc -o report.html                   a Scout scan of the mast scanner
     """  # noqa: D301 (click's \b keeps the example lines as they are)
     from mast.report import write_report
 

@@ -103,9 +103,9 @@ def _f(value: float | None) -> str:
 @click.option(
     "--results",
     "gold_results",
-    type=click.Path(exists=True, dir_okay=False),
+    type=click.Path(exists=True),
     default=None,
-    help="With --gold: the run to measure (default: the judge's values recorded in the gold).",
+    help="With --gold: the run to measure, a results file or a Scout scan (default: the judge's values recorded in the gold).",
 )
 @click.option(
     "--split",

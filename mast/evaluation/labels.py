@@ -57,7 +57,7 @@ import pandas as pd
 
 from mast.diagnosis import Diagnosis, ModeVerdict
 from mast.errors import EvaluationError
-from mast.results import iter_results, read_results
+from mast.results import is_results_path, is_scout_scan, iter_results, read_results
 from mast.results import to_dataframe as to_dataframe  # one implementation; this name stays for older imports
 from mast.taxonomy import Taxonomy, load_taxonomy, normalize_code
 
@@ -387,7 +387,7 @@ def read_labels(
             return check_label_table(pd.DataFrame.from_records([dict(item) for item in items]), taxonomy=tax)
         return labels_from_diagnoses(items, taxonomy=tax)
     path = Path(source)
-    if not path.is_file():
+    if not is_results_path(path):
         raise EvaluationError(f"{path}: no such file")
     kind = sniff_format(path) if format == "auto" else format
     name = str(path)
@@ -543,7 +543,9 @@ def _first_char(handle: Any) -> bytes:
 
 
 def sniff_format(path: Path) -> LabelFormat:
-    """The label format of a file, from its name and first record."""
+    """The label format of a file, from its name and first record (a Scout scan folder: diagnoses)."""
+    if is_scout_scan(path):
+        return "diagnoses"
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
         with path.open(encoding="utf-8", errors="replace") as handle:

@@ -41,8 +41,10 @@ from typing import Any
 from mast.diagnosis import Diagnosis, ModeVerdict
 from mast.errors import JudgeError, UsageError
 from mast.integrations.inspect import explanation_of
+from mast.integrations.scout_results import DIAGNOSIS_LABEL, SCANNER_NAME
 from mast.judge.config import JudgeConfig
-from mast.trace import SourceInfo, Trace
+from mast.sources.scout import trace_from_transcript
+from mast.trace import Trace
 
 try:
     from inspect_scout import Reference, Result, Scanner, Transcript
@@ -57,38 +59,6 @@ __all__ = [
     "mast_scanner",  # noqa: F822 - defined by the module __getattr__ below
     "trace_from_transcript",
 ]
-
-SCANNER_NAME = "mast_judge/mast_scanner"
-"""The name ``scout scan`` knows the scanner by (and the results' scanner name)."""
-DIAGNOSIS_LABEL = "diagnosis"
-"""Label of the result that carries the whole Diagnosis."""
-
-
-def _dump(value: Any) -> Any:
-    return value.model_dump(mode="json", exclude_none=True) if hasattr(value, "model_dump") else value
-
-
-def trace_from_transcript(transcript: Transcript) -> Trace:
-    """A Scout transcript as a :class:`~mast.trace.Trace`, its trace id the Scout transcript id.
-
-    The messages are read as an Inspect log sample's are
-    (:func:`mast.normalize.file_formats.inspect_log.sample_trace`), so each step keeps its message
-    id (:attr:`~mast.trace.Step.id`), which the references point at.
-    """
-    from mast.normalize.file_formats.inspect_log import sample_trace
-
-    sample = {
-        "id": transcript.task_id,
-        "epoch": transcript.task_repeat,
-        "messages": [_dump(m) for m in transcript.messages],
-        "metadata": dict(transcript.metadata or {}),
-    }
-    info = {"eval_id": transcript.source_id, "task": transcript.task_set, "model": transcript.model}
-    source = SourceInfo(format="inspect_log", variant="scout", path=transcript.source_uri)
-    trace = sample_trace(sample, eval_info={k: v for k, v in info.items() if v}, source=source)
-    # Scout keys results, validation cases and its database by transcript id: the trace says the same.
-    trace.metadata.setdefault("scout", {})["transcript_id"] = transcript.transcript_id
-    return trace.model_copy(update={"trace_id": transcript.transcript_id})
 
 
 def _message_ids(trace: Trace) -> dict[int, str]:

@@ -9,6 +9,8 @@ Langfuse or LangSmith source is one new module that implements :class:`TraceSour
 
     mast.sources.mlflow     mlflow://HOST:PORT/EXPERIMENT_NAME  (mlflow+https:// for TLS)
 
+    mast.sources.scout      scout:///path/to/db  (an Inspect Scout transcript database)
+
 :class:`StoreReader` reads the traces of some store URLs as one stream, a page of traces at a
 time (never the whole store in memory), and keeps a small :class:`TraceNote` per trace (where it
 came from, its root span, which span each step came from) for the sinks that write verdicts back
@@ -165,6 +167,7 @@ class _Registration:
 _REGISTRY: list[_Registration] = [
     _Registration(("phoenix", "phoenixs", "phoenix+http", "phoenix+https"), "mast.sources.phoenix"),
     _Registration(("mlflow", "mlflows", "mlflow+http", "mlflow+https"), "mast.sources.mlflow"),
+    _Registration(("scout",), "mast.sources.scout"),
 ]
 
 

@@ -35,7 +35,17 @@ from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, ToolResult, Trace, Usage
 
 _SOURCES = frozenset({"system", "user", "agent"})
-_STEP_KEYS = ("step_id", "timestamp", "source", "message", "reasoning_content", "tool_calls", "observation", "metrics", "model_name")
+_STEP_KEYS = (
+    "step_id",
+    "timestamp",
+    "source",
+    "message",
+    "reasoning_content",
+    "tool_calls",
+    "observation",
+    "metrics",
+    "model_name",
+)
 
 
 def is_trajectory(value: Any) -> bool:
@@ -79,44 +89,94 @@ def _trace(data: dict[str, Any], raw: RawInput, fmt: TraceFormat) -> Trace:
         when = parse_time(step.get("timestamp"))
         if when:
             times.append(when)
-        fields: dict[str, Any] = {"started_at": when, "source_ref": ref, "id": str(step["step_id"]) if "step_id" in step else None,
-                                  "attributes": leftover(step, _STEP_KEYS)}
+        fields: dict[str, Any] = {
+            "started_at": when,
+            "source_ref": ref,
+            "id": str(step["step_id"]) if "step_id" in step else None,
+            "attributes": leftover(step, _STEP_KEYS),
+        }
         text = text_of(step.get("message"))
         source = step["source"]
         if source != "agent":
             timeline.add(Msg(role=source, text=text), **fields)
             continue
         calls = [
-            tool_call(str(c.get("function_name") or "?"), c.get("arguments"), str(c["tool_call_id"]) if c.get("tool_call_id") else None)
-            for c in step.get("tool_calls") or [] if isinstance(c, dict)
+            tool_call(
+                str(c.get("function_name") or "?"),
+                c.get("arguments"),
+                str(c["tool_call_id"]) if c.get("tool_call_id") else None,
+            )
+            for c in step.get("tool_calls") or []
+            if isinstance(c, dict)
         ]
         model = step.get("model_name") if isinstance(step.get("model_name"), str) else default_model
-        reasoning = step.get("reasoning_content") if isinstance(step.get("reasoning_content"), str) else ""
-        timeline.add(Msg(role="assistant", text=text, reasoning=reasoning, tool_calls=calls, model=model, usage=_usage(step.get("metrics"))), **fields)
+        reasoning = text_of(step.get("reasoning_content"))
+        timeline.add(
+            Msg(
+                role="assistant",
+                text=text,
+                reasoning=reasoning,
+                tool_calls=calls,
+                model=model,
+                usage=_usage(step.get("metrics")),
+            ),
+            **fields,
+        )
         for number, result in enumerate(as_dict(step.get("observation")).get("results") or []):
             if not isinstance(result, dict):
                 continue
             call_id = result.get("source_call_id")
-            output = ToolResult(call_id=str(call_id) if call_id else None, output=text_of(result.get("content")), is_error=_failed(result))
+            output = ToolResult(
+                call_id=str(call_id) if call_id else None,
+                output=text_of(result.get("content")),
+                is_error=_failed(result),
+            )
             extra = leftover(result, ("source_call_id", "content", "is_error"))
-            timeline.add(Msg(role="tool", tool_results=[output]), started_at=when, source_ref=f"{ref}/observation/results/{number}", attributes=extra)
+            timeline.add(
+                Msg(role="tool", tool_results=[output]),
+                started_at=when,
+                source_ref=f"{ref}/observation/results/{number}",
+                attributes=extra,
+            )
     if not timeline.steps:
         raise raw.fail("ATIF trajectory holds no steps with a message, tool call or result")
     final = as_dict(data.get("final_metrics"))
     total = None
-    if any(isinstance(final.get(k), int | float) for k in ("total_prompt_tokens", "total_completion_tokens", "total_cost_usd")):
+    if any(
+        isinstance(final.get(k), int | float)
+        for k in ("total_prompt_tokens", "total_completion_tokens", "total_cost_usd")
+    ):
         total = Usage(
-            input_tokens=final.get("total_prompt_tokens") if isinstance(final.get("total_prompt_tokens"), int) else None,
-            output_tokens=final.get("total_completion_tokens") if isinstance(final.get("total_completion_tokens"), int) else None,
-            cost_usd=float(final["total_cost_usd"]) if isinstance(final.get("total_cost_usd"), int | float) else None,
+            input_tokens=final.get("total_prompt_tokens")
+            if isinstance(final.get("total_prompt_tokens"), int)
+            else None,
+            output_tokens=final.get("total_completion_tokens")
+            if isinstance(final.get("total_completion_tokens"), int)
+            else None,
+            cost_usd=float(final["total_cost_usd"])
+            if isinstance(final.get("total_cost_usd"), int | float)
+            else None,
         )
     metadata: dict[str, Any] = {"schema_version": data.get("schema_version"), "agent": agent_info}
-    metadata.update({k: v for k, v in data.items() if k in ("notes", "extra", "final_metrics") and v not in (None, {}, "")})
+    metadata.update(
+        {
+            k: v
+            for k, v in data.items()
+            if k in ("notes", "extra", "final_metrics") and v not in (None, {}, "")
+        }
+    )
     return assemble_trace(
-        timeline.steps, source=fmt.source(raw, variant=str(data.get("schema_version"))), timeline=timeline,
+        timeline.steps,
+        source=fmt.source(raw, variant=str(data.get("schema_version"))),
+        timeline=timeline,
         known_agents=[Agent(name=name, role="agent (ATIF trajectory)", model=default_model)],
-        usage=total, warnings=warnings, trace_id=str(data.get("session_id") or ""), framework="harbor",
-        started_at=min(times) if times else None, ended_at=max(times) if times else None, metadata=metadata,
+        usage=total,
+        warnings=warnings,
+        trace_id=str(data.get("session_id") or ""),
+        framework="harbor",
+        started_at=min(times) if times else None,
+        ended_at=max(times) if times else None,
+        metadata=metadata,
     )
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
-from mast.normalize._common import leftover, parse_time, text_of, tool_call
+from mast.normalize._common import as_dict, leftover, parse_time, text_of, tool_call
 from mast.normalize._messages import Msg
 from mast.normalize._sniff import sniffed_json
 from mast.normalize._timeline import Timeline
@@ -40,10 +40,30 @@ from mast.trace import Agent, ToolCall, ToolResult, Trace, Usage
 
 AGENT = "cline"
 TOOLS = (
-    "execute_command", "read_file", "write_to_file", "replace_in_file", "search_files", "list_files",
-    "list_code_definition_names", "browser_action", "use_mcp_tool", "access_mcp_resource", "ask_followup_question",
-    "attempt_completion", "new_task", "plan_mode_respond", "load_mcp_documentation", "web_fetch", "web_search",
-    "condense", "summarize_task", "new_rule", "report_bug", "focus_chain", "apply_patch", "generate_explanation",
+    "execute_command",
+    "read_file",
+    "write_to_file",
+    "replace_in_file",
+    "search_files",
+    "list_files",
+    "list_code_definition_names",
+    "browser_action",
+    "use_mcp_tool",
+    "access_mcp_resource",
+    "ask_followup_question",
+    "attempt_completion",
+    "new_task",
+    "plan_mode_respond",
+    "load_mcp_documentation",
+    "web_fetch",
+    "web_search",
+    "condense",
+    "summarize_task",
+    "new_rule",
+    "report_bug",
+    "focus_chain",
+    "apply_patch",
+    "generate_explanation",
 )
 _XML_CALL = re.compile(r"<(" + "|".join(TOOLS) + r")>(.*?)</\1>", re.S)
 _XML_PARAM = re.compile(r"<([a-z_]+)>\n?(.*?)\n?</\1>", re.S)
@@ -61,12 +81,20 @@ def _blocks(message: dict[str, Any]) -> list[Any]:
 
 
 def _texts(message: dict[str, Any]) -> list[str]:
-    return [b["text"] for b in _blocks(message) if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+    return [
+        b["text"]
+        for b in _blocks(message)
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
 
 
 def is_history(value: Any) -> bool:
     """A Cline conversation: Anthropic-style messages, the first a ``<task>``, a user turn with ``<environment_details>``."""
-    if not isinstance(value, list) or not value or not all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in value):
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in value)
+    ):
         return False
     if value[0].get("role") != "user" or not any("<task>" in t for t in _texts(value[0])):
         return False
@@ -75,7 +103,10 @@ def is_history(value: Any) -> bool:
 
 def _xml_calls(text: str) -> tuple[str, list[ToolCall]]:
     """The assistant's words without its XML tool calls, and the calls (parameters as arguments)."""
-    calls = [tool_call(m.group(1), {p.group(1): p.group(2) for p in _XML_PARAM.finditer(m.group(2))}) for m in _XML_CALL.finditer(text)]
+    calls = [
+        tool_call(m.group(1), {p.group(1): p.group(2) for p in _XML_PARAM.finditer(m.group(2))})
+        for m in _XML_CALL.finditer(text)
+    ]
     return _XML_CALL.sub("", text).strip(), calls
 
 
@@ -113,14 +144,18 @@ class _Reader:
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
-            text = block.get("text") if isinstance(block.get("text"), str) else ""
+            text = text_of(block.get("text"))
             if kind == "tool_result":
                 close()
-                tool = ToolResult(call_id=block.get("tool_use_id"), output=text_of(block.get("content")), is_error=bool(block.get("is_error")))
+                tool = ToolResult(
+                    call_id=block.get("tool_use_id"),
+                    output=text_of(block.get("content")),
+                    is_error=bool(block.get("is_error")),
+                )
                 self.timeline.add(Msg(role="tool", tool_results=[tool]), **fields)
             elif kind == "text" and (header := _RESULT_HEADER.match(text)):
                 close()
-                result = (header.group(1), [text[header.end():]])
+                result = (header.group(1), [text[header.end() :]])
             elif kind == "text" and text.lstrip().startswith(_ENV):
                 close()
                 context = {**fields, "attributes": {**fields["attributes"], "injected_context": True}}
@@ -148,27 +183,46 @@ class _Reader:
             elif kind == "tool_use":
                 calls.append(tool_call(str(block.get("name") or "?"), block.get("input"), block.get("id")))
         for call in calls:
-            if call.name == "attempt_completion" and isinstance(call.arguments, dict) and call.arguments.get("result"):
+            if (
+                call.name == "attempt_completion"
+                and isinstance(call.arguments, dict)
+                and call.arguments.get("result")
+            ):
                 self.final = str(call.arguments["result"]).strip()
-        info = message.get("modelInfo") if isinstance(message.get("modelInfo"), dict) else {}
+        info = as_dict(message.get("modelInfo"))
         model = info.get("modelId") if isinstance(info.get("modelId"), str) else None
         if model and model not in self.models:
             self.models.append(model)
-        metrics = message.get("metrics") if isinstance(message.get("metrics"), dict) else {}
-        tokens = metrics.get("tokens") if isinstance(metrics.get("tokens"), dict) else {}
+        metrics = as_dict(message.get("metrics"))
+        tokens = as_dict(metrics.get("tokens"))
         usage = None
         if isinstance(tokens.get("prompt"), int) or isinstance(tokens.get("completion"), int):
-            usage = Usage(input_tokens=tokens.get("prompt"), output_tokens=tokens.get("completion"),
-                          cost_usd=float(metrics["cost"]) if isinstance(metrics.get("cost"), int | float) else None)
-        self.timeline.add(Msg(role="assistant", text="\n".join(t for t in texts if t), reasoning="\n".join(thoughts), tool_calls=calls,
-                              model=model, usage=usage), **fields)
+            usage = Usage(
+                input_tokens=tokens.get("prompt"),
+                output_tokens=tokens.get("completion"),
+                cost_usd=float(metrics["cost"]) if isinstance(metrics.get("cost"), int | float) else None,
+            )
+        self.timeline.add(
+            Msg(
+                role="assistant",
+                text="\n".join(t for t in texts if t),
+                reasoning="\n".join(thoughts),
+                tool_calls=calls,
+                model=model,
+                usage=usage,
+            ),
+            **fields,
+        )
 
 
 def _trace(data: list[Any], raw: RawInput, fmt: TraceFormat) -> Trace:
     reader = _Reader()
     for position, message in enumerate(data):
-        fields: dict[str, Any] = {"source_ref": f"/{position}", "started_at": parse_time(message.get("ts")),
-                                  "attributes": leftover(message, ("role", "content", "ts", "modelInfo", "metrics"))}
+        fields: dict[str, Any] = {
+            "source_ref": f"/{position}",
+            "started_at": parse_time(message.get("ts")),
+            "attributes": leftover(message, ("role", "content", "ts", "modelInfo", "metrics")),
+        }
         blocks = _blocks(message)
         if message["role"] == "user":
             reader.user(blocks, fields)
@@ -179,11 +233,19 @@ def _trace(data: list[Any], raw: RawInput, fmt: TraceFormat) -> Trace:
     times = [s.started_at for s in reader.timeline.steps if s.started_at]
     task_id = raw.path.parent.name if raw.path is not None and raw.path.parent.name.isdigit() else ""
     return assemble_trace(
-        reader.timeline.steps, source=fmt.source(raw, variant="api_conversation_history"), timeline=reader.timeline,
-        known_agents=[Agent(name=AGENT, role="coding agent (Cline)", model=reader.models[0] if reader.models else None)],
-        task=reader.task, derive_task=False, final_output=reader.final,
-        trace_id=task_id, framework="cline",
-        started_at=min(times) if times else None, ended_at=max(times) if times else None,
+        reader.timeline.steps,
+        source=fmt.source(raw, variant="api_conversation_history"),
+        timeline=reader.timeline,
+        known_agents=[
+            Agent(name=AGENT, role="coding agent (Cline)", model=reader.models[0] if reader.models else None)
+        ],
+        task=reader.task,
+        derive_task=False,
+        final_output=reader.final,
+        trace_id=task_id,
+        framework="cline",
+        started_at=min(times) if times else None,
+        ended_at=max(times) if times else None,
         metadata={"models": reader.models} if reader.models[1:] else {},
     )
 
@@ -205,7 +267,9 @@ class ClineFormat(TraceFormat):
         """One trace per task file."""
         data = raw.data()
         if not is_history(data):
-            raise raw.fail("not a Cline api_conversation_history.json (needs a message list opening with <task> and <environment_details>)")
+            raise raw.fail(
+                "not a Cline api_conversation_history.json (needs a message list opening with <task> and <environment_details>)"
+            )
         yield _trace(data, raw, self)
 
 

@@ -30,11 +30,25 @@ from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, ToolResult, Trace, Usage
 
 AGENT = "goose"
-_ITEM_TYPES = frozenset({
-    "text", "toolRequest", "toolResponse", "thinking", "redactedThinking", "image", "toolConfirmationRequest",
-    "frontendToolRequest", "contextLengthExceeded", "summarizationRequested", "systemNotification", "actionRequired",
-})
-_SESSION_KEYS = frozenset({"working_dir", "description", "message_count", "total_tokens", "schedule_id", "conversation"})
+_ITEM_TYPES = frozenset(
+    {
+        "text",
+        "toolRequest",
+        "toolResponse",
+        "thinking",
+        "redactedThinking",
+        "image",
+        "toolConfirmationRequest",
+        "frontendToolRequest",
+        "contextLengthExceeded",
+        "summarizationRequested",
+        "systemNotification",
+        "actionRequired",
+    }
+)
+_SESSION_KEYS = frozenset(
+    {"working_dir", "description", "message_count", "total_tokens", "schedule_id", "conversation"}
+)
 
 
 def is_message(value: Any) -> bool:
@@ -42,13 +56,18 @@ def is_message(value: Any) -> bool:
     if not isinstance(value, dict) or str(value.get("role")).lower() not in ("user", "assistant"):
         return False
     content = value.get("content")
-    return isinstance(content, list) and bool(content) and all(isinstance(i, dict) and i.get("type") in _ITEM_TYPES for i in content)
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(isinstance(i, dict) and i.get("type") in _ITEM_TYPES for i in content)
+    )
 
 
 def _goose_only(messages: list[Any]) -> bool:
     """Messages only Goose writes: a camelCase tool item or a ``created`` epoch beside the content."""
     return any(
-        isinstance(m, dict) and ("created" in m or any(i.get("type") in ("toolRequest", "toolResponse") for i in m["content"]))
+        isinstance(m, dict)
+        and ("created" in m or any(i.get("type") in ("toolRequest", "toolResponse") for i in m["content"]))
         for m in messages
     )
 
@@ -68,7 +87,11 @@ def _outcome(wrapper: Any) -> tuple[Any, str | None]:
 def _message(message: dict[str, Any], number: int, timeline: Timeline) -> None:
     when = parse_time(message.get("created"))
     ref = f"line {number + 1}"
-    fields: dict[str, Any] = {"started_at": when, "source_ref": ref, "attributes": leftover(message, ("id", "role", "created", "content"))}
+    fields: dict[str, Any] = {
+        "started_at": when,
+        "source_ref": ref,
+        "attributes": leftover(message, ("id", "role", "created", "content")),
+    }
     role = str(message["role"]).lower()
     texts: list[str] = []
     thoughts: list[str] = []
@@ -82,28 +105,53 @@ def _message(message: dict[str, Any], number: int, timeline: Timeline) -> None:
         elif kind in ("toolRequest", "frontendToolRequest"):
             value, error = _outcome(item.get("toolCall"))
             value = as_dict(value)
-            call = tool_call(str(value.get("name") or "?"), value.get("arguments", {}), str(item.get("id")) if item.get("id") else None)
+            call = tool_call(
+                str(value.get("name") or "?"),
+                value.get("arguments", {}),
+                str(item.get("id")) if item.get("id") else None,
+            )
             calls.append(call)
             if error:
                 fields["error"] = f"tool call {call.name} could not be read by Goose: {error}"
         elif kind == "toolResponse":
             value, error = _outcome(item.get("toolResult", item.get("tool_result")))
             failed = error is not None or bool(as_dict(value).get("isError"))
-            output = error if error is not None else text_of(value.get("content") if isinstance(value, dict) and "content" in value else value)
-            result = ToolResult(call_id=str(item.get("id")) if item.get("id") else None, output=output, is_error=failed)
+            output = (
+                error
+                if error is not None
+                else text_of(
+                    value.get("content") if isinstance(value, dict) and "content" in value else value
+                )
+            )
+            result = ToolResult(
+                call_id=str(item.get("id")) if item.get("id") else None, output=output, is_error=failed
+            )
             timeline.add(Msg(role="tool", tool_results=[result]), started_at=when, source_ref=ref)
         elif kind == "image":
             texts.append("[image]")
         else:
-            timeline.add_step(kind="system", agent="system", content=text_of({k: v for k, v in item.items() if k != "type"}) or kind,
-                              started_at=when, source_ref=ref, attributes={"goose_item": kind})
+            timeline.add_step(
+                kind="system",
+                agent="system",
+                content=text_of({k: v for k, v in item.items() if k != "type"}) or kind,
+                started_at=when,
+                source_ref=ref,
+                attributes={"goose_item": kind},
+            )
     if texts or thoughts or calls:
-        msg = Msg(role=role, text="\n".join(t for t in texts if t), reasoning="\n".join(thoughts), tool_calls=calls,
-                  id=str(message["id"]) if message.get("id") else None)
+        msg = Msg(
+            role=role,
+            text="\n".join(t for t in texts if t),
+            reasoning="\n".join(thoughts),
+            tool_calls=calls,
+            id=str(message["id"]) if message.get("id") else None,
+        )
         timeline.add(msg, **fields)
 
 
-def _trace(session: dict[str, Any], messages: list[tuple[int, Any]], raw: RawInput, fmt: TraceFormat, variant: str) -> Trace:
+def _trace(
+    session: dict[str, Any], messages: list[tuple[int, Any]], raw: RawInput, fmt: TraceFormat, variant: str
+) -> Trace:
     timeline = Timeline(default_agent=AGENT)
     skipped = []
     for number, message in messages:
@@ -114,17 +162,34 @@ def _trace(session: dict[str, Any], messages: list[tuple[int, Any]], raw: RawInp
     if not timeline.steps:
         raise raw.fail("Goose session holds no messages")
     times = [s.started_at for s in timeline.steps if s.started_at]
-    warnings = [f"{len(skipped)} line(s) are not Goose messages (line {', '.join(map(str, skipped[:5]))}): skipped"] if skipped else []
+    warnings = (
+        [f"{len(skipped)} line(s) are not Goose messages (line {', '.join(map(str, skipped[:5]))}): skipped"]
+        if skipped
+        else []
+    )
     metadata = {k: v for k, v in session.items() if k != "conversation"}
     tokens = {k: session.get(k) for k in ("input_tokens", "output_tokens", "total_tokens")}
-    usage = Usage(**{k: v for k, v in tokens.items() if isinstance(v, int)}) if any(isinstance(v, int) for v in tokens.values()) else None
+    usage = (
+        Usage(**{k: v for k, v in tokens.items() if isinstance(v, int)})
+        if any(isinstance(v, int) for v in tokens.values())
+        else None
+    )
     # a session file is named by its session id (20250101_120000.jsonl)
-    session_id = session.get("id") or (raw.path.stem if raw.path is not None and variant == "session.jsonl" else "")
+    session_id = session.get("id") or (
+        raw.path.stem if raw.path is not None and variant == "session.jsonl" else ""
+    )
     return assemble_trace(
-        timeline.steps, source=fmt.source(raw, variant=variant), timeline=timeline,
-        known_agents=[Agent(name=AGENT, role="coding agent (Goose)")], warnings=warnings, usage=usage,
-        trace_id=str(session_id), framework="goose",
-        started_at=min(times) if times else None, ended_at=max(times) if times else None, metadata={"session": metadata} if metadata else {},
+        timeline.steps,
+        source=fmt.source(raw, variant=variant),
+        timeline=timeline,
+        known_agents=[Agent(name=AGENT, role="coding agent (Goose)")],
+        warnings=warnings,
+        usage=usage,
+        trace_id=str(session_id),
+        framework="goose",
+        started_at=min(times) if times else None,
+        ended_at=max(times) if times else None,
+        metadata={"session": metadata} if metadata else {},
     )
 
 
@@ -132,7 +197,9 @@ def _is_export(data: Any) -> bool:
     conversation = data.get("conversation") if isinstance(data, dict) else None
     if isinstance(conversation, dict):  # some versions wrap the list: {"messages": [...]}
         conversation = conversation.get("messages")
-    return isinstance(conversation, list) and bool(conversation) and all(is_message(m) for m in conversation[:5])
+    return (
+        isinstance(conversation, list) and bool(conversation) and all(is_message(m) for m in conversation[:5])
+    )
 
 
 def _export_messages(data: dict[str, Any]) -> list[Any]:
@@ -144,7 +211,9 @@ class GooseFormat(TraceFormat):
     """Goose session: JSONL session file (metadata line, then messages) or exported session JSON."""
 
     name = "goose"
-    description = "Block Goose sessions (session .jsonl: a metadata line then messages; goose session export JSON)"
+    description = (
+        "Block Goose sessions (session .jsonl: a metadata line then messages; goose session export JSON)"
+    )
     priority = 23
     example = '{"working_dir": "...", "description": "..."}\\n{"role": "assistant", "created": 1735689600, "content": [{"type": "toolRequest", ...}]}'
 
@@ -155,7 +224,11 @@ class GooseFormat(TraceFormat):
             return 0.95
         if not isinstance(data, list) or raw.kind != "jsonl":
             return 0.0
-        head = data[1:] if data and isinstance(data[0], dict) and set(data[0]) & _SESSION_KEYS and not is_message(data[0]) else data
+        head = (
+            data[1:]
+            if data and isinstance(data[0], dict) and set(data[0]) & _SESSION_KEYS and not is_message(data[0])
+            else data
+        )
         head = head[:20]
         if head and all(is_message(m) for m in head) and (len(head) < len(data) or _goose_only(head)):
             return 0.95
@@ -168,7 +241,9 @@ class GooseFormat(TraceFormat):
             yield _trace(data, list(enumerate(_export_messages(data))), raw, self, "export")
             return
         if not isinstance(data, list):
-            raise raw.fail("not a Goose session (needs JSONL messages with content items, or an export with a conversation)")
+            raise raw.fail(
+                "not a Goose session (needs JSONL messages with content items, or an export with a conversation)"
+            )
         records = list(enumerate(data))
         session: dict[str, Any] = {}
         if records and isinstance(records[0][1], dict) and not is_message(records[0][1]):

@@ -38,12 +38,20 @@ _BOOKKEEPING = frozenset({"step-start", "step-finish", "snapshot", "patch", "com
 
 def _is_message(value: Any) -> bool:
     info = value.get("info") if isinstance(value, dict) else None
-    return isinstance(info, dict) and info.get("role") in ("user", "assistant") and isinstance(value.get("parts"), list)
+    return (
+        isinstance(info, dict)
+        and info.get("role") in ("user", "assistant")
+        and isinstance(value.get("parts"), list)
+    )
 
 
 def _messages_of(data: Any) -> list[Any] | None:
     """The message list of an export or of a bare server answer, else ``None``."""
-    if isinstance(data, dict) and isinstance(data.get("info"), dict) and isinstance(data.get("messages"), list):
+    if (
+        isinstance(data, dict)
+        and isinstance(data.get("info"), dict)
+        and isinstance(data.get("messages"), list)
+    ):
         messages = data["messages"]
     elif isinstance(data, list):
         messages = data
@@ -58,12 +66,14 @@ def _usage(info: dict[str, Any]) -> Usage | None:
     if not tokens and not isinstance(cost, int | float):
         return None
     cache = as_dict(tokens.get("cache"))
-    read = cache.get("read") if isinstance(cache.get("read"), int) else 0
-    given = tokens.get("input")
-    output = tokens.get("output")
+    read, reasoning = cache.get("read"), tokens.get("reasoning")
+    given, output = tokens.get("input"), tokens.get("output")
+    # opencode counts cache reads apart from input, and reasoning apart from output
     return Usage(
-        input_tokens=given + read if isinstance(given, int) else None,  # opencode counts cache reads apart from input
-        output_tokens=output + (tokens.get("reasoning") or 0) if isinstance(output, int) else None,
+        input_tokens=given + (read if isinstance(read, int) else 0) if isinstance(given, int) else None,
+        output_tokens=output + (reasoning if isinstance(reasoning, int) else 0)
+        if isinstance(output, int)
+        else None,
         cost_usd=float(cost) if isinstance(cost, int | float) and cost else None,
     )
 
@@ -84,17 +94,31 @@ class _Reader:
         if model and model not in self.models:
             self.models.append(model)
         agent = AGENT
-        base: dict[str, Any] = {"attributes": leftover(info, ("id", "role", "time", "tokens", "cost", "sessionID", "parentID"))}
+        base: dict[str, Any] = {
+            "attributes": leftover(info, ("id", "role", "time", "tokens", "cost", "sessionID", "parentID"))
+        }
         usage = _usage(info) if role == "assistant" else None
         texts: list[str] = []
         thoughts: list[str] = []
 
         def flush(calls: list[Any], number: int, start: Any = None) -> None:
             nonlocal usage, texts, thoughts
-            msg = Msg(role=role, text="\n".join(t for t in texts if t), reasoning="\n".join(thoughts), tool_calls=calls,
-                      model=model, usage=usage, id=str(info["id"]) if info.get("id") else None)
+            msg = Msg(
+                role=role,
+                text="\n".join(t for t in texts if t),
+                reasoning="\n".join(thoughts),
+                tool_calls=calls,
+                model=model,
+                usage=usage,
+                id=str(info["id"]) if info.get("id") else None,
+            )
             if not msg.empty:
-                self.timeline.add(msg, agent=agent, source_ref=f"{ref}/parts/{number}", **{**base, "started_at": start or when})
+                self.timeline.add(
+                    msg,
+                    agent=agent,
+                    source_ref=f"{ref}/parts/{number}",
+                    **{**base, "started_at": start or when},
+                )
                 usage = None  # the message's usage once, on its first step
             texts, thoughts = [], []
 
@@ -116,30 +140,47 @@ class _Reader:
                     output = text_of(state.get("error") if failed else state.get("output"))
                     result = ToolResult(call_id=call_id, output=output, is_error=failed)
                     extra = {k: v for k, v in state.items() if k in ("title", "metadata", "time") and v}
-                    self.timeline.add(Msg(role="tool", tool_results=[result]), source_ref=f"{ref}/parts/{number}",
-                                      started_at=parse_time(as_dict(state.get("time")).get("end")) or when, attributes=extra)
+                    self.timeline.add(
+                        Msg(role="tool", tool_results=[result]),
+                        source_ref=f"{ref}/parts/{number}",
+                        started_at=parse_time(as_dict(state.get("time")).get("end")) or when,
+                        attributes=extra,
+                    )
                 else:
                     self.other[f"tool call left {status or 'unfinished'}"] += 1
             elif kind == "file":
                 texts.append(f"[file: {part.get('filename') or part.get('url') or part.get('mime') or '?'}]")
             elif kind in ("agent", "subtask"):
-                texts.append(f"[{kind}: {text_of(part.get('name') or part.get('prompt') or part.get('description'))}]")
+                texts.append(
+                    f"[{kind}: {text_of(part.get('name') or part.get('prompt') or part.get('description'))}]"
+                )
             else:
                 self.other[str(kind)] += 1
         flush([], len(message["parts"]))
         error = as_dict(info.get("error"))
         if error:
-            detail = text_of(as_dict(error.get("data")).get("message")) or text_of(error.get("name")) or "error"
+            detail = (
+                text_of(as_dict(error.get("data")).get("message")) or text_of(error.get("name")) or "error"
+            )
             self.errors.append(detail)
-            self.timeline.add_step(kind="error", agent=AGENT, content=detail, error=detail, started_at=when, source_ref=f"{ref}/info/error",
-                                   attributes={"error": error})
+            self.timeline.add_step(
+                kind="error",
+                agent=AGENT,
+                content=detail,
+                error=detail,
+                started_at=when,
+                source_ref=f"{ref}/info/error",
+                attributes={"error": error},
+            )
 
 
 def _trace(data: Any, messages: list[Any], raw: RawInput, fmt: TraceFormat) -> Trace:
     reader = _Reader()
     for position, message in enumerate(messages):
         if not _is_message(message):
-            raise raw.fail(f"message {position} is not an opencode message (needs info.role and a parts list)")
+            raise raw.fail(
+                f"message {position} is not an opencode message (needs info.role and a parts list)"
+            )
         reader.message(position, message)
     if not reader.timeline.steps:
         raise raw.fail("opencode session holds no messages with text or tool calls")
@@ -151,11 +192,21 @@ def _trace(data: Any, messages: list[Any], raw: RawInput, fmt: TraceFormat) -> T
     if reader.models[1:]:
         metadata["models"] = reader.models
     return assemble_trace(
-        reader.timeline.steps, source=fmt.source(raw, variant="export" if session else "messages"), timeline=reader.timeline,
-        known_agents=[Agent(name=AGENT, role="coding agent (opencode)", model=reader.models[0] if reader.models else None)],
-        trace_id=str(session.get("id") or ""), framework="opencode",
-        status="error" if reader.errors else "unknown", error=reader.errors[-1] if reader.errors else None,
-        started_at=min(times) if times else None, ended_at=max(times) if times else None, metadata=metadata,
+        reader.timeline.steps,
+        source=fmt.source(raw, variant="export" if session else "messages"),
+        timeline=reader.timeline,
+        known_agents=[
+            Agent(
+                name=AGENT, role="coding agent (opencode)", model=reader.models[0] if reader.models else None
+            )
+        ],
+        trace_id=str(session.get("id") or ""),
+        framework="opencode",
+        status="error" if reader.errors else "unknown",
+        error=reader.errors[-1] if reader.errors else None,
+        started_at=min(times) if times else None,
+        ended_at=max(times) if times else None,
+        metadata=metadata,
     )
 
 
@@ -179,7 +230,9 @@ class OpencodeFormat(TraceFormat):
         data = raw.data()
         messages = _messages_of(data)
         if messages is None:
-            raise raw.fail("not an opencode session (needs info and messages of {info, parts}, as opencode export prints)")
+            raise raw.fail(
+                "not an opencode session (needs info and messages of {info, parts}, as opencode export prints)"
+            )
         yield _trace(data, messages, raw, self)
 
 

@@ -35,11 +35,28 @@ from mast.normalize.base import JsonlLineError, RawInput, TraceFormat, register
 from mast.trace import Agent, ToolResult, Trace, Usage
 
 AGENT = "openhands-agent"
-_KINDS = frozenset({
-    "SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent", "AgentErrorEvent", "UserRejectObservation",
-    "ConversationStateUpdateEvent", "ConversationErrorEvent", "Condensation", "CondensationRequest", "CondensationSummaryEvent",
-    "PauseEvent", "InterruptEvent", "HookExecutionEvent", "TokenEvent", "LLMCompletionLogEvent", "StreamingDeltaEvent", "ACPToolCallEvent",
-})
+_KINDS = frozenset(
+    {
+        "SystemPromptEvent",
+        "MessageEvent",
+        "ActionEvent",
+        "ObservationEvent",
+        "AgentErrorEvent",
+        "UserRejectObservation",
+        "ConversationStateUpdateEvent",
+        "ConversationErrorEvent",
+        "Condensation",
+        "CondensationRequest",
+        "CondensationSummaryEvent",
+        "PauseEvent",
+        "InterruptEvent",
+        "HookExecutionEvent",
+        "TokenEvent",
+        "LLMCompletionLogEvent",
+        "StreamingDeltaEvent",
+        "ACPToolCallEvent",
+    }
+)
 _ERROR_HEADER = "[An error occurred during execution.]"
 
 
@@ -66,8 +83,12 @@ def _stats_usage(value: Any) -> Usage | None:
         tokens = as_dict(metrics.get("accumulated_token_usage"))
         cost = metrics.get("accumulated_cost")
         part = Usage(
-            input_tokens=tokens.get("prompt_tokens") if isinstance(tokens.get("prompt_tokens"), int) else None,
-            output_tokens=tokens.get("completion_tokens") if isinstance(tokens.get("completion_tokens"), int) else None,
+            input_tokens=tokens.get("prompt_tokens")
+            if isinstance(tokens.get("prompt_tokens"), int)
+            else None,
+            output_tokens=tokens.get("completion_tokens")
+            if isinstance(tokens.get("completion_tokens"), int)
+            else None,
             cost_usd=float(cost) if isinstance(cost, int | float) else None,
         )
         total = part if total is None else total + part
@@ -90,17 +111,27 @@ class _Reader:
             self.skipped += 1
             return
         kind = event["kind"]
-        fields: dict[str, Any] = {"id": str(event["id"]) if event.get("id") else None, "started_at": parse_time(event.get("timestamp")),
-                                  "source_ref": f"/{position}"}
+        fields: dict[str, Any] = {
+            "id": str(event["id"]) if event.get("id") else None,
+            "started_at": parse_time(event.get("timestamp")),
+            "source_ref": f"/{position}",
+        }
         if kind == "SystemPromptEvent":
-            tools = [as_dict(t).get("name") or as_dict(as_dict(t).get("function")).get("name") for t in event.get("tools") or []]
-            self.timeline.add(Msg(role="system", text=text_of(event.get("system_prompt"))), attributes={"tools": [t for t in tools if t]}, **fields)
+            tools = [
+                as_dict(t).get("name") or as_dict(as_dict(t).get("function")).get("name")
+                for t in event.get("tools") or []
+            ]
+            self.timeline.add(
+                Msg(role="system", text=text_of(event.get("system_prompt"))),
+                attributes={"tools": [t for t in tools if t]},
+                **fields,
+            )
         elif kind == "MessageEvent":
             message = as_dict(event.get("llm_message"))
             role = str(message.get("role") or ("user" if event.get("source") == "user" else "assistant"))
             extended = text_of(event.get("extended_content"))
             text = "\n\n".join(t for t in (text_of(message.get("content")), extended) if t)
-            reasoning = message.get("reasoning_content") if isinstance(message.get("reasoning_content"), str) else ""
+            reasoning = text_of(message.get("reasoning_content"))
             attributes = {k: event[k] for k in ("activated_skills", "sender") if event.get(k)}
             self.timeline.add(Msg(role=role, text=text, reasoning=reasoning), attributes=attributes, **fields)
         elif kind == "ActionEvent":
@@ -122,7 +153,14 @@ class _Reader:
         elif kind == "ConversationErrorEvent":
             detail = text_of(event.get("detail")) or text_of(event.get("code")) or "conversation error"
             self.status, self.error = "error", detail
-            self.timeline.add_step(kind="error", agent="environment", content=detail, error=detail, attributes={"code": event.get("code")}, **fields)
+            self.timeline.add_step(
+                kind="error",
+                agent="environment",
+                content=detail,
+                error=detail,
+                attributes={"code": event.get("code")},
+                **fields,
+            )
         else:
             self.other[kind] += 1
 
@@ -130,10 +168,12 @@ class _Reader:
         call = as_dict(event.get("tool_call"))
         name = str(event.get("tool_name") or call.get("name") or "?")
         action = as_dict(event.get("action"))
-        arguments: Any = call.get("arguments") if "arguments" in call else {k: v for k, v in action.items() if k != "kind"}
+        arguments: Any = (
+            call.get("arguments") if "arguments" in call else {k: v for k, v in action.items() if k != "kind"}
+        )
         made = tool_call(name, arguments, str(event.get("tool_call_id") or call.get("id") or "") or None)
         thought = text_of(event.get("thought"))
-        reasoning = event.get("reasoning_content") if isinstance(event.get("reasoning_content"), str) else ""
+        reasoning = text_of(event.get("reasoning_content"))
         if reasoning and reasoning.strip() in thought:
             reasoning = ""  # the thought already holds it (some models write <think> into the text)
         if action.get("kind") == "FinishAction" or name == "finish":
@@ -143,7 +183,11 @@ class _Reader:
         attributes = {k: event[k] for k in ("security_risk", "summary", "llm_response_id") if event.get(k)}
         if action.get("kind"):
             attributes["action"] = action["kind"]
-        self.timeline.add(Msg(role="assistant", text=thought, reasoning=reasoning, tool_calls=[made]), attributes=attributes, **fields)
+        self.timeline.add(
+            Msg(role="assistant", text=thought, reasoning=reasoning, tool_calls=[made]),
+            attributes=attributes,
+            **fields,
+        )
 
     def _result(self, event: dict[str, Any], kind: str, fields: dict[str, Any]) -> None:
         call_id = str(event["tool_call_id"]) if event.get("tool_call_id") else None
@@ -152,12 +196,23 @@ class _Reader:
             observation = as_dict(event.get("observation"))
             output = text_of(observation.get("content"))
             failed = bool(observation.get("is_error")) or output.startswith(_ERROR_HEADER)
-            attributes.update({k: observation[k] for k in ("kind", "exit_code", "command", "path") if observation.get(k) is not None})
+            attributes.update(
+                {
+                    k: observation[k]
+                    for k in ("kind", "exit_code", "command", "path")
+                    if observation.get(k) is not None
+                }
+            )
         elif kind == "AgentErrorEvent":
             output, failed = text_of(event.get("error")), True
         else:
             output, failed = f"rejected: {text_of(event.get('rejection_reason'))}", True
-        result = ToolResult(call_id=call_id, name=str(event["tool_name"]) if event.get("tool_name") else None, output=output, is_error=failed)
+        result = ToolResult(
+            call_id=call_id,
+            name=str(event["tool_name"]) if event.get("tool_name") else None,
+            output=output,
+            is_error=failed,
+        )
         self.timeline.add(Msg(role="tool", tool_results=[result]), attributes=attributes, **fields)
 
 
@@ -171,10 +226,19 @@ def _trace(events: list[Any], raw: RawInput, fmt: TraceFormat) -> Trace:
     metadata: dict[str, Any] = {"not_rendered": dict(reader.other)} if reader.other else {}
     warnings = [f"{reader.skipped} record(s) are not OpenHands SDK events: skipped"] if reader.skipped else []
     return assemble_trace(
-        reader.timeline.steps, source=fmt.source(raw, variant="events"), timeline=reader.timeline,
-        known_agents=[Agent(name=AGENT, role="software agent (OpenHands SDK)", model=reader.model)], final_output=reader.final, usage=reader.usage,
-        warnings=warnings, framework="openhands-sdk", status=reader.status, error=reader.error,
-        started_at=min(times) if times else None, ended_at=max(times) if times else None, metadata=metadata,
+        reader.timeline.steps,
+        source=fmt.source(raw, variant="events"),
+        timeline=reader.timeline,
+        known_agents=[Agent(name=AGENT, role="software agent (OpenHands SDK)", model=reader.model)],
+        final_output=reader.final,
+        usage=reader.usage,
+        warnings=warnings,
+        framework="openhands-sdk",
+        status=reader.status,
+        error=reader.error,
+        started_at=min(times) if times else None,
+        ended_at=max(times) if times else None,
+        metadata=metadata,
     )
 
 
@@ -199,8 +263,12 @@ class OpenHandsSdkFormat(TraceFormat):
         events = _events_of(data)
         if events is None:
             if is_event(data):
-                raise raw.fail("one OpenHands SDK event, not a conversation: join the folder's events first (jq -s . events/*.json)")
-            raise raw.fail("not OpenHands SDK events (needs a list of events with kind MessageEvent, ActionEvent...)")
+                raise raw.fail(
+                    "one OpenHands SDK event, not a conversation: join the folder's events first (jq -s . events/*.json)"
+                )
+            raise raw.fail(
+                "not OpenHands SDK events (needs a list of events with kind MessageEvent, ActionEvent...)"
+            )
         yield _trace(events, raw, self)
 
 

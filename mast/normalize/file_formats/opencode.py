@@ -101,6 +101,8 @@ class _Reader:
         texts: list[str] = []
         thoughts: list[str] = []
 
+        latest = when
+
         def flush(calls: list[Any], number: int, start: Any = None) -> None:
             nonlocal usage, texts, thoughts
             msg = Msg(
@@ -143,7 +145,7 @@ class _Reader:
                     self.timeline.add(
                         Msg(role="tool", tool_results=[result]),
                         source_ref=f"{ref}/parts/{number}",
-                        started_at=parse_time(as_dict(state.get("time")).get("end")) or when,
+                        started_at=(latest := parse_time(as_dict(state.get("time")).get("end")) or latest),
                         attributes=extra,
                     )
                 else:
@@ -156,7 +158,7 @@ class _Reader:
                 )
             else:
                 self.other[str(kind)] += 1
-        flush([], len(message["parts"]))
+        flush([], len(message["parts"]), latest)  # words after the last tool call come after its result
         error = as_dict(info.get("error"))
         if error:
             detail = (

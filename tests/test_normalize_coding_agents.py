@@ -80,9 +80,15 @@ def test_goose() -> None:
     assert trace.final_output == "The parser now tolerates rows without a date, so test_parse passes."
     assert trace.trace_id == "goose_session"  # a session file is named by its id
     assert [s.agent for s in trace.steps] == ["user", "goose", "tool", "goose", "tool", "goose"]
-    assert [(c.id, c.name) for c in calls(trace)] == [("toolu_01", "developer__shell"), ("toolu_02", "developer__text_editor")]
+    assert [(c.id, c.name) for c in calls(trace)] == [
+        ("toolu_01", "developer__shell"),
+        ("toolu_02", "developer__text_editor"),
+    ]
     # the MCP result ({"content", "isError"}) and the early list result are both read
-    assert [(r.call_id, r.is_error, r.output[:6]) for r in results(trace)] == [("toolu_01", True, "FAILED"), ("toolu_02", False, "The fi")]
+    assert [(r.call_id, r.is_error, r.output[:6]) for r in results(trace)] == [
+        ("toolu_01", True, "FAILED"),
+        ("toolu_02", False, "The fi"),
+    ]
     assert trace.metadata["session"]["working_dir"] == "/home/dev/project"
     assert trace.usage is not None and trace.usage.total_tokens == 2100
 
@@ -93,14 +99,34 @@ def test_goose_export_and_rust_result_spelling() -> None:
         "working_dir": "/w",
         "conversation": [
             {"role": "user", "created": 1767258000, "content": [{"type": "text", "text": "list files"}]},
-            {"role": "assistant", "created": 1767258001, "content": [{"type": "toolRequest", "id": "t1", "toolCall": {"Ok": {"name": "shell", "arguments": {"command": "ls"}}}}]},
-            {"role": "user", "created": 1767258002, "content": [{"type": "toolResponse", "id": "t1", "toolResult": {"Err": "permission denied"}}]},
-            {"role": "assistant", "created": 1767258003, "content": [{"type": "text", "text": "I cannot list them."}]},
+            {
+                "role": "assistant",
+                "created": 1767258001,
+                "content": [
+                    {
+                        "type": "toolRequest",
+                        "id": "t1",
+                        "toolCall": {"Ok": {"name": "shell", "arguments": {"command": "ls"}}},
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "created": 1767258002,
+                "content": [{"type": "toolResponse", "id": "t1", "toolResult": {"Err": "permission denied"}}],
+            },
+            {
+                "role": "assistant",
+                "created": 1767258003,
+                "content": [{"type": "text", "text": "I cannot list them."}],
+            },
         ],
     }
     trace = load_trace(export)
     assert (trace.source.format, trace.source.variant, trace.trace_id) == ("goose", "export", "20260101_1")
-    assert [(r.call_id, r.name, r.is_error, r.output) for r in results(trace)] == [("t1", "shell", True, "permission denied")]
+    assert [(r.call_id, r.name, r.is_error, r.output) for r in results(trace)] == [
+        ("t1", "shell", True, "permission denied")
+    ]
     assert trace.final_output == "I cannot list them."
 
 
@@ -135,9 +161,18 @@ def test_cline_xml_tools() -> None:
     trace = load_trace(DATA / FILES["cline"])
     assert trace.task == "Rename the function greet to welcome in src/app.py."
     assert trace.final_output == "Renamed greet to welcome in src/app.py."
-    assert [c.name for c in calls(trace)] == ["read_file", "read_file", "replace_in_file", "attempt_completion"]
+    assert [c.name for c in calls(trace)] == [
+        "read_file",
+        "read_file",
+        "replace_in_file",
+        "attempt_completion",
+    ]
     assert calls(trace)[0].arguments == {"path": "src/ap.py"}
-    assert [(r.name, r.is_error) for r in results(trace)] == [("read_file", True), ("read_file", False), ("replace_in_file", False)]
+    assert [(r.name, r.is_error) for r in results(trace)] == [
+        ("read_file", True),
+        ("read_file", False),
+        ("replace_in_file", False),
+    ]
     # environment details are context, never the task or a user request
     context = [s for s in trace.steps if s.attributes.get("injected_context")]
     assert len(context) == 4 and all(s.kind == "system" for s in context)
@@ -146,9 +181,26 @@ def test_cline_xml_tools() -> None:
 
 def test_cline_native_tool_use() -> None:
     history = [
-        {"role": "user", "content": [{"type": "text", "text": "<task>\nrun the tests\n</task>"}, {"type": "text", "text": "<environment_details>\n# cwd\n</environment_details>"}]},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "tu_1", "name": "execute_command", "input": {"command": "pytest"}}], "ts": 1767258000000},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "2 failed", "is_error": True}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "<task>\nrun the tests\n</task>"},
+                {"type": "text", "text": "<environment_details>\n# cwd\n</environment_details>"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "tu_1", "name": "execute_command", "input": {"command": "pytest"}}
+            ],
+            "ts": 1767258000000,
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "tu_1", "content": "2 failed", "is_error": True}
+            ],
+        },
         {"role": "assistant", "content": [{"type": "text", "text": "Two tests fail."}]},
     ]
     trace = load_trace(history)
@@ -162,9 +214,17 @@ def test_plain_anthropic_messages_are_not_cline() -> None:
     history = json.loads((DATA / FILES["cline"]).read_text(encoding="utf-8"))
     for message in history:
         for block in message["content"]:
-            block["text"] = block["text"].replace("<task>", "").replace("</task>", "").replace("<environment_details>", "")
+            block["text"] = (
+                block["text"]
+                .replace("<task>", "")
+                .replace("</task>", "")
+                .replace("<environment_details>", "")
+            )
     assert detect_format(history)[0].name != "cline"
-    assert detect_format([{"role": "user", "content": [{"type": "text", "text": "<task>x</task>"}]}])[0].name != "cline"
+    assert (
+        detect_format([{"role": "user", "content": [{"type": "text", "text": "<task>x</task>"}]}])[0].name
+        != "cline"
+    )
 
 
 def test_openhands_sdk() -> None:
@@ -184,9 +244,18 @@ def test_openhands_sdk() -> None:
 
 
 def test_openhands_sdk_agent_error_and_items_page() -> None:
-    events = [json.loads(line) for line in (DATA / FILES["openhands_sdk"]).read_text(encoding="utf-8").splitlines()]
-    events[4] = {"id": "e4", "timestamp": "2026-03-02T08:00:06", "source": "agent", "kind": "AgentErrorEvent",
-                 "tool_name": "terminal", "tool_call_id": "call_1", "error": "tool crashed"}
+    events = [
+        json.loads(line) for line in (DATA / FILES["openhands_sdk"]).read_text(encoding="utf-8").splitlines()
+    ]
+    events[4] = {
+        "id": "e4",
+        "timestamp": "2026-03-02T08:00:06",
+        "source": "agent",
+        "kind": "AgentErrorEvent",
+        "tool_name": "terminal",
+        "tool_call_id": "call_1",
+        "error": "tool crashed",
+    }
     trace = load_trace({"items": events, "next_page_id": None})
     assert trace.source.format == "openhands_sdk"
     assert [(r.call_id, r.is_error, r.output) for r in results(trace)][0] == ("call_1", True, "tool crashed")
@@ -195,18 +264,32 @@ def test_openhands_sdk_agent_error_and_items_page() -> None:
 def test_openhands_sdk_is_not_the_legacy_reader() -> None:
     legacy = [{"id": 1, "source": "user", "action": "message", "args": {"content": "hi"}}]
     assert detect_format(legacy)[0].name == "openhands"
-    sdk = [json.loads(line) for line in (DATA / FILES["openhands_sdk"]).read_text(encoding="utf-8").splitlines()]
+    sdk = [
+        json.loads(line) for line in (DATA / FILES["openhands_sdk"]).read_text(encoding="utf-8").splitlines()
+    ]
     assert detect_format(sdk)[0].name == "openhands_sdk"
 
 
 @pytest.mark.parametrize(
     ("fmt", "text", "reason"),
     [
-        ("atif", '{"schema_version": "ATIF-v1.6", "steps": [{"step_id": 1, "source": "robot"}]}', "holds no steps"),
+        (
+            "atif",
+            '{"schema_version": "ATIF-v1.6", "steps": [{"step_id": 1, "source": "robot"}]}',
+            "holds no steps",
+        ),
         ("goose", '{"working_dir": "/w"}\n{"role": "tool", "content": []}\n', "holds no messages"),
-        ("opencode", '{"info": {"id": "s"}, "messages": [{"info": {"role": "user"}, "parts": [{"type": "step-start"}]}]}', "no messages with text"),
+        (
+            "opencode",
+            '{"info": {"id": "s"}, "messages": [{"info": {"role": "user"}, "parts": [{"type": "step-start"}]}]}',
+            "no messages with text",
+        ),
         ("cline", '[{"role": "assistant", "content": "hi"}]', "not a Cline"),
-        ("openhands_sdk", '{"id": "e1", "source": "user", "kind": "MessageEvent", "llm_message": {"role": "user"}}', "one OpenHands SDK event"),
+        (
+            "openhands_sdk",
+            '{"id": "e1", "source": "user", "kind": "MessageEvent", "llm_message": {"role": "user"}}',
+            "one OpenHands SDK event",
+        ),
     ],
 )
 def test_malformed_files_fail_with_one_line_reason(tmp_path: Path, fmt: str, text: str, reason: str) -> None:
@@ -223,4 +306,73 @@ def test_detection_order_is_explicit() -> None:
     cline = get_format("cline")
     for other in ("openai_chat", "anthropic_messages"):
         assert cline.priority < get_format(other).priority
-        assert get_format(other).detect(RawInput(path=DATA / FILES["cline"])) < cline.detect(RawInput(path=DATA / FILES["cline"]))
+        assert get_format(other).detect(RawInput(path=DATA / FILES["cline"])) < cline.detect(
+            RawInput(path=DATA / FILES["cline"])
+        )
+
+
+def test_cline_task_and_context_in_one_block() -> None:
+    history = [
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "<task>\nrefactor app.py\n</task>\n<environment_details>\n# cwd\n</environment_details>",
+                }
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "<attempt_completion>\n<result>\nDone.\n</result>\n</attempt_completion>",
+                }
+            ],
+        },
+    ]
+    trace = load_trace(history)
+    assert (trace.source.format, trace.task, trace.final_output) == ("cline", "refactor app.py", "Done.")
+    assert [s.kind for s in trace.steps] == ["message", "system", "message"]
+    assert "<environment_details>" not in trace.steps[0].content
+
+
+def test_atif_results_without_call_ids_pair_in_order() -> None:
+    trajectory = {
+        "schema_version": "ATIF-v1.2",
+        "session_id": "s",
+        "agent": {"name": "a", "version": "1"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "two commands"},
+            {
+                "step_id": 2,
+                "source": "agent",
+                "message": "",
+                "tool_calls": [
+                    {"tool_call_id": "c1", "function_name": "bash", "arguments": {"cmd": "a"}},
+                    {"tool_call_id": "c2", "function_name": "bash", "arguments": {"cmd": "b"}},
+                ],
+                "observation": {"results": [{"content": "out a"}, {"content": "out b"}]},
+            },
+        ],
+    }
+    trace = load_trace(trajectory)
+    assert [(r.call_id, r.output) for r in results(trace)] == [("c1", "out a"), ("c2", "out b")]
+
+
+def test_goose_keeps_unknown_item_types() -> None:
+    lines = [
+        {"working_dir": "/w", "description": "d"},
+        {"role": "user", "created": 1767258000, "content": [{"type": "text", "text": "hi"}]},
+        {
+            "role": "assistant",
+            "created": 1767258001,
+            "content": [{"type": "futureThing", "x": 1}, {"type": "text", "text": "hello"}],
+        },
+    ]
+    trace = load_trace("\n".join(json.dumps(line) for line in lines).encode())
+    assert trace.source.format == "goose"
+    assert [s.kind for s in trace.steps] == ["message", "system", "message"] and trace.steps[1].attributes[
+        "goose_item"
+    ] == "futureThing"

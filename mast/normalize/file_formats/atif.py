@@ -6,7 +6,8 @@ One JSON object: ``schema_version`` (``"ATIF-v1.x"``), ``session_id``, ``agent``
 from v1.6), and for agent steps ``reasoning_content``, ``tool_calls`` (``tool_call_id``,
 ``function_name``, ``arguments``), ``observation.results`` (``source_call_id``, ``content``) and
 ``metrics`` (``prompt_tokens``, ``completion_tokens``, ``cost_usd``). A step's results follow its
-message as tool steps, paired with the calls by ``source_call_id``.
+message as tool steps, paired with the calls by ``source_call_id`` (in order when a writer left it out
+and gave one result per call).
 
 ATIF has no error flag on a result: one is marked as an error only when its writer says so
 (``is_error`` on the result, or ``is_error`` / ``status: "error"`` in its ``extra``).
@@ -122,10 +123,11 @@ def _trace(data: dict[str, Any], raw: RawInput, fmt: TraceFormat) -> Trace:
             ),
             **fields,
         )
-        for number, result in enumerate(as_dict(step.get("observation")).get("results") or []):
-            if not isinstance(result, dict):
-                continue
+        results = [r for r in as_dict(step.get("observation")).get("results") or [] if isinstance(r, dict)]
+        for number, result in enumerate(results):
             call_id = result.get("source_call_id")
+            if not call_id and len(results) == len(calls) and calls[number].id:
+                call_id = calls[number].id  # no source_call_id: one result per call, in order
             output = ToolResult(
                 call_id=str(call_id) if call_id else None,
                 output=text_of(result.get("content")),

@@ -156,8 +156,12 @@ class _Reader:
             elif kind == "text" and (header := _RESULT_HEADER.match(text)):
                 close()
                 result = (header.group(1), [text[header.end() :]])
-            elif kind == "text" and text.lstrip().startswith(_ENV):
+            elif kind == "text" and _ENV in text:
+                before, _, after = text.partition(_ENV)
+                if before.strip():  # the request (or output) and the context in one block (some versions)
+                    (result[1] if result is not None else words).append(before)
                 close()
+                text = _ENV + after
                 context = {**fields, "attributes": {**fields["attributes"], "injected_context": True}}
                 self.timeline.add_step(kind="system", agent="system", role="user", content=text, **context)
             elif result is not None:

@@ -52,14 +52,14 @@ _SESSION_KEYS = frozenset(
 
 
 def is_message(value: Any) -> bool:
-    """A Goose message: a role and a list of content items of Goose's types (at least one)."""
+    """A Goose message: a role and a list of typed content items, one at least of Goose's types (newer types are kept)."""
     if not isinstance(value, dict) or str(value.get("role")).lower() not in ("user", "assistant"):
         return False
     content = value.get("content")
     return (
         isinstance(content, list)
-        and bool(content)
-        and all(isinstance(i, dict) and i.get("type") in _ITEM_TYPES for i in content)
+        and all(isinstance(i, dict) and isinstance(i.get("type"), str) for i in content)
+        and any(i["type"] in _ITEM_TYPES for i in content)
     )
 
 

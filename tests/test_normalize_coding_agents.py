@@ -287,8 +287,8 @@ def test_openhands_sdk_is_not_the_legacy_reader() -> None:
         ("cline", '[{"role": "assistant", "content": "hi"}]', "not a Cline"),
         (
             "openhands_sdk",
-            '{"id": "e1", "source": "user", "kind": "MessageEvent", "llm_message": {"role": "user"}}',
-            "one OpenHands SDK event",
+            '[{"id": "e1", "source": "user", "kind": "MessageEvent", "llm_message": {"role": "user"}}]',
+            "hold no messages",
         ),
     ],
 )
@@ -376,3 +376,83 @@ def test_goose_keeps_unknown_item_types() -> None:
     assert [s.kind for s in trace.steps] == ["message", "system", "message"] and trace.steps[1].attributes[
         "goose_item"
     ] == "futureThing"
+
+
+def test_openhands_sdk_single_event_file_is_a_one_step_trace(tmp_path: Path) -> None:
+    events = [
+        json.loads(line) for line in (DATA / FILES["openhands_sdk"]).read_text(encoding="utf-8").splitlines()
+    ]
+    path = tmp_path / "event-00002-e2.json"
+    path.write_text(json.dumps(events[2]), encoding="utf-8")
+    assert detect_format(path)[0].name == "openhands_sdk"
+    trace = load_trace(path)
+    assert trace.task == "Print the Python version used in this workspace." and len(trace.steps) == 1
+    assert any("one OpenHands SDK event" in w for w in trace.warnings)
+
+
+def test_opencode_export_after_the_cli_banner_line(tmp_path: Path) -> None:
+    path = tmp_path / "export.json"
+    path.write_text(
+        "Exporting session: ses_synthetic01\n" + (DATA / FILES["opencode"]).read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
+    assert detect_format(path)[0].name == "opencode"
+    trace = load_trace(path)
+    assert trace.trace_id == "ses_synthetic01" and trace.final_output == "notes.md holds 412 words."
+    assert [s.agent for s in trace.steps if s.role == "assistant"] == [
+        "build"
+    ] * 3  # the opencode agent that wrote them
+
+
+def test_opencode_tool_part_without_status() -> None:
+    export = {
+        "info": {"id": "s"},
+        "messages": [
+            {"info": {"role": "user"}, "parts": [{"type": "text", "text": "write it"}]},
+            {
+                "info": {"role": "assistant"},
+                "parts": [
+                    {
+                        "type": "tool",
+                        "tool": "write",
+                        "state": {"input": {"path": "a.py"}, "output": "wrote a.py"},
+                    }
+                ],
+            },
+        ],
+    }
+    trace = load_trace(export)
+    assert [(r.name, r.output, r.is_error) for r in results(trace)] == [("write", "wrote a.py", False)]
+
+
+def _stamped_history() -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "ts": 1767258000000, "content": "run the tests"},
+        {
+            "role": "assistant",
+            "ts": 1767258001000,
+            "content": [
+                {"type": "tool_use", "id": "t1", "name": "execute_command", "input": {"command": "pytest"}}
+            ],
+        },
+        {
+            "role": "user",
+            "ts": 1767258002000,
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "1 failed", "is_error": True}
+            ],
+        },
+    ]
+
+
+def test_cline_detected_by_ts_stamps_and_by_file_name(tmp_path: Path) -> None:
+    assert detect_format(_stamped_history())[0].name == "cline"
+    unstamped = [{k: v for k, v in m.items() if k != "ts"} for m in _stamped_history()]
+    assert detect_format(unstamped)[0].name != "cline"
+    named = tmp_path / "1767258000000" / "api_conversation_history.json"
+    named.parent.mkdir()
+    named.write_text(json.dumps(unstamped), encoding="utf-8")
+    assert detect_format(named)[0].name == "cline"
+    trace = load_trace(named)
+    assert (trace.task, trace.trace_id) == ("run the tests", "1767258000000")
+    assert [(r.call_id, r.is_error) for r in results(trace)] == [("t1", True)]

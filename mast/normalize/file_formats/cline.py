@@ -19,8 +19,9 @@ Cline calls tools two ways, both read:
 the same task) is not read: it repeats the conversation for the chat view.
 
 Detection needs Cline's own marks: the first message is a user message holding ``<task>`` and some
-user message holds ``<environment_details>``; plain Anthropic message lists stay with
-``anthropic_messages`` / ``openai_chat``.
+user message holds ``<environment_details>``, or the file is named ``api_conversation_history.json``,
+or every message carries Cline's ``ts`` (epoch milliseconds) and a tool block is among them. Plain
+Anthropic message lists stay with ``anthropic_messages`` / ``openai_chat``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, ToolCall, ToolResult, Trace, Usage
 
 AGENT = "cline"
+FILE_NAME = "api_conversation_history.json"
 TOOLS = (
     "execute_command",
     "read_file",
@@ -88,17 +90,45 @@ def _texts(message: dict[str, Any]) -> list[str]:
     ]
 
 
+def _is_message_list(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(
+            isinstance(m, dict)
+            and m.get("role") in ("user", "assistant")
+            and isinstance(m.get("content"), str | list)
+            for m in value
+        )
+    )
+
+
 def is_history(value: Any) -> bool:
     """A Cline conversation: Anthropic-style messages, the first a ``<task>``, a user turn with ``<environment_details>``."""
     if (
-        not isinstance(value, list)
-        or not value
-        or not all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in value)
+        not _is_message_list(value)
+        or value[0].get("role") != "user"
+        or not any("<task>" in t for t in _texts(value[0]))
     ):
         return False
-    if value[0].get("role") != "user" or not any("<task>" in t for t in _texts(value[0])):
-        return False
     return any(_ENV in t for m in value[:6] if m.get("role") == "user" for t in _texts(m))
+
+
+def _stamped(value: Any) -> bool:
+    """Anthropic-style messages each stamped with Cline's ``ts`` (epoch milliseconds), a tool block among them."""
+    return (
+        _is_message_list(value)
+        and all(isinstance(m.get("ts"), int) and m["ts"] > 10**11 for m in value)
+        and any(
+            isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")
+            for m in value
+            for b in _blocks(m)
+        )
+    )
+
+
+def _named(raw: RawInput) -> bool:
+    return raw.path is not None and raw.path.name.endswith(FILE_NAME)
 
 
 def _xml_calls(text: str) -> tuple[str, list[ToolCall]]:
@@ -263,16 +293,25 @@ class ClineFormat(TraceFormat):
     example = '[{"role": "user", "content": [{"type": "text", "text": "<task>\\n...\\n</task>"}, {"type": "text", "text": "<environment_details>..."}]}, ...]'
 
     def detect(self, raw: RawInput) -> float:
-        """0.97 for a message list marked by Cline (``<task>`` first, ``<environment_details>`` in a user turn)."""
-        data = sniffed_json(raw, "<task>")
-        return 0.97 if raw.kind == "json" and is_history(data) else 0.0
+        """0.97 for Cline's marks, 0.95 for a message list named so, 0.85 for messages each stamped with ``ts``.
+
+        Cline's marks: ``<task>`` opens the first message and ``<environment_details>`` follows.
+        """
+        data = sniffed_json(raw, "<task>", '"ts"', '"role"')
+        if raw.kind != "json":
+            return 0.0
+        if is_history(data):
+            return 0.97
+        if _named(raw) and _is_message_list(data):
+            return 0.95
+        return 0.85 if _stamped(data) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """One trace per task file."""
         data = raw.data()
-        if not is_history(data):
+        if not (is_history(data) or _stamped(data) or (_named(raw) and _is_message_list(data))):
             raise raw.fail(
-                "not a Cline api_conversation_history.json (needs a message list opening with <task> and <environment_details>)"
+                "not a Cline api_conversation_history.json (needs a message list opening with <task>, or one named so)"
             )
         yield _trace(data, raw, self)
 

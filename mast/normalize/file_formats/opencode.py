@@ -3,11 +3,13 @@
 An export is ``{"info": <session>, "messages": [{"info": <message>, "parts": [...]}]}``; the server's
 ``GET /session/:id/message`` answers the bare ``messages`` list. A session's ``info`` holds ``id``,
 ``title``, ``directory``, ``version`` and ``time`` (epoch milliseconds). A message's ``info`` holds
-``role``, ``time.created``, and for the assistant ``modelID``, ``providerID``, ``mode`` / ``agent``,
+``role``, ``time.created``, and for the assistant ``modelID``, ``providerID``, ``mode`` / ``agent`` (the
+opencode agent that wrote it, ``build`` or ``plan`` or a subagent: the step's agent),
 ``tokens`` (``input``, ``output``, ``reasoning``, ``cache``), ``cost`` and an ``error`` when the call
 failed.
 
-Parts, in order: ``text`` and ``reasoning`` (the message's words), ``tool`` (one call and its result:
+The CLI prints ``Exporting session: <id>`` before the JSON, on stdout: a redirected export starts with
+that line, and it is skipped. Parts, in order: ``text`` and ``reasoning`` (the message's words), ``tool`` (one call and its result:
 ``callID``, ``tool``, ``state`` with ``status`` ``completed`` / ``error`` / ``running`` / ``pending``,
 ``input``, ``output`` or ``error``): a call step, then a tool step, marked as an error when the status
 is ``error``. ``step-start`` / ``step-finish`` (per-call usage), ``snapshot`` and ``patch`` parts are
@@ -23,6 +25,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
+
 from mast.errors import TraceFormatError
 from mast.normalize._build import assemble_trace
 from mast.normalize._common import as_dict, leftover, parse_time, text_of, tool_call
@@ -33,7 +37,8 @@ from mast.normalize.base import RawInput, TraceFormat, register
 from mast.trace import Agent, ToolResult, Trace, Usage
 
 AGENT = "opencode"
-_BOOKKEEPING = frozenset({"step-start", "step-finish", "snapshot", "patch", "compaction", "retry"})
+_BANNER = "Exporting session:"
+"""The line ``opencode export`` prints before the JSON (on stdout, so a redirected export starts with it)."""
 
 
 def _is_message(value: Any) -> bool:
@@ -84,6 +89,7 @@ class _Reader:
         self.other: Counter[str] = Counter()
         self.models: list[str] = []
         self.errors: list[str] = []
+        self.agents: dict[str, str | None] = {}
 
     def message(self, position: int, message: dict[str, Any]) -> None:
         info = message["info"]
@@ -93,7 +99,11 @@ class _Reader:
         model = info.get("modelID") if isinstance(info.get("modelID"), str) else None
         if model and model not in self.models:
             self.models.append(model)
-        agent = AGENT
+        agent = str(
+            info.get("agent") or info.get("mode") or AGENT
+        )  # opencode's agent: build, plan, a subagent...
+        if role == "assistant":
+            self.agents.setdefault(agent, model)
         base: dict[str, Any] = {
             "attributes": leftover(info, ("id", "role", "time", "tokens", "cost", "sessionID", "parentID"))
         }
@@ -136,7 +146,10 @@ class _Reader:
                 call_id = str(part["callID"]) if part.get("callID") else None
                 call = tool_call(str(part.get("tool") or "?"), state.get("input", {}), call_id)
                 flush([call], number, parse_time(as_dict(state.get("time")).get("start")))
-                status = state.get("status")
+                # hand-written exports leave status out: an output (or error) says the call ran
+                status = state.get("status") or (
+                    "error" if "error" in state else "completed" if "output" in state else None
+                )
                 if status in ("completed", "error"):
                     failed = status == "error"
                     output = text_of(state.get("error") if failed else state.get("output"))
@@ -198,9 +211,8 @@ def _trace(data: Any, messages: list[Any], raw: RawInput, fmt: TraceFormat) -> T
         source=fmt.source(raw, variant="export" if session else "messages"),
         timeline=reader.timeline,
         known_agents=[
-            Agent(
-                name=AGENT, role="coding agent (opencode)", model=reader.models[0] if reader.models else None
-            )
+            Agent(name=name, role="coding agent (opencode)", model=model)
+            for name, model in reader.agents.items()
         ],
         trace_id=str(session.get("id") or ""),
         framework="opencode",
@@ -212,6 +224,18 @@ def _trace(data: Any, messages: list[Any], raw: RawInput, fmt: TraceFormat) -> T
     )
 
 
+def _document(raw: RawInput) -> Any:
+    """The parsed JSON of ``raw``, past the ``Exporting session: <id>`` line the CLI prints first; ``None`` if it is not JSON."""
+    if raw.head.lstrip().startswith(_BANNER):
+        try:
+            _, _, rest = raw.text().lstrip().partition("\n")
+            return orjson.loads(rest)
+        except (TraceFormatError, orjson.JSONDecodeError):
+            return None
+    data = sniffed_json(raw, '"parts"')
+    return data if raw.kind == "json" else None
+
+
 class OpencodeFormat(TraceFormat):
     """opencode session export (``opencode export``) or its server's message list."""
 
@@ -221,15 +245,17 @@ class OpencodeFormat(TraceFormat):
     example = '{"info": {"id": "ses_...", "title": "..."}, "messages": [{"info": {"role": "user", ...}, "parts": [{"type": "text", "text": "..."}]}]}'
 
     def detect(self, raw: RawInput) -> float:
-        """0.96 for an export, 0.9 for a bare list of ``{info, parts}`` messages."""
-        data = sniffed_json(raw, '"parts"')
-        if raw.kind != "json" or _messages_of(data) is None:
+        """0.96 for an export (with or without the CLI's banner line), 0.9 for a bare list of ``{info, parts}`` messages."""
+        data = _document(raw)
+        if _messages_of(data) is None:
             return 0.0
         return 0.96 if isinstance(data, dict) else 0.9
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """One trace per session."""
-        data = raw.data()
+        data = _document(raw)
+        if data is None:
+            data = raw.data()  # raises the reason the input does not parse
         messages = _messages_of(data)
         if messages is None:
             raise raw.fail(

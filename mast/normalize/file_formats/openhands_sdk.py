@@ -2,7 +2,8 @@
 
 The SDK persists a conversation as one JSON file per event (``events/event-00000-<id>.json``); mast
 reads them joined: a JSON list or JSONL of events (``jq -s . events/*.json``, or the fixtures the SDK's
-own tests keep), or the agent server's ``{"items": [...]}`` page. Every event has ``id``,
+own tests keep), or the agent server's ``{"items": [...]}`` page; a single event file is read as a
+trace of that one event, with a warning. Every event has ``id``,
 ``timestamp``, ``source`` (``user`` / ``agent`` / ``environment``) and ``kind``:
 
 * ``SystemPromptEvent`` (``system_prompt``, ``tools``): the system step;
@@ -251,21 +252,24 @@ class OpenHandsSdkFormat(TraceFormat):
     example = '[{"kind": "MessageEvent", "source": "user", "llm_message": {...}}, {"kind": "ActionEvent", "tool_name": "terminal", ...}]'
 
     def detect(self, raw: RawInput) -> float:
-        """0.96 for events of the SDK's kinds; 0.9 for a single event file (read, then refused with the reason)."""
+        """0.96 for events of the SDK's kinds; 0.9 for a single persisted event file."""
         data = sniffed_json(raw, '"kind"')
         if _events_of(data) is not None:
             return 0.96
         return 0.9 if is_event(data) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
-        """One trace per conversation."""
+        """One trace per conversation; a single event file is a trace of that one event, said in its warnings."""
         data = raw.data()
+        if is_event(data):
+            trace = _trace([data], raw, self)
+            trace.warnings.append(
+                "one OpenHands SDK event, not a whole conversation: join the events folder to read the run (jq -s . events/*.json)"
+            )
+            yield trace
+            return
         events = _events_of(data)
         if events is None:
-            if is_event(data):
-                raise raw.fail(
-                    "one OpenHands SDK event, not a conversation: join the folder's events first (jq -s . events/*.json)"
-                )
             raise raw.fail(
                 "not OpenHands SDK events (needs a list of events with kind MessageEvent, ActionEvent...)"
             )

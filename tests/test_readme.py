@@ -27,6 +27,16 @@ README = REPO / "README.md"
 DOCS = sorted((REPO / "docs").rglob("*.md"))
 
 NOT_RUN = {
+    # docs/how-to/scout.md: a Scout scan folder and a Scout transcript database need a real `scout scan`
+    # or Scout's own import first; tests/test_scout.py makes both and runs these commands on them.
+    "mast report scans/scan_id=abc123 -o report.html": "a Scout scan: tests/test_scout.py",
+    "mast report scans -o report.html": "a folder of Scout scans: tests/test_scout.py",
+    "mast evaluate --pred scans/scan_id=abc123 --gold gold.csv": "a Scout scan: tests/test_scout.py",
+    "mast diff scans/scan_id=abc123 scans/scan_id=def456": "two Scout scans: tests/test_scout.py",
+    "mast validate --gold gold.jsonl --results scans/scan_id=abc123 -o validation/": "a Scout scan: tests/test_scout.py",
+    "mast label scout:///data/transcripts -o results.jsonl --model openai/gpt-4.1-mini": "a Scout database: tests/test_scout.py",
+    "mast label scout://./transcripts --judge detectors -o results.jsonl": "a Scout database: tests/test_scout.py",
+    "mast label scout:///data/transcripts --filter task_set = 'cybench' -o cybench.jsonl": "a Scout database: tests/test_scout.py",
     "mast evaluate --pred results.jsonl --gold Who_and_When/ --attribution": "needs the Who&When download",
     "mast classify run.json --model local --max-output-tokens 1600": "the local model: tests/test_judge_local.py (slow)",
     "mast label runs/ -o results.jsonl --model local/path/to/qwen2.5-7b-instruct-q4_k_m.gguf --concurrency 1":

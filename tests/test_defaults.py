@@ -7,8 +7,10 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import orjson
 import pytest
 from click.testing import CliRunner, Result
@@ -335,6 +337,116 @@ def test_other_variables_are_read_strictly(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("MAST_TIMEOUT", "-5")
     with pytest.raises(UsageError, match="MAST_TIMEOUT='-5'"):
         JudgeConfig.from_options()
+
+
+# Every option bound to a variable (``envvar=``), found in the CLI itself: a new one is covered here
+# without this file changing, and a string option must say what an invalid value of it is.
+STRING_INVALID = {"MAST_FORMAT": "bogus", "MAST_FAIL_ON": "9.9"}
+FREE_TEXT = {"RAY_ADDRESS": "any address: Ray checks it when it connects"}
+
+
+def _commands(
+    command: click.Command, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], click.Command]]:
+    yield path, command
+    if isinstance(command, click.Group):
+        for name, sub in sorted(command.commands.items()):
+            yield from _commands(sub, (*path, name))
+
+
+def _invalid_values(option: click.Option, var: str) -> list[str]:
+    kind = option.type
+    if isinstance(kind, click.types.BoolParamType):
+        return ["maybe"]
+    if isinstance(kind, (click.types.IntParamType, click.types.FloatParamType)):
+        low = getattr(kind, "min", None)
+        return ["abc"] if low is None else ["abc", f"{low - 1:g}"]
+    if isinstance(kind, click.Choice):
+        return ["bogus"]
+    if isinstance(kind, click.Path) and kind.exists:
+        return ["/nonexistent/mast-test"]
+    if var in FREE_TEXT:
+        return []
+    assert var in STRING_INVALID, f"{var}: say in STRING_INVALID what an invalid value is (or why none is)"
+    return [STRING_INVALID[var]]
+
+
+def _bound_options() -> list[tuple[tuple[str, ...], str, str, str]]:
+    cases = []
+    for path, command in _commands(main):
+        for param in command.params:
+            if isinstance(param, click.Option) and param.envvar:
+                names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar)
+                for var in names:
+                    for value in _invalid_values(param, var):
+                        cases.append((path, param.name or "", var, value))
+    return cases
+
+
+def _arguments(command: click.Command, tmp_path: Path, trace: Path) -> list[str]:
+    """Valid values for what the command requires, so parsing reaches the variable."""
+    given: list[str] = []
+    for param in command.params:
+        if not param.required:
+            continue
+        kind = param.type
+        if isinstance(kind, click.Path):
+            value = (
+                str(trace)
+                if kind.exists or isinstance(param, click.Argument)
+                else str(tmp_path / f"{param.name}.jsonl")
+            )
+        elif isinstance(kind, click.Choice):
+            value = str(kind.choices[0])
+        else:
+            value = "http://127.0.0.1:9"
+        given += [param.opts[-1], value] if isinstance(param, click.Option) else [value]
+    if isinstance(command, click.Group):
+        given += [next(iter(sorted(command.commands))), "--help"]
+    return given
+
+
+BOUND = _bound_options()
+
+
+def test_the_bound_options_are_found() -> None:
+    found = {var for _, _, var, _ in BOUND}
+    assert {"MAST_CONCURRENCY", "MAST_DEBUG", "MAST_ENGINE", "MAST_BATCH_API", "MAST_FAIL_ON"} <= found
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "var", "value"), BOUND, ids=[f"{' '.join(c[0]) or 'mast'}-{c[2]}={c[3]}" for c in BOUND]
+)
+def test_an_invalid_variable_bound_to_an_option_is_one_line_naming_it(
+    trace_file: Path, tmp_path: Path, path: tuple[str, ...], name: str, var: str, value: str
+) -> None:
+    command: click.Command = main
+    for part in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[part]
+    option = next(p for p in command.params if p.name == name)
+    result = _run(*path, *_arguments(command, tmp_path, trace_file), env={var: value})
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("mast: ") and f"{var}={value!r}" in lines[0], lines[0]
+    for flag in option.opts:
+        if flag.startswith("--"):
+            assert flag not in lines[0], lines[0]  # the user never typed the flag
+
+
+def test_a_bad_flag_is_still_said_of_the_flag(trace_file: Path) -> None:
+    typed = _run(
+        "label",
+        trace_file,
+        "-o",
+        trace_file.with_suffix(".jsonl"),
+        "--concurrency",
+        "abc",
+        env={"MAST_CONCURRENCY": "4"},
+    )
+    assert typed.exit_code == 2 and "--concurrency" in typed.stderr and "MAST_CONCURRENCY" not in typed.stderr
+    assert _run("--debug", "formats", env={"MAST_FAIL_ON": "9.9"}).exit_code == 0  # read only where used
 
 
 # --- 14. cosmetics ----------------------------------------------------------------------------------

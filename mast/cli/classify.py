@@ -14,7 +14,7 @@ from mast._outputs import terminal_safe
 from mast.batch.walk import no_traces_error, select_files
 from mast.cli._judge_options import judge_options
 from mast.cli._run_control import fail_on_option, file_options, gate_exit, modes_found, parse_fail_on
-from mast.cli._shared import format_option, plural, safe_text, stderr, stdout, write_line
+from mast.cli._shared import format_option, given_as, plural, safe_text, stderr, stdout, write_line
 from mast.diagnosis import Diagnosis
 from mast.errors import TraceFormatError
 from mast.judge.classify import judge_notice
@@ -183,10 +183,12 @@ def command(
     mast classify run.json --model local            # small offline model (smoke tests only)
     MAST_MODEL=anthropic/claude-sonnet-4-5 mast classify runs/ --json
     """  # noqa: D301 (click's \b keeps the example lines as they are)
+    gate = parse_fail_on(  # bad input first, before any notice
+        fail_on, load_taxonomy(judge_config.taxonomy), given_as(click.get_current_context(), "fail_on")
+    )
     notice = judge_notice(judge_config) if not judge_config.jury else None
     if notice:
         stderr.print(f"mast: {notice}", markup=False, highlight=False)
-    gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
     unreadable: list[str] = []
     found: list[Diagnosis] = []
     traces = _traces(paths, format_, unreadable, include, exclude, follow_symlinks)

@@ -20,7 +20,7 @@ from mast._json import canonical_hash
 from mast.cli import main
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
-from mast.judge.config import JudgeConfig, public_endpoint
+from mast.judge.config import ENV_VARS, JudgeConfig, public_endpoint
 from mast.testing import FakeLLMServer, judge_answer
 
 ANSWER = judge_answer(
@@ -447,6 +447,54 @@ def test_a_bad_flag_is_still_said_of_the_flag(trace_file: Path) -> None:
     )
     assert typed.exit_code == 2 and "--concurrency" in typed.stderr and "MAST_CONCURRENCY" not in typed.stderr
     assert _run("--debug", "formats", env={"MAST_FAIL_ON": "9.9"}).exit_code == 0  # read only where used
+
+
+# Every judge option's variable, from the one table: an invalid value is an error though nothing
+# would use it (no jury for MAST_REDUCER, the detectors for MAST_API_BASE), never ignored.
+JUDGE_INVALID = {
+    "api_base": "localhost:8000",
+    "structured_output": "bogus",
+    "judge": "bogus",
+    "taxonomy": "bogus",
+    "reducer": "bogus",
+}
+JUDGE_FREE_TEXT = {
+    "model": "any litellm model string: litellm knows them, checked at the first call",
+    "api_key": "any key: only the provider can tell",
+    "cache_dir": "a folder made when first written",
+    "jury": "a model list or a file: parsed when the jury is built (it is, whenever set)",
+}
+
+
+def _judge_invalid(name: str) -> str | None:
+    from mast.judge.config import BOOL_OPTIONS, FLAG_RANGES
+
+    if name in BOOL_OPTIONS:
+        return "maybe"
+    if name in FLAG_RANGES:
+        return "abc"
+    assert name in JUDGE_INVALID or name in JUDGE_FREE_TEXT, f"{name}: say what an invalid value is"
+    return JUDGE_INVALID.get(name)
+
+
+JUDGE_CASES = [(var, value) for name, var in ENV_VARS.items() if (value := _judge_invalid(name)) is not None]
+
+
+@pytest.mark.parametrize(("var", "value"), JUDGE_CASES, ids=[f"{v}={x}" for v, x in JUDGE_CASES])
+def test_every_judge_variable_is_checked_even_when_nothing_uses_it(
+    trace_file: Path, var: str, value: str
+) -> None:
+    result = _run("classify", trace_file, env={var: value})  # no model: the detectors, no jury
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and var in lines[0] and value in lines[0], result.stderr
+
+
+def test_a_good_reducer_and_endpoint_still_pass(trace_file: Path) -> None:
+    env = {"MAST_REDUCER": "at_least:2", "MAST_API_BASE": "http://127.0.0.1:9/v1", "MAST_TAXONOMY": "mast-v3"}
+    assert _run("classify", trace_file, env=env).exit_code == 0
+    with pytest.raises(UsageError, match="reducer='median': unknown reducer"):
+        JudgeConfig.from_options(reducer="median")
 
 
 # --- 14. cosmetics ----------------------------------------------------------------------------------

@@ -576,7 +576,7 @@ def test_a_bad_mast_format_is_one_error_before_any_file(tmp_path: Path) -> None:
         assert result.stderr.count("unknown format 'bogus'") == 1 and "MAST_FORMAT" in result.stderr, command
 
 
-def test_the_report_says_zero_cost_for_the_detectors_as_the_cli_does(
+def test_the_detectors_have_no_cost_in_the_report_label_and_classify_alike(
     trace_file: Path, tmp_path: Path
 ) -> None:
     from mast.report import render_report
@@ -584,9 +584,12 @@ def test_the_report_says_zero_cost_for_the_detectors_as_the_cli_does(
     out = tmp_path / "results.jsonl"
     labelled = _run("label", trace_file, "--judge", "detectors", "-o", out)
     assert labelled.exit_code == 0, labelled.output
-    page = render_report(out)
-    assert "unknown" not in page.split("cost (USD)", 1)[1][:200]
-    assert "0.0000" in page.split("cost (USD)", 1)[1][:200]
+    cost_row = next(line for line in labelled.stderr.splitlines() if " cost " in line)
+    assert "–" in cost_row and "$" not in cost_row, cost_row
+    section = render_report(out).split("id='cost'", 1)[1].split("</section>", 1)[0]
+    assert "<b>–</b>cost (USD)" in section and "0.0000" not in section and "unknown" not in section
+    classified = _run("classify", trace_file, "--judge", "detectors")
+    assert "no LLM cost" in classified.stdout + classified.stderr
 
 
 def test_redact_patterns_help_does_not_name_itself_as_its_variable() -> None:
@@ -605,3 +608,58 @@ def test_compare_reading_never_shows_nan_for_a_missing_caveat() -> None:
         _reading({"reading": "no clear difference", "caveat": "few positives"})
         == "no clear difference; few positives"
     )
+
+
+def test_a_hint_about_two_modes_is_printed_once(trace_file: Path) -> None:
+    from rich.console import Console
+
+    from mast.cli.classify import render_diagnosis
+
+    judged = _run("classify", trace_file, "--judge", "detectors", "--json")
+    diagnosis = Diagnosis.model_validate_json(judged.stdout)
+    hint = "the agent stopped after a tool error it did not read"
+    modes = [
+        v.model_copy(update={"present": False, "hints": [hint]}) if v.code in ("1.5", "3.3") else v
+        for v in diagnosis.failure_modes
+    ]
+    console = Console(record=True, width=200)
+    render_diagnosis(diagnosis.model_copy(update={"failure_modes": modes}), console)
+    text = console.export_text()
+    assert text.count(hint) == 1, text
+    line = next(line for line in text.splitlines() if hint in line)
+    assert "1.5" in line and "3.3" in line
+
+
+def test_a_missing_figure_has_one_mark_in_validate_and_its_page() -> None:
+    from mast.cli.validate import _f
+    from mast.validation.page import figure
+
+    for missing in (None, float("nan")):
+        assert _f(missing) == figure(missing) == "–"
+    assert _f(0.5) == figure(0.5) == "0.50" and figure(-0.0001) == "0.00"
+
+
+def test_redact_patterns_of_the_flag_and_the_variable_both_apply_as_the_docs_say(
+    tmp_path: Path,
+) -> None:
+    page = " ".join((ROOT / "docs" / "reference" / "environment.md").read_text().split())
+    assert "`--redact-patterns` adds to `MAST_REDACT_PATTERNS`" in page
+    trace = tmp_path / "run.json"
+    messages = [
+        {"role": "user", "content": "deploy with ticket TEAMX-48213 and badge BADGE-99127"},
+        {"role": "assistant", "content": "I will run ls -la ./logs now"},
+        {"role": "assistant", "content": "I will run ls -la ./logs now"},
+    ]
+    trace.write_bytes(orjson.dumps(messages))
+    team, mine = tmp_path / "team.yaml", tmp_path / "mine.yaml"
+    team.write_text("ticket: 'TEAMX-\\d{5}'\n")
+    mine.write_text("badge: 'BADGE-\\d{5}'\n")
+    with FakeLLMServer(lambda body: ANSWER) as server:
+        done = _run(
+            "classify", trace, *_llm(server.base_url), "--redact-patterns", mine,
+            env={"MAST_REDACT_PATTERNS": str(team), "MAST_CACHE": "0"},
+        )  # fmt: skip
+        sent = orjson.dumps(server.chat_requests[0].body).decode()
+    assert done.exit_code == 0, done.output
+    assert "TEAMX-48213" not in sent and "BADGE-99127" not in sent
+    assert "[REDACTED:ticket]" in sent and "[REDACTED:badge]" in sent

@@ -102,9 +102,13 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
     hinted = [v for v in diagnosis.failure_modes if v.hints and not v.present]
     if hinted:
         console.print(safe_text("  hints (seen by the detectors, not verdicts: the mode is not theirs to judge):"))
+        # One finding can hint at several modes: each hint once, with every mode it is about.
+        modes_of: dict[str, list[str]] = {}
         for verdict in hinted:
             for hint in verdict.hints or []:
-                console.print(safe_text(f"    {verdict.code} {verdict.name}: {_short(hint, 160)}"))
+                modes_of.setdefault(hint, []).append(f"{verdict.code} {verdict.name}")
+        for hint, modes in modes_of.items():
+            console.print(safe_text(f"    {', '.join(modes)}: {_short(hint, 160)}"))
     unassessed = [v.code for v in diagnosis.failure_modes if v.present is None]
     if unassessed:
         console.print(safe_text(f"  not assessed: {', '.join(unassessed)}", style="dim"))

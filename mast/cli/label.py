@@ -536,6 +536,8 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
     )
     table.add_row("tokens in / out", f"{report.input_tokens:,} / {report.output_tokens:,}")
     cost = f"${report.cost_usd:.4f}" + (f" (+{report.cost_unknown} unpriced)" if report.cost_unknown else "")
+    if not report.llm_calls and not report.cached and not report.cost_usd:
+        cost = "– (no LLM calls)"  # the offline detectors, said as classify and the report say it
     table.add_row("cost", cost)
     table.add_row("wall time", f"{report.wall_s:.1f}s")
     stderr.print(table)

@@ -52,6 +52,7 @@ def parse_number(
     minimum: float | None = None,
     min_open: bool = False,
     maximum: float | None = None,
+    max_open: bool = False,
 ) -> N:
     """``raw`` as an ``int`` or ``float`` within the range of the flag it mirrors.
 
@@ -62,21 +63,26 @@ def parse_number(
     try:
         value = kind(raw.strip())
     except ValueError:
-        raise UsageError(f"{name}={raw!r} is not {what}{_range(minimum, min_open, maximum)}") from None
+        raise UsageError(
+            f"{name}={raw!r} is not {what}{_range(minimum, min_open, maximum, max_open)}"
+        ) from None
     if kind is float and value != value:  # NaN passes every comparison below
-        raise UsageError(f"{name}={raw!r} is not {what}{_range(minimum, min_open, maximum)}")
+        raise UsageError(f"{name}={raw!r} is not {what}{_range(minimum, min_open, maximum, max_open)}")
     low_bad = minimum is not None and (value <= minimum if min_open else value < minimum)
-    if low_bad or (maximum is not None and value > maximum):
-        raise UsageError(f"{name}={raw!r} is out of range: use {what}{_range(minimum, min_open, maximum)}")
+    high_bad = maximum is not None and (value >= maximum if max_open else value > maximum)
+    if low_bad or high_bad:
+        raise UsageError(
+            f"{name}={raw!r} is out of range: use {what}{_range(minimum, min_open, maximum, max_open)}"
+        )
     return value
 
 
-def _range(minimum: float | None, min_open: bool, maximum: float | None) -> str:
+def _range(minimum: float | None, min_open: bool, maximum: float | None, max_open: bool = False) -> str:
     parts = []
     if minimum is not None:
         parts.append(f"{'above' if min_open else 'at least'} {minimum:g}")
     if maximum is not None:
-        parts.append(f"at most {maximum:g}")
+        parts.append(f"{'below' if max_open else 'at most'} {maximum:g}")
     return f" ({' and '.join(parts)})" if parts else ""
 
 

@@ -303,14 +303,17 @@ def _summary(frame: pd.DataFrame, digest: ResultsDigest, source: str, taxonomy: 
 
 
 def _cost(frame: pd.DataFrame) -> str:
-    # A result that made no LLM call (the offline detectors) cost $0, as the CLI's summary says.
+    # A result that made no LLM call (the offline detectors) costs nothing: it counts as priced, and
+    # when no result made a call the cost is "–" (no LLM calls), as `mast label` and `classify` say.
     free = frame["llm_calls"].fillna(0) == 0
     priced = frame["cost_usd"].notna() | free
     cost = float(frame.loc[frame["cost_usd"].notna(), "cost_usd"].sum())
+    no_calls = bool(free.all()) and cost == 0
+    shown = "–" if no_calls else f"{cost:.4f}" if priced.any() else "unknown"
     kpis = [
         ("input tokens", f"{int(frame['input_tokens'].sum()):,}"),
         ("output tokens", f"{int(frame['output_tokens'].sum()):,}"),
-        ("cost (USD)", f"{cost:.4f}" if priced.any() else "unknown"),
+        ("cost (USD)", shown),
         ("LLM calls", f"{int(frame['llm_calls'].sum()):,}"),
         ("served from cache", f"{int(frame['cached'].sum()):,}"),
         ("judge time (s)", f"{float(frame['latency_s'].sum()):.1f}"),
@@ -319,7 +322,9 @@ def _cost(frame: pd.DataFrame) -> str:
     if (~priced).any() and priced.any():
         unpriced = int((~priced).sum())
         body += f"<p class='note'>Left out of the cost: {plural(unpriced, 'trace')} with no known price.</p>"
-    if len(frame) and priced.any():
+    if no_calls:
+        body += "<p class='note'>No LLM calls (the offline detectors): nothing to pay.</p>"
+    elif len(frame) and priced.any():
         body += f"<p class='note'>Mean cost per priced trace: ${cost / int(priced.sum()):.4f}.</p>"
     return _section("cost", "Cost and tokens", body)
 

@@ -7,8 +7,10 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import orjson
 import pytest
 from click.testing import CliRunner, Result
@@ -18,7 +20,7 @@ from mast._json import canonical_hash
 from mast.cli import main
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
-from mast.judge.config import JudgeConfig, public_endpoint
+from mast.judge.config import ENV_VARS, JudgeConfig, public_endpoint
 from mast.testing import FakeLLMServer, judge_answer
 
 ANSWER = judge_answer(
@@ -337,6 +339,164 @@ def test_other_variables_are_read_strictly(monkeypatch: pytest.MonkeyPatch) -> N
         JudgeConfig.from_options()
 
 
+# Every option bound to a variable (``envvar=``), found in the CLI itself: a new one is covered here
+# without this file changing, and a string option must say what an invalid value of it is.
+STRING_INVALID = {"MAST_FORMAT": "bogus", "MAST_FAIL_ON": "9.9"}
+FREE_TEXT = {"RAY_ADDRESS": "any address: Ray checks it when it connects"}
+
+
+def _commands(
+    command: click.Command, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], click.Command]]:
+    yield path, command
+    if isinstance(command, click.Group):
+        for name, sub in sorted(command.commands.items()):
+            yield from _commands(sub, (*path, name))
+
+
+def _invalid_values(option: click.Option, var: str) -> list[str]:
+    kind = option.type
+    if isinstance(kind, click.types.BoolParamType):
+        return ["maybe"]
+    if isinstance(kind, (click.types.IntParamType, click.types.FloatParamType)):
+        low = getattr(kind, "min", None)
+        return ["abc"] if low is None else ["abc", f"{low - 1:g}"]
+    if isinstance(kind, click.Choice):
+        return ["bogus"]
+    if isinstance(kind, click.Path) and kind.exists:
+        return ["/nonexistent/mast-test"]
+    if var in FREE_TEXT:
+        return []
+    assert var in STRING_INVALID, f"{var}: say in STRING_INVALID what an invalid value is (or why none is)"
+    return [STRING_INVALID[var]]
+
+
+def _bound_options() -> list[tuple[tuple[str, ...], str, str, str]]:
+    cases = []
+    for path, command in _commands(main):
+        for param in command.params:
+            if isinstance(param, click.Option) and param.envvar:
+                names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar)
+                for var in names:
+                    for value in _invalid_values(param, var):
+                        cases.append((path, param.name or "", var, value))
+    return cases
+
+
+def _arguments(command: click.Command, tmp_path: Path, trace: Path) -> list[str]:
+    """Valid values for what the command requires, so parsing reaches the variable."""
+    given: list[str] = []
+    for param in command.params:
+        if not param.required:
+            continue
+        kind = param.type
+        if isinstance(kind, click.Path):
+            value = (
+                str(trace)
+                if kind.exists or isinstance(param, click.Argument)
+                else str(tmp_path / f"{param.name}.jsonl")
+            )
+        elif isinstance(kind, click.Choice):
+            value = str(kind.choices[0])
+        else:
+            value = "http://127.0.0.1:9"
+        given += [param.opts[-1], value] if isinstance(param, click.Option) else [value]
+    if isinstance(command, click.Group):
+        given += [next(iter(sorted(command.commands))), "--help"]
+    return given
+
+
+BOUND = _bound_options()
+
+
+def test_the_bound_options_are_found() -> None:
+    found = {var for _, _, var, _ in BOUND}
+    assert {"MAST_CONCURRENCY", "MAST_DEBUG", "MAST_ENGINE", "MAST_BATCH_API", "MAST_FAIL_ON"} <= found
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "var", "value"), BOUND, ids=[f"{' '.join(c[0]) or 'mast'}-{c[2]}={c[3]}" for c in BOUND]
+)
+def test_an_invalid_variable_bound_to_an_option_is_one_line_naming_it(
+    trace_file: Path, tmp_path: Path, path: tuple[str, ...], name: str, var: str, value: str
+) -> None:
+    command: click.Command = main
+    for part in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[part]
+    option = next(p for p in command.params if p.name == name)
+    result = _run(*path, *_arguments(command, tmp_path, trace_file), env={var: value})
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("mast: ") and f"{var}={value!r}" in lines[0], lines[0]
+    for flag in option.opts:
+        if flag.startswith("--"):
+            assert flag not in lines[0], lines[0]  # the user never typed the flag
+
+
+def test_a_bad_flag_is_still_said_of_the_flag(trace_file: Path) -> None:
+    typed = _run(
+        "label",
+        trace_file,
+        "-o",
+        trace_file.with_suffix(".jsonl"),
+        "--concurrency",
+        "abc",
+        env={"MAST_CONCURRENCY": "4"},
+    )
+    assert typed.exit_code == 2 and "--concurrency" in typed.stderr and "MAST_CONCURRENCY" not in typed.stderr
+    assert _run("--debug", "formats", env={"MAST_FAIL_ON": "9.9"}).exit_code == 0  # read only where used
+
+
+# Every judge option's variable, from the one table: an invalid value is an error though nothing
+# would use it (no jury for MAST_REDUCER, the detectors for MAST_API_BASE), never ignored.
+JUDGE_INVALID = {
+    "api_base": "localhost:8000",
+    "structured_output": "bogus",
+    "judge": "bogus",
+    "taxonomy": "bogus",
+    "reducer": "bogus",
+}
+JUDGE_FREE_TEXT = {
+    "model": "any litellm model string: litellm knows them, checked at the first call",
+    "api_key": "any key: only the provider can tell",
+    "cache_dir": "a folder made when first written",
+    "jury": "a model list or a file: parsed when the jury is built (it is, whenever set)",
+}
+
+
+def _judge_invalid(name: str) -> str | None:
+    from mast.judge.config import BOOL_OPTIONS, FLAG_RANGES
+
+    if name in BOOL_OPTIONS:
+        return "maybe"
+    if name in FLAG_RANGES:
+        return "abc"
+    assert name in JUDGE_INVALID or name in JUDGE_FREE_TEXT, f"{name}: say what an invalid value is"
+    return JUDGE_INVALID.get(name)
+
+
+JUDGE_CASES = [(var, value) for name, var in ENV_VARS.items() if (value := _judge_invalid(name)) is not None]
+
+
+@pytest.mark.parametrize(("var", "value"), JUDGE_CASES, ids=[f"{v}={x}" for v, x in JUDGE_CASES])
+def test_every_judge_variable_is_checked_even_when_nothing_uses_it(
+    trace_file: Path, var: str, value: str
+) -> None:
+    result = _run("classify", trace_file, env={var: value})  # no model: the detectors, no jury
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and var in lines[0] and value in lines[0], result.stderr
+
+
+def test_a_good_reducer_and_endpoint_still_pass(trace_file: Path) -> None:
+    env = {"MAST_REDUCER": "at_least:2", "MAST_API_BASE": "http://127.0.0.1:9/v1", "MAST_TAXONOMY": "mast-v3"}
+    assert _run("classify", trace_file, env=env).exit_code == 0
+    with pytest.raises(UsageError, match="reducer='median': unknown reducer"):
+        JudgeConfig.from_options(reducer="median")
+
+
 # --- 14. cosmetics ----------------------------------------------------------------------------------
 
 HAND_MADE = """{
@@ -416,7 +576,7 @@ def test_a_bad_mast_format_is_one_error_before_any_file(tmp_path: Path) -> None:
         assert result.stderr.count("unknown format 'bogus'") == 1 and "MAST_FORMAT" in result.stderr, command
 
 
-def test_the_report_says_zero_cost_for_the_detectors_as_the_cli_does(
+def test_the_detectors_have_no_cost_in_the_report_label_and_classify_alike(
     trace_file: Path, tmp_path: Path
 ) -> None:
     from mast.report import render_report
@@ -424,9 +584,12 @@ def test_the_report_says_zero_cost_for_the_detectors_as_the_cli_does(
     out = tmp_path / "results.jsonl"
     labelled = _run("label", trace_file, "--judge", "detectors", "-o", out)
     assert labelled.exit_code == 0, labelled.output
-    page = render_report(out)
-    assert "unknown" not in page.split("cost (USD)", 1)[1][:200]
-    assert "0.0000" in page.split("cost (USD)", 1)[1][:200]
+    cost_row = next(line for line in labelled.stderr.splitlines() if " cost " in line)
+    assert "–" in cost_row and "$" not in cost_row, cost_row
+    section = render_report(out).split("id='cost'", 1)[1].split("</section>", 1)[0]
+    assert "<b>–</b>cost (USD)" in section and "0.0000" not in section and "unknown" not in section
+    classified = _run("classify", trace_file, "--judge", "detectors")
+    assert "no LLM cost" in classified.stdout + classified.stderr
 
 
 def test_redact_patterns_help_does_not_name_itself_as_its_variable() -> None:
@@ -445,3 +608,58 @@ def test_compare_reading_never_shows_nan_for_a_missing_caveat() -> None:
         _reading({"reading": "no clear difference", "caveat": "few positives"})
         == "no clear difference; few positives"
     )
+
+
+def test_a_hint_about_two_modes_is_printed_once(trace_file: Path) -> None:
+    from rich.console import Console
+
+    from mast.cli.classify import render_diagnosis
+
+    judged = _run("classify", trace_file, "--judge", "detectors", "--json")
+    diagnosis = Diagnosis.model_validate_json(judged.stdout)
+    hint = "the agent stopped after a tool error it did not read"
+    modes = [
+        v.model_copy(update={"present": False, "hints": [hint]}) if v.code in ("1.5", "3.3") else v
+        for v in diagnosis.failure_modes
+    ]
+    console = Console(record=True, width=200)
+    render_diagnosis(diagnosis.model_copy(update={"failure_modes": modes}), console)
+    text = console.export_text()
+    assert text.count(hint) == 1, text
+    line = next(line for line in text.splitlines() if hint in line)
+    assert "1.5" in line and "3.3" in line
+
+
+def test_a_missing_figure_has_one_mark_in_validate_and_its_page() -> None:
+    from mast.cli.validate import _f
+    from mast.validation.page import figure
+
+    for missing in (None, float("nan")):
+        assert _f(missing) == figure(missing) == "–"
+    assert _f(0.5) == figure(0.5) == "0.50" and figure(-0.0001) == "0.00"
+
+
+def test_redact_patterns_of_the_flag_and_the_variable_both_apply_as_the_docs_say(
+    tmp_path: Path,
+) -> None:
+    page = " ".join((ROOT / "docs" / "reference" / "environment.md").read_text().split())
+    assert "`--redact-patterns` adds to `MAST_REDACT_PATTERNS`" in page
+    trace = tmp_path / "run.json"
+    messages = [
+        {"role": "user", "content": "deploy with ticket TEAMX-48213 and badge BADGE-99127"},
+        {"role": "assistant", "content": "I will run ls -la ./logs now"},
+        {"role": "assistant", "content": "I will run ls -la ./logs now"},
+    ]
+    trace.write_bytes(orjson.dumps(messages))
+    team, mine = tmp_path / "team.yaml", tmp_path / "mine.yaml"
+    team.write_text("ticket: 'TEAMX-\\d{5}'\n")
+    mine.write_text("badge: 'BADGE-\\d{5}'\n")
+    with FakeLLMServer(lambda body: ANSWER) as server:
+        done = _run(
+            "classify", trace, *_llm(server.base_url), "--redact-patterns", mine,
+            env={"MAST_REDACT_PATTERNS": str(team), "MAST_CACHE": "0"},
+        )  # fmt: skip
+        sent = orjson.dumps(server.chat_requests[0].body).decode()
+    assert done.exit_code == 0, done.output
+    assert "TEAMX-48213" not in sent and "BADGE-99127" not in sent
+    assert "[REDACTED:ticket]" in sent and "[REDACTED:badge]" in sent

@@ -777,10 +777,11 @@ def test_an_html_page_sent_as_text_html_stops_the_run_like_a_401(tmp_path: Path)
     assert len(hits) == 3  # one request per trace, none retried
 
 
-def test_one_judged_trace_is_singular_and_an_undefined_kappa_reads_n_a(tmp_path: Path) -> None:
+def test_one_judged_trace_is_singular_and_an_undefined_kappa_is_not_nan(tmp_path: Path) -> None:
     from mast.cli.validate import _f
 
-    assert _f(float("nan")) == "n/a" and _f(None) == "–" and _f(-0.001) == "0.00"
+    # Undefined (NaN) and missing read the same "–" (issue 33: one mark); the row's caveat says why.
+    assert _f(float("nan")) == "–" and _f(None) == "–" and _f(-0.001) == "0.00"
     runs = write_runs(tmp_path / "runs.jsonl", 1)
     result = cli("label", runs, "-o", tmp_path / "r.jsonl", env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output

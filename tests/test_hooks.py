@@ -24,6 +24,7 @@ from click.testing import CliRunner
 
 import mast
 from mast.cli import main
+from mast.errors import UsageError
 from mast.integrations import hooks
 from mast.testing import FakeLLMServer, Reply, judge_answer
 
@@ -167,6 +168,7 @@ def test_install_refuses_a_key() -> None:
 def hook_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAST_") and not k.endswith("_API_KEY")}
     env.update(PYTHONPATH=str(ROOT), MAST_CACHE_DIR=str(tmp_path / "cache"), MAST_HOOKS_DIR=str(tmp_path / "hooks"))
+    env.setdefault("CLAUDE_CONFIG_DIR", str(tmp_path))  # transcripts under tmp_path/projects are Claude Code's
     env.update(extra)
     return env
 
@@ -315,15 +317,23 @@ def test_a_transcript_that_is_not_the_tools_own_is_skipped(tmp_path: Path, monke
     link_out.symlink_to(outside)  # a real transcript, but the link leads out of ~/.claude/projects
     notes = tmp_path / "notes.jsonl"
     notes.write_text('{"todo": "buy milk"}\n')
+    own_notes = link.with_name("notes.jsonl")  # in the tool's folder, yet not its format
+    own_notes.write_text('{"todo": "buy milk"}\n')
+    codex_own = tmp_path / "home" / ".codex" / "sessions" / "claude.jsonl"
+    codex_own.parent.mkdir(parents=True)
+    shutil.copy(CLAUDE, codex_own)
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
     results = tmp_path / "out" / "r.jsonl"
-    cases = [("claude-code", "/etc/passwd", "not a claude_code transcript"),
+    cases = [("claude-code", "/etc/passwd", "lies, outside"),
              ("claude-code", str(link), "is a link to /etc/passwd"),
              ("claude-code", str(link_out), "is a link to"),
-             ("claude-code", str(notes), "not a claude_code transcript"),
+             ("claude-code", str(notes), "lies, outside"),
+             ("claude-code", str(outside), "lies, outside"),  # a real transcript, named directly
              ("claude-code", str(fifo), "not a regular file"),
-             ("codex", str(CLAUDE), "not a codex_rollout transcript")]
+             ("codex", str(CLAUDE), "lies, outside"),
+             ("claude-code", str(own_notes), "not a claude_code transcript"),
+             ("codex", str(codex_own), "not a codex_rollout transcript")]
     for tool, path, reason in cases:
         event = json.dumps({"session_id": "s1", "thread-id": "0000000000000000", "transcript_path": path,
                             "hook_event_name": "SessionEnd"})
@@ -337,6 +347,44 @@ def test_a_transcript_that_is_not_the_tools_own_is_skipped(tmp_path: Path, monke
     event = hooks.HookEvent("claude-code", "s1", link.with_name("alias.jsonl"), None, "Stop", final=False)
     event.transcript.symlink_to(inside)
     hooks.check_transcript(event)
+
+
+def test_only_transcripts_in_the_claude_projects_folder_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever path the event names (plain, with ``..``, through a linked folder), it is read only
+    when it resolves inside ~/.claude/projects or $CLAUDE_CONFIG_DIR/projects."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    projects = tmp_path / "home" / ".claude" / "projects" / "-app"
+    projects.mkdir(parents=True)
+    stray = tmp_path / "secrets" / "s.jsonl"  # a real Claude Code transcript, outside the folder
+    stray.parent.mkdir()
+    shutil.copy(CLAUDE, stray)
+    (projects / "linked").symlink_to(stray.parent, target_is_directory=True)
+
+    def event(path: Path | str) -> hooks.HookEvent:
+        return hooks.HookEvent("claude-code", "s1", Path(path), None, "Stop", final=False)
+
+    for path in (stray, projects / ".." / ".." / ".." / ".." / "secrets" / "s.jsonl", projects / "linked" / "s.jsonl"):
+        with pytest.raises(UsageError, match="outside"):
+            hooks.check_transcript(event(path))
+    inside = projects / "s.jsonl"
+    shutil.copy(CLAUDE, inside)
+    hooks.check_transcript(event(inside))
+    hooks.check_transcript(event(projects / ".." / "-app" / "s.jsonl"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(stray.parent.parent / "secrets"))
+    with pytest.raises(UsageError, match="outside"):  # CLAUDE_CONFIG_DIR's folder is its projects/
+        hooks.check_transcript(event(stray))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))
+    shutil.copytree(stray.parent, tmp_path / "projects")
+    hooks.check_transcript(event(tmp_path / "projects" / "s.jsonl"))
+    results = tmp_path / "out" / "r.jsonl"
+    payload = json.dumps({"session_id": "s1", "transcript_path": str(stray), "hook_event_name": "SessionEnd"})
+    result = CliRunner().invoke(main, ["hooks", "run", "--tool", "claude-code", "-o", str(results)], input=payload)
+    assert result.exit_code == 0 and result.output.count("\n") == 1
+    assert result.output.startswith("mast: hook skipped:") and "outside" in result.output, result.output
+    assert not results.parent.exists()
 
 
 @pytest.mark.slow

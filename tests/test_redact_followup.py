@@ -154,3 +154,39 @@ def test_a_secret_found_in_one_step_is_redacted_in_every_step() -> None:
 )
 def test_a_url_keeps_its_host_and_only_the_password_goes(text: str, expected: str) -> None:
     assert redact_text(text).text == expected
+
+
+KEY40 = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"aws configure set aws_access_key_id AKIA43764D7SKD2Y5B6O with secret {KEY40}",
+        f"I set the default profile up with secret {KEY40} and region us-east-1.",
+        f"The secret access key is {KEY40}",
+        f"Secret key: `{KEY40}`",
+        f"my password was {KEY40}, please rotate it",
+        f"credentials => '{KEY40}'",
+    ],
+)
+@pytest.mark.parametrize("entropy", [True, False])
+def test_a_40_character_secret_after_a_secret_word_in_prose_is_redacted(text: str, entropy: bool) -> None:
+    from mast.redact import Redactor
+
+    out = Redactor(entropy=entropy).redact(text).text
+    assert KEY40 not in out and "[REDACTED:" in out, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the secret is in commit 3f786850e387550fdab836ed7e6dc881de23001b",
+        "the secret is thisisjustalongwordwithoutdigitsorcapsxxxxxx",
+        f"see {KEY40} (no secret word before it)",
+    ],
+)
+def test_prose_without_a_generated_token_after_a_secret_word_is_kept(text: str) -> None:
+    from mast.redact import Redactor
+
+    assert Redactor(entropy=False).redact(text).text == text

@@ -13,16 +13,30 @@ import click
 
 from mast.__about__ import __version__
 from mast._outputs import terminal_safe
+from mast.cli._shared import env_error
 from mast.errors import MastError, one_line
 
 
 class _Group(click.Group):
     """A click group that turns every error into one line and an exit code."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.BadParameter as exc:  # mast's own options (MAST_DEBUG)
+            raise env_error(exc) or exc from None
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except click.BadParameter as exc:
+            # A sub-command's option: said of its variable when its value came from one.
+            bad = env_error(exc)
+            if bad is not None:
+                raise bad from None
+            exc.message = terminal_safe(exc.message)  # type: ignore[misc]
             raise
         except click.ClickException as exc:  # click prints it: a value from a trace's name shown escaped
             # click types ``message`` Final yet reads it at show time; rewriting it in place keeps each

@@ -60,8 +60,8 @@ def fail_on_option(func: F) -> F:
     )(func)
 
 
-def parse_fail_on(text: str | None, taxonomy: Taxonomy) -> list[str]:
-    """``"1.3,3.*"`` -> the taxonomy codes it names.
+def parse_fail_on(text: str | None, taxonomy: Taxonomy, given: str = "--fail-on") -> list[str]:
+    """``"1.3,3.*"`` -> the taxonomy codes it names; ``given`` is how the user gave it (see ``given_as``).
 
     Raises:
         UsageError: a code or glob that names no mode of the taxonomy.
@@ -75,7 +75,8 @@ def parse_fail_on(text: str | None, taxonomy: Taxonomy) -> list[str]:
             continue
         matched = fnmatch.filter(codes, part)
         if not matched:
-            raise UsageError(f"--fail-on {part!r}: no such mode (codes are {codes[0]} .. {codes[-1]}, globs like 3.*)")
+            where = f"{given} {part!r}" if given.startswith("-") else f"{given}={text!r}: {part!r}"
+            raise UsageError(f"{where}: no such mode (codes are {codes[0]} .. {codes[-1]}, globs like 3.*)")
         chosen.extend(c for c in matched if c not in chosen)
     return chosen
 

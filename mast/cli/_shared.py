@@ -15,7 +15,18 @@ from rich.text import Text
 from mast._outputs import terminal_safe
 from mast._words import plural
 
-__all__ = ["SafeConsole", "boot_seed_option", "bootstrap_seed", "plural", "stderr", "stdout", "write_line"]
+__all__ = [
+    "EnvVarError",
+    "SafeConsole",
+    "boot_seed_option",
+    "bootstrap_seed",
+    "env_error",
+    "given_as",
+    "plural",
+    "stderr",
+    "stdout",
+    "write_line",
+]
 
 OFF_TERMINAL_WIDTH = 200
 """Columns a table may take when the output is not a terminal (a CI log, a file): rich's default
@@ -68,6 +79,87 @@ def write_line(text: str) -> None:
     sys.stdout.write(terminal_safe(text, keep_lines=True, keep_backslashes=True) + "\n")
 
 
+class EnvVarError(click.ClickException):
+    """A bad value of an environment variable bound to an option: one line naming the variable.
+
+    click's own message names the flag (``Invalid value for '--concurrency'``) and shows the usage,
+    though the user never typed the flag; see :func:`env_error`.
+    """
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(terminal_safe(f"mast: {self.format_message()}"), err=True, file=file)
+
+
+def _variable(param: click.Parameter, ctx: click.Context) -> tuple[str, str] | None:
+    """The variable (and its value) an option's value came from, as click picks it: the first set one."""
+    names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar or ())
+    for name in names:
+        raw = os.environ.get(name)
+        if raw:
+            return name, raw
+    return None
+
+
+def _variable_message(name: str, raw: str, kind: click.ParamType[Any], exc: click.BadParameter) -> str:
+    """The reason ``raw`` is refused, said by mast._env's parsers where one mirrors the option's type."""
+    from mast._env import parse_bool, parse_number
+    from mast.errors import UsageError
+
+    try:
+        if isinstance(kind, click.types.BoolParamType):
+            parse_bool(name, raw)
+        elif isinstance(kind, (click.types.IntParamType, click.types.FloatParamType)):
+            parse_number(
+                name,
+                raw,
+                int if isinstance(kind, click.types.IntParamType) else float,
+                minimum=getattr(kind, "min", None),
+                min_open=getattr(kind, "min_open", False),
+                maximum=getattr(kind, "max", None),
+                max_open=getattr(kind, "max_open", False),
+            )
+        elif isinstance(kind, click.Choice):
+            return f"{name}={raw!r} is not one of {', '.join(str(c) for c in kind.choices)}"
+    except UsageError as refused:
+        return str(refused)
+    # A check of the option's own (a callback, a path that must exist, a rule the parsers above do not know).
+    return f"{name}={raw!r}: {exc.message}"
+
+
+def env_error(exc: click.BadParameter) -> EnvVarError | None:
+    """``exc`` said of the variable its value came from, ``None`` when the value was given otherwise.
+
+    One mechanism for every option bound to a variable (``envvar=``): the main group calls it on
+    each refused value, so ``MAST_CONCURRENCY=abc`` reads ``MAST_CONCURRENCY='abc' is not a whole
+    number ...``, never a message about a ``--concurrency`` flag nobody typed.
+    """
+    param, ctx = exc.param, exc.ctx
+    if not isinstance(param, click.Option) or ctx is None or not param.name:
+        return None
+    if ctx.get_parameter_source(param.name) is not click.core.ParameterSource.ENVIRONMENT:
+        return None
+    bound = _variable(param, ctx)
+    if bound is None:
+        return None
+    return EnvVarError(_variable_message(*bound, param.type, exc))
+
+
+def given_as(ctx: click.Context, name: str) -> str:
+    """How the user gave option ``name``: its variable when the value came from there, else its flag.
+
+    For a value checked after parsing (``--fail-on`` needs the taxonomy), so the error names what the
+    user wrote.
+    """
+    param = next(p for p in ctx.command.params if p.name == name)
+    if ctx.get_parameter_source(name) is click.core.ParameterSource.ENVIRONMENT:
+        bound = _variable(param, ctx)
+        if bound is not None:
+            return bound[0]
+    return param.opts[-1] if param.opts else name
+
+
 def check_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """``--format`` / ``MAST_FORMAT`` checked once, before any file is read (not once per file)."""
     if value == "auto":
@@ -77,11 +169,8 @@ def check_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
     try:
         get_format(value)
-    except TraceFormatError as exc:
-        from_env = ctx.get_parameter_source(param.name or "") is click.core.ParameterSource.ENVIRONMENT
-        raise click.BadParameter(
-            f"{exc} (or auto){' (from MAST_FORMAT)' if from_env else ''}", ctx=ctx, param=param
-        ) from None
+    except TraceFormatError as exc:  # from MAST_FORMAT, env_error says so
+        raise click.BadParameter(f"{exc} (or auto)", ctx=ctx, param=param) from None
     return value
 
 

@@ -14,7 +14,7 @@ from mast._outputs import terminal_safe
 from mast.batch.walk import no_traces_error, select_files
 from mast.cli._judge_options import judge_options
 from mast.cli._run_control import fail_on_option, file_options, gate_exit, modes_found, parse_fail_on
-from mast.cli._shared import format_option, plural, safe_text, stderr, stdout, write_line
+from mast.cli._shared import format_option, given_as, plural, safe_text, stderr, stdout, write_line
 from mast.diagnosis import Diagnosis
 from mast.errors import TraceFormatError
 from mast.judge.classify import judge_notice
@@ -102,9 +102,13 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
     hinted = [v for v in diagnosis.failure_modes if v.hints and not v.present]
     if hinted:
         console.print(safe_text("  hints (seen by the detectors, not verdicts: the mode is not theirs to judge):"))
+        # One finding can hint at several modes: each hint once, with every mode it is about.
+        modes_of: dict[str, list[str]] = {}
         for verdict in hinted:
             for hint in verdict.hints or []:
-                console.print(safe_text(f"    {verdict.code} {verdict.name}: {_short(hint, 160)}"))
+                modes_of.setdefault(hint, []).append(f"{verdict.code} {verdict.name}")
+        for hint, modes in modes_of.items():
+            console.print(safe_text(f"    {', '.join(modes)}: {_short(hint, 160)}"))
     unassessed = [v.code for v in diagnosis.failure_modes if v.present is None]
     if unassessed:
         console.print(safe_text(f"  not assessed: {', '.join(unassessed)}", style="dim"))
@@ -183,10 +187,12 @@ def command(
     mast classify run.json --model local            # small offline model (smoke tests only)
     MAST_MODEL=anthropic/claude-sonnet-4-5 mast classify runs/ --json
     """  # noqa: D301 (click's \b keeps the example lines as they are)
+    gate = parse_fail_on(  # bad input first, before any notice
+        fail_on, load_taxonomy(judge_config.taxonomy), given_as(click.get_current_context(), "fail_on")
+    )
     notice = judge_notice(judge_config) if not judge_config.jury else None
     if notice:
         stderr.print(f"mast: {notice}", markup=False, highlight=False)
-    gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
     unreadable: list[str] = []
     found: list[Diagnosis] = []
     traces = _traces(paths, format_, unreadable, include, exclude, follow_symlinks)

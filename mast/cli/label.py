@@ -37,7 +37,7 @@ from mast.batch import (
 from mast.batch.breaker import DEFAULT_MAX_CONSECUTIVE_ERRORS, CircuitBreaker
 from mast.cli._judge_options import judge_options
 from mast.cli._run_control import fail_on_option, file_options, gate_exit, parse_fail_on, selection_options
-from mast.cli._shared import format_option, plural, stderr, write_line
+from mast.cli._shared import format_option, given_as, plural, stderr, write_line
 from mast.cli._source_options import SourceInputs, source_options
 from mast.diagnosis import Diagnosis
 from mast.engines import label
@@ -224,7 +224,9 @@ def command(
     # Off a terminal (CI logs) a live bar cannot redraw: plain lines instead, unless --no-progress.
     plain = not stderr.is_terminal and show_progress is not False
     progress_on = progress_on and stderr.is_terminal
-    gate = parse_fail_on(fail_on, load_taxonomy(judge_config.taxonomy))
+    gate = parse_fail_on(
+        fail_on, load_taxonomy(judge_config.taxonomy), given_as(click.get_current_context(), "fail_on")
+    )
     select = Selection(
         include=include,
         exclude=exclude,
@@ -534,6 +536,8 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
     )
     table.add_row("tokens in / out", f"{report.input_tokens:,} / {report.output_tokens:,}")
     cost = f"${report.cost_usd:.4f}" + (f" (+{report.cost_unknown} unpriced)" if report.cost_unknown else "")
+    if not report.llm_calls and not report.cached and not report.cost_usd:
+        cost = "– (no LLM calls)"  # the offline detectors, said as classify and the report say it
     table.add_row("cost", cost)
     table.add_row("wall time", f"{report.wall_s:.1f}s")
     stderr.print(table)

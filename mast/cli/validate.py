@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -22,9 +21,9 @@ if TYPE_CHECKING:
 
 
 def _f(value: float | None) -> str:
-    if value is not None and math.isnan(value):
-        return "n/a"  # undefined (a mode with no positives): the row's caveat says why
-    return "–" if value is None else f"{value:z.2f}"
+    from mast.validation.page import figure  # the page's own rule: one mark for a missing figure
+
+    return figure(value)
 
 
 @click.command("validate")

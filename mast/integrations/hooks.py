@@ -675,8 +675,8 @@ def _looks_like_own_format(tool: Tool, path: Path) -> bool:
 def check_transcript(event: HookEvent) -> None:
     """Refuse a transcript that is not the tool's own.
 
-    That is a missing file, something not a regular file, a link that leads out of the tool's
-    transcript folder, or a file not in the tool's format.
+    That is a missing file, something not a regular file, a file outside the tool's transcript
+    folder (:func:`tool_roots`; a link is followed first), or a file not in the tool's format.
 
     Raises:
         UsageError: why it is refused (the hook prints ``hook skipped: ...`` and exits 0).
@@ -691,11 +691,13 @@ def check_transcript(event: HookEvent) -> None:
         raise UsageError(f"{what} does not exist") from None
     if not stat.S_ISREG(mode):
         raise UsageError(f"{what} is not a regular file")
+    # The event names the file; a hostile or mistaken one must not make the hook read any file the
+    # user can: only what lies, links followed, in the tool's own transcript folder is labelled.
     target = path.resolve()
-    if target != path.absolute():  # a link somewhere on the way: it must stay in the tool's folder
-        roots = [root.resolve() for root in tool_roots(event.tool)]
-        if not any(target.is_relative_to(root) for root in roots):
-            raise UsageError(f"{what} is a link to {target}, outside {', '.join(map(str, roots))}")
+    roots = [root.resolve() for root in tool_roots(event.tool)]
+    if not any(target.is_relative_to(root) for root in roots):
+        where = f"is a link to {target}" if target != path.absolute() else "lies"
+        raise UsageError(f"{what} {where}, outside {', '.join(map(str, roots))}")
     try:
         own = _looks_like_own_format(event.tool, target)
     except OSError as exc:

@@ -172,6 +172,28 @@ class JudgeConfig(BaseModel):
             return ",".join(str(v) for v in value)
         return value
 
+    @field_validator("reducer")
+    @classmethod
+    def _known_reducer(cls, value: str) -> str:
+        # Checked whether or not a jury will use it: MAST_REDUCER=bogus is an error, never ignored.
+        from mast.judge.reduce import parse_reducer  # numpy: not on every start-up's path
+
+        try:
+            parse_reducer(value)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("api_base")
+    @classmethod
+    def _endpoint_url(cls, value: str | None) -> str | None:
+        # Checked even when the detectors judge: MAST_API_BASE=localhost:8000 would fail only later.
+        if value is not None:
+            parts = urlsplit(value.strip())
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError("not an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
+        return value
+
     @field_validator("redact_patterns", mode="before")
     @classmethod
     def _pairs(cls, value: Any) -> Any:
@@ -208,6 +230,8 @@ class JudgeConfig(BaseModel):
                 values[name] = _env_option(name, var, raw)
                 from_env.add(name)
         values.update({k: v for k, v in options.items() if v is not None})
+        if "taxonomy" in from_env:  # loaded on every run; from the variable, its error names it
+            _check_taxonomy(values["taxonomy"])
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
@@ -315,6 +339,16 @@ def _load_env_patterns(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, 
     from mast.redact import load_patterns
 
     return tuple(load_patterns(path).items())
+
+
+def _check_taxonomy(value: str) -> None:
+    from mast.errors import MastError
+    from mast.taxonomy import load_taxonomy
+
+    try:
+        load_taxonomy(value)
+    except MastError as exc:
+        raise UsageError(f"invalid judge option: {ENV_VARS['taxonomy']}={value}: {exc}") from None
 
 
 def check_option_names(options: Mapping[str, Any]) -> None:

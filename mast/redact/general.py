@@ -24,6 +24,8 @@ their place instead:
 * ``teams-webhook``: the id and GUID after ``/IncomingWebhook/`` of a Microsoft Teams webhook URL;
 * ``named-setting``: a secret-named variable set without ``=``: Dockerfile ``ENV DB_PASSWORD value``,
   fish ``set -gx OPENAI_API_KEY value``, ``aws configure set aws_secret_access_key VALUE``, ``setx``;
+* ``prose-secret``: a generated-looking 40-character base64 token (an AWS secret access key's size)
+  right after a secret word in prose: ``with secret X``, ``the secret access key is X``, ``password: X``;
 * ``k8s-env-value``: a Kubernetes env pair, ``- name: DB_PASSWORD`` then ``value: ...``;
 * ``config-blob``: base64 under credential-named keys of YAML, JSON or INI files: a kubeconfig's
   ``client-key-data``, a Docker config's ``auth`` (base64 of ``user:password``) and
@@ -286,6 +288,29 @@ def _named_setting(match: re.Match[str], text: str) -> tuple[str, int, int] | No
     return kind, secret_start, secret_end
 
 
+# --- prose ------------------------------------------------------------------------------------
+
+# A generated-looking 40-character token a few words after a secret word, as people write it in
+# prose and commands: "with secret wJal...", "the secret access key is ...", "secret key: ...".
+# 40 base64 characters is the size of an AWS secret access key and of many other providers' secrets;
+# the entropy fallback may be off (Redactor(entropy=False)), and the place says enough.
+_PROSE_SECRET = re.compile(
+    r"(?:secret|password|passwd|credential)s?(?:[ \t_-]{1,2}(?:access[ \t_-]{1,2})?key)?"
+    r"(?:[ \t]{0,4}(?:is|was|of|to|as|=|:|=>|->)){0,2}[ \t]{1,4}[\"'`]?"
+    r"(?P<secret>[a-z0-9+/]{40})(?![a-z0-9+/=_\-])"
+)
+
+
+def _prose_secret(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    start, end = match.span("secret")
+    if match.start() > 0 and text[match.start() - 1].isalnum():
+        return None  # "mysecretsauce": inside a word
+    value = text[start:end]
+    if not is_generated(value) or _ID_SHAPED.fullmatch(value) or len(set(value)) < 16:
+        return None  # a word run, a git sha, "secret of 0000..."
+    return "secret", start, end
+
+
 # --- configuration files (base64 blobs) ---------------------------------------------------------
 
 _CONFIG_BLOB = re.compile(
@@ -359,6 +384,7 @@ def general_rules() -> tuple[Rule, ...]:
         Rule("token", _TEAMS_WEBHOOK, group="secret", needles=("IncomingWebhook/",), name="teams-webhook"),
         Rule("secret", _NAMED_SETTING, check=_named_setting, needles=("ENV", "set"), name="named-setting"),
         Rule("secret", _K8S_ENV, check=_named_setting, needles=("value:",), name="k8s-env-value"),
+        Rule("secret", _PROSE_SECRET, check=_prose_secret, lower=True, needles=("secret", "passw", "credential"), name="prose-secret"),
         Rule("secret", _CONFIG_BLOB, check=_config_blob, lower=True, needles=_CONFIG_NAMES, name="config-blob"),
         Rule("private_key", _DER_KEY, needles=("MII", "MHc", "MC4"), name="der-private-key"),
     )

@@ -18,8 +18,17 @@ th{background:#f4f4f4}.note{color:#666;font-size:.85rem}.trusted{color:#1a7f37}.
 """
 
 
-def _f(value: float | None) -> str:
-    return "–" if value is None else f"{value:z.2f}"
+def figure(value: float | None) -> str:
+    """A figure as the validation page and ``mast validate`` show it: two decimals; "–" when missing.
+
+    Missing is ``None`` or NaN (undefined: a mode with no positives); the row's caveat says why.
+    """
+    if value is None or value != value:
+        return "–"
+    return f"{value:z.2f}"
+
+
+_f = figure
 
 
 def _figure(modes: list[ModeFinding], references: list[Reference]) -> str:

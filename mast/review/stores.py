@@ -65,7 +65,15 @@ def _cells(gold: str | os.PathLike[str]) -> list[_Cell]:
     current = current_cells(iter_events(gold))
     notes = {(e.key, e.reviewer): str(e.value or "") for e in current.values() if e.field == "note"}
     return [
-        _Cell(e.trace_id, e.code or "", str(e.value), e.reviewer, notes.get((e.key, e.reviewer), ""), e.queue, e.time)
+        _Cell(
+            e.trace_id,
+            e.code or "",
+            str(e.value),
+            e.reviewer,
+            notes.get((e.key, e.reviewer), ""),
+            e.queue,
+            e.time,
+        )
         for e in current.values()
         if e.field == "mode" and e.code and e.value in ("present", "absent", "unsure")
     ]
@@ -97,9 +105,7 @@ def _value(raw: Any) -> str | None:
     return "unsure" if text == "unsure" else None
 
 
-def export_gold(
-    gold: str | os.PathLike[str], url: str, *, taxonomy: Taxonomy | None = None
-) -> StoreReport:
+def export_gold(gold: str | os.PathLike[str], url: str, *, taxonomy: Taxonomy | None = None) -> StoreReport:
     """Write the gold's current mode cells to the store at ``url`` as human annotations (upserts).
 
     Raises:
@@ -110,7 +116,9 @@ def export_gold(
     cells = _cells(gold)
     unknown = sorted({c.code for c in cells} - set(tax.codes))
     if unknown:
-        raise UsageError(f"{gold}: codes not in the taxonomy: {', '.join(unknown)} (pass the taxonomy they use)")
+        raise UsageError(
+            f"{gold}: codes not in the taxonomy: {', '.join(unknown)} (pass the taxonomy they use)"
+        )
     scheme = source_scheme(url)
     if scheme == "phoenix":
         return _to_phoenix(cells, url, tax)
@@ -129,11 +137,21 @@ def _to_phoenix(cells: list[_Cell], url: str, tax: Taxonomy) -> StoreReport:
             result["score"] = 1.0 if c.value == "present" else 0.0
         if c.note:
             result["explanation"] = c.note
-        rows.append({
-            "trace_id": c.trace_id, "name": _name(tax, c.code), "annotator_kind": "HUMAN", "result": result,
-            "metadata": {"reviewer": c.reviewer, "code": c.code, "queue": c.queue, "time": c.time.isoformat()},
-            "identifier": GOLD_IDENTIFIER + c.reviewer,
-        })
+        rows.append(
+            {
+                "trace_id": c.trace_id,
+                "name": _name(tax, c.code),
+                "annotator_kind": "HUMAN",
+                "result": result,
+                "metadata": {
+                    "reviewer": c.reviewer,
+                    "code": c.code,
+                    "queue": c.queue,
+                    "time": c.time.isoformat(),
+                },
+                "identifier": GOLD_IDENTIFIER + c.reviewer,
+            }
+        )
     log_trace_annotations(url, rows)
     return StoreReport(traces=len({c.trace_id for c in cells}), cells=len(rows))
 
@@ -150,8 +168,14 @@ def _to_mlflow(cells: list[_Cell], url: str, tax: Taxonomy) -> StoreReport:
     try:
         for (trace_id, reviewer), group in sorted(by_trace.items()):
             wanted = [
-                Feedback(_name(tax, c.code), c.value == "present" if c.value != "unsure" else "unsure", c.note,
-                         {"code": c.code, "queue": c.queue, "time": c.time.isoformat()}, "HUMAN", reviewer)
+                Feedback(
+                    _name(tax, c.code),
+                    c.value == "present" if c.value != "unsure" else "unsure",
+                    c.note,
+                    {"code": c.code, "queue": c.queue, "time": c.time.isoformat()},
+                    "HUMAN",
+                    reviewer,
+                )
                 for c in group
             ]
 
@@ -161,8 +185,11 @@ def _to_mlflow(cells: list[_Cell], url: str, tax: Taxonomy) -> StoreReport:
 
             def mine(entry: Mapping[str, Any], reviewer: str = reviewer, held: set[str] = held) -> bool:
                 source = entry.get("source") or {}
-                return (source.get("source_type") == "HUMAN" and source.get("source_id") == reviewer
-                        and entry.get("assessment_name") in held)
+                return (
+                    source.get("source_type") == "HUMAN"
+                    and source.get("source_id") == reviewer
+                    and entry.get("assessment_name") in held
+                )
 
             writer.sync(trace_id, wanted, mine)
             report.cells += len(wanted)
@@ -195,8 +222,13 @@ def _events(
 ) -> Iterator[GoldEvent]:
     where = public_url(url)
     queue: Queue = "improve" if meta.get("queue") == "improve" else "random"
-    common: dict[str, Any] = {"key": trace_key(where, None, trace_id), "trace_id": trace_id,
-                              "source_path": where, "reviewer": reviewer, "queue": queue}
+    common: dict[str, Any] = {
+        "key": trace_key(where, None, trace_id),
+        "trace_id": trace_id,
+        "source_path": where,
+        "reviewer": reviewer,
+        "queue": queue,
+    }
     stamp = _time(meta.get("time"))
     if stamp is not None:
         common["time"] = stamp
@@ -253,10 +285,15 @@ def _from_phoenix(url: str, tax: Taxonomy) -> Iterator[GoldEvent]:
                 continue
             meta = row.get("metadata") or {}
             identifier = str(row.get("identifier") or "")
-            reviewer = str(meta.get("reviewer") or identifier.removeprefix(GOLD_IDENTIFIER)
-                           or row.get("user_id") or "phoenix")
-            yield from _events(url, str(row["trace_id"]), code, value, reviewer,
-                               str(result.get("explanation") or ""), meta)
+            reviewer = str(
+                meta.get("reviewer")
+                or identifier.removeprefix(GOLD_IDENTIFIER)
+                or row.get("user_id")
+                or "phoenix"
+            )
+            yield from _events(
+                url, str(row["trace_id"]), code, value, reviewer, str(result.get("explanation") or ""), meta
+            )
 
     yield from _dedupe_notes(events())
 
@@ -282,7 +319,14 @@ def _from_mlflow(url: str, tax: Taxonomy) -> Iterator[GoldEvent]:
                 if code is None or value is None or entry.get("valid") is False:
                     continue
                 reviewer = str(src.get("source_id") or "mlflow")
-                yield from _events(url, str(entry.get("trace_id") or info["trace_id"]), code, value, reviewer,
-                                   str(entry.get("rationale") or ""), entry.get("metadata") or {})
+                yield from _events(
+                    url,
+                    str(entry.get("trace_id") or info["trace_id"]),
+                    code,
+                    value,
+                    reviewer,
+                    str(entry.get("rationale") or ""),
+                    entry.get("metadata") or {},
+                )
 
     yield from _dedupe_notes(events())

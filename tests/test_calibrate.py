@@ -260,12 +260,34 @@ def test_modes_without_dev_disagreement_are_unchanged_and_calls_are_as_planned(r
     result = run["first"]
     others = [m for m in result.modes if m.code not in ("1.1", "1.3", "2.1")]
     assert others and all(m.decision == "unchanged" and m.dev_disagreements == 0 for m in others)
-    n_test = len(result.split["test"])
-    # 3 proposals; the test split judged with the two decidable candidates. Its judgement with the
-    # current taxonomy is the one the results were made with: answered from the cache.
-    assert run["asked"] == {"propose": 3, "judge": N + 2 * n_test}
-    assert result.totals["calls"] == 3 + 2 * n_test
-    assert result.totals["cached"] >= n_test
+    n_test, n_dev = len(result.split["test"]), len(result.split["dev"])
+    # 3 proposals; the test and dev splits judged with the two decidable candidates. Their judgement
+    # with the current taxonomy is the one the results were made with: answered from the cache.
+    assert run["asked"] == {"propose": 3, "judge": N + 2 * n_test + 2 * n_dev}
+    assert result.totals["calls"] == 3 + 2 * n_test + 2 * n_dev
+    assert result.totals["cached"] >= n_test + n_dev
+
+
+def test_the_report_shows_dev_figures_beside_test_and_warns_of_multiple_comparisons(run: Any) -> None:
+    result = run["first"]
+    fixed, dev_only = _mode(result, "1.1"), _mode(result, "1.3")
+    # 1.3's candidate finds the mode on dev traces only: dev improves, test does not, and it is refused.
+    assert dev_only.dev is not None and dev_only.test is not None
+    assert dev_only.dev.kappa_after > dev_only.dev.kappa_before  # type: ignore[operator]
+    assert dev_only.test.kappa_after == dev_only.test.kappa_before and dev_only.decision == "refused"
+    assert fixed.dev is not None and fixed.dev.kappa_after > fixed.dev.kappa_before  # type: ignore[operator]
+    assert fixed.dev.n_traces == len(result.split["dev"])
+    # Two modes were tested on one test split: the difference's CI is also given Bonferroni-widened.
+    assert [m.code for m in result.tested] == ["1.1", "1.3"]
+    low, high = fixed.test.ci_diff  # type: ignore[union-attr,misc]
+    a_low, a_high = fixed.test.ci_diff_adjusted  # type: ignore[union-attr,misc]
+    assert a_low <= low and a_high >= high
+    page = (run["root"] / "out" / "report.html").read_text()
+    assert "dev kappa before → after" in page and "test kappa before [CI]" in page
+    dev_cell = f"{fixed.dev.kappa_before:.2f} → {fixed.dev.kappa_after:.2f} ({fixed.dev.n_traces} traces)"
+    assert dev_cell in page
+    assert "2 modes were tested on the same test split" in page
+    assert "Bonferroni (each difference&#x27;s CI at 97.5%)" in page
 
 
 def test_a_rerun_makes_no_request(run: Any) -> None:

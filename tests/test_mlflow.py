@@ -383,3 +383,54 @@ def test_watch_counts_the_quiet_period_from_the_end_time_mlflow_gives(server: ML
         finally:
             watcher.close()
     assert report.new == 1 and [d.trace_id for d in report.labelled] == ids and report.pending == 0
+
+
+def test_gold_goes_to_mlflow_as_human_feedback_and_reads_back_as_identical_cells(
+    server: MLflowServer, tmp_path: Path
+) -> None:
+    from mast.gold import GoldEvent, GoldStore, current_cells, iter_events, trace_key
+
+    ids = log_runs(server, "gold-trip", load_runs()[:2])
+    url = server.url("gold-trip")
+    gold = tmp_path / "gold.jsonl"
+    events = []
+    for n, trace_id in enumerate(ids):
+        key = trace_key("mlflow-run", n, trace_id)
+        for reviewer, values in (("ana", ("present", "absent", "unsure")), ("bo", ("absent", "absent", "present"))):
+            for code, value in zip(("1.3", "2.6", "3.2"), values, strict=True):
+                events.append(GoldEvent(key=key, trace_id=trace_id, field="mode", code=code, value=value,
+                                        reviewer=reviewer))
+        events.append(GoldEvent(key=key, trace_id=trace_id, field="note", value=f"looked at {n}", reviewer="ana"))
+    with GoldStore(gold) as store:
+        store.append(events)
+
+    for _ in range(2):
+        done = CliRunner().invoke(main, ["gold", "export", str(gold), url], catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+    seen = feedback(server, ids)
+    human = {t: [e for e in entries if e["source"]["source_type"] == "HUMAN"] for t, entries in seen.items()}
+    assert [len(human[t]) for t in ids] == [6, 6]  # 3 modes x 2 reviewers; the rerun added none
+    ana = {e["assessment_name"].split(" ")[0]: e for e in human[ids[0]] if e["source"]["source_id"] == "ana"}
+    assert ana["mast.1.3"]["feedback"]["value"] is True
+    assert ana["mast.2.6"]["feedback"]["value"] is False
+    assert ana["mast.3.2"]["feedback"]["value"] == "unsure"
+    assert ana["mast.1.3"]["rationale"] == "looked at 0"
+
+    # bo changes his mind on one cell: the export updates that entry, adds none.
+    with GoldStore(gold) as store:
+        store.append([GoldEvent(key=events[0].key, trace_id=ids[0], field="mode", code="3.2", value="absent",
+                                reviewer="bo")])
+    CliRunner().invoke(main, ["gold", "export", str(gold), url], catch_exceptions=False)
+    after = [e for e in feedback(server, ids)[ids[0]] if e["source"]["source_type"] == "HUMAN"]
+    assert len(after) == 6
+    bo = {e["assessment_name"].split(" ")[0]: e for e in after if e["source"]["source_id"] == "bo"}
+    assert bo["mast.3.2"]["feedback"]["value"] is False
+
+    back = tmp_path / "back.jsonl"
+    imported = CliRunner().invoke(main, ["gold", "import", url, "-o", str(back)], catch_exceptions=False)
+    assert imported.exit_code == 0, imported.output
+
+    def cells(path: Path) -> set[tuple[Any, ...]]:
+        return {(e.trace_id, e.field, e.code, e.value, e.reviewer) for e in current_cells(iter_events(path)).values()}
+
+    assert cells(back) == cells(gold)

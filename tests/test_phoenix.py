@@ -273,3 +273,56 @@ def test_watch_killed_mid_run_and_restarted_loses_nothing_and_labels_nothing_twi
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(d["trace_id"] for d in lines) == sorted(ids)
     assert {d["status"] for d in lines} == {"judged"}
+
+
+def _gold_events(trace_ids: list[str]) -> list[Any]:
+    from mast.gold import GoldEvent, trace_key
+
+    events = []
+    for n, trace_id in enumerate(trace_ids):
+        key = trace_key("phoenix-run", n, trace_id)
+        for reviewer, values in (("ana", ("present", "absent", "unsure")), ("bo", ("absent", "absent", "present"))):
+            for code, value in zip(("1.3", "2.6", "3.2"), values, strict=True):
+                events.append(GoldEvent(key=key, trace_id=trace_id, field="mode", code=code, value=value,
+                                        reviewer=reviewer))
+        events.append(GoldEvent(key=key, trace_id=trace_id, field="note", value=f"looked at {n}", reviewer="ana"))
+    return events
+
+
+def _cells(events: Any) -> set[tuple[Any, ...]]:
+    from mast.gold import current_cells
+
+    return {(e.trace_id, e.field, e.code, e.value, e.reviewer) for e in current_cells(events).values()}
+
+
+def test_gold_goes_to_phoenix_as_human_annotations_and_reads_back_as_identical_cells(
+    phoenix: PhoenixServer, tmp_path: Path
+) -> None:
+    from mast.gold import GoldEvent, GoldStore, iter_events
+
+    ids = _send(phoenix, "gold-trip", load_runs()[:2])
+    url = phoenix.url("gold-trip")
+    gold = tmp_path / "gold.jsonl"
+    events = _gold_events(ids)
+    # A changed mind: the last value of the cell is the one that goes to Phoenix.
+    events.append(GoldEvent(key=events[0].key, trace_id=ids[0], field="mode", code="1.3", value="absent",
+                            reviewer="ana"))
+    with GoldStore(gold) as store:
+        store.append(events)
+
+    for _ in range(2):  # the second export updates in place
+        done = CliRunner().invoke(main, ["gold", "export", str(gold), url], catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+        assert "wrote 12 human labels on 2 traces" in done.output
+    rows = read_annotations(url, ids, identifier=None)
+    assert len(rows) == 12  # 2 traces x 3 modes x 2 reviewers, no duplicate after the rerun
+    assert {r["annotator_kind"] for r in rows} == {"HUMAN"}
+    first = [r for r in rows if r["trace_id"] == ids[0] and r["metadata"]["reviewer"] == "ana"]
+    assert {r["name"].split(" ")[0]: r["result"]["label"] for r in first} == {
+        "mast.1.3": "absent", "mast.2.6": "absent", "mast.3.2": "unsure"}
+    assert {r["result"].get("explanation") for r in first} == {"looked at 0"}
+
+    back = tmp_path / "back.jsonl"
+    imported = CliRunner().invoke(main, ["gold", "import", url, "-o", str(back)], catch_exceptions=False)
+    assert imported.exit_code == 0, imported.output
+    assert _cells(iter_events(back)) == _cells(iter_events(gold))

@@ -420,6 +420,37 @@ def test_validate_gold_gives_per_mode_figures_and_leaves_the_improve_queue_out(r
     assert "test split" in result.output
 
 
+def test_two_reviewers_on_overlapping_traces_give_their_agreement_per_mode(results, tmp_path):
+    from mast.validation.gold import validate_gold
+
+    codes = load_taxonomy().codes
+    agreed, split_on = codes[0], codes[1]
+    gold = tmp_path / "gold.jsonl"
+    ana = ReviewSession(results, gold, reviewer="ana")
+    for position in range(10):
+        ana.record(position, [{"field": "accept"}])
+    ana.close()
+    bo = ReviewSession(results, gold, reviewer="bo")
+    flipped = 0
+    for position in range(2, 12):  # 8 traces in common with ana, 2 of his own
+        bo.record(position, [{"field": "accept"}])
+        judge = bo.item(position).judge[split_on]
+        if position < 10 and (judge == "present" or flipped < 3):
+            bo.record(position, [{"field": "mode", "code": split_on,
+                                  "value": "absent" if judge == "present" else "present"}])
+            flipped += 1
+    bo.close()
+    report = validate_gold(gold, output=tmp_path / "v", n_boot=0)
+    human = {m.code: m.human_kappa for m in report.modes}
+    assert human[agreed] == pytest.approx(1.0)
+    assert human[split_on] is not None and human[split_on] < 0.5
+    shown = CliRunner().invoke(main, ["validate", "--gold", str(gold), "--n-boot", "0", "--json"])
+    assert shown.exit_code == 0, shown.output
+    modes = {m["code"]: m for m in json.loads(shown.stdout)["modes"]}
+    assert modes[agreed]["human_kappa"] == pytest.approx(1.0)
+    assert modes[split_on]["human_kappa"] == pytest.approx(human[split_on])
+
+
 # -- the command ------------------------------------------------------------------------------------
 
 URL = re.compile(r"^http://127\.0\.0\.1:(\d+)/\?token=[\w-]+$", re.MULTILINE)

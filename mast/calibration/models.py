@@ -30,12 +30,12 @@ class Proposal(_Model):
 
 
 class SplitFigures(_Model):
-    """Current taxonomy (before) and candidate (after) against the gold, on the test split, for one mode."""
+    """Current taxonomy (before) and candidate (after) against the gold, on one split, for one mode."""
 
     n_traces: int
-    """Test traces judged by both runs and reviewed for this mode."""
+    """Traces of the split judged by both runs and reviewed for this mode."""
     positives: int
-    """Test traces the reviewers found the mode in."""
+    """Traces of the split the reviewers found the mode in."""
     negatives: int
     kappa_before: float | None = None
     ci_before: tuple[float, float] | None = None
@@ -45,6 +45,8 @@ class SplitFigures(_Model):
     """kappa after - kappa before."""
     ci_diff: tuple[float, float] | None = None
     """Paired bootstrap CI of the difference (the same resampled traces for both)."""
+    ci_diff_adjusted: tuple[float, float] | None = None
+    """The same CI, Bonferroni-widened for the number of modes tested on one test split (test only)."""
 
 
 class ModeDecision(_Model):
@@ -59,6 +61,9 @@ class ModeDecision(_Model):
     """Dev traces the judge found the mode in and the reviewers did not."""
     dev_false_negatives: int = 0
     proposal: Proposal | None = None
+    dev: SplitFigures | None = None
+    """The dev split's figures, current against candidate: the proposal was written from dev, so
+    these show it fits what it saw, and never decide."""
     test: SplitFigures | None = None
     decision: Decision = "unchanged"
     reason: str = ""
@@ -83,6 +88,11 @@ class CalibrationResult(_Model):
     notes: list[str] = []
     stopped: str | None = None
     """Why the run stopped before the end (the budget), or ``None``."""
+
+    @property
+    def tested(self) -> list[ModeDecision]:
+        """The modes whose candidate was judged on the test split (accepted or refused there)."""
+        return [m for m in self.modes if m.test is not None and m.test.kappa_after is not None]
 
     @property
     def accepted(self) -> list[ModeDecision]:

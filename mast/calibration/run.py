@@ -8,6 +8,7 @@
          (definition, when to use / not, one or two examples verified in dev traces)
       -> test traces judged with the current taxonomy                            stage "test-current"
       -> test traces judged with each candidate (only that mode changed)         stage "test-candidates"
+      -> dev traces judged with the current taxonomy and each candidate, shown beside (never deciding)
       -> per mode: accepted when test kappa improves and the paired bootstrap CI of the
          difference is above 0; else kept as before, with its figures
       -> taxonomy.yaml, report.json, report.html
@@ -315,10 +316,10 @@ def _num(value: Any) -> float | None:
     return None if np.isnan(number) else round(number, 4)
 
 
-def _interval(values: np.ndarray) -> tuple[float, float] | None:
+def _interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
     from mast.evaluation.metrics import percentile_interval
 
-    found = percentile_interval(values)
+    found = percentile_interval(values, level)
     return None if found is None else (round(found[0], 4), round(found[1], 4))
 
 
@@ -331,12 +332,14 @@ def paired_figures(
     *,
     n_boot: int,
     seed: int,
+    family: int = 1,
 ) -> SplitFigures:
     """Kappa of the current and the candidate run against the gold on ``code``, and the paired bootstrap difference.
 
     The bootstrap resamples *traces* once for both runs (:func:`mast.evaluation.metrics.bootstrap_weights`),
     so the difference is the definition's, not the sample's; kappa is :func:`metrics_from_counts`'s,
-    the same as every other kappa mast reports.
+    the same as every other kappa mast reports. ``family``: how many modes are tested on the same
+    traces; the difference's CI is also given at level ``1 - 0.05 / family`` (Bonferroni).
     """
     from mast.evaluation.metrics import bootstrap_weights, metrics_from_counts
 
@@ -367,6 +370,8 @@ def paired_figures(
         boot_b = metrics_from_counts(weights @ cells_b)["kappa"]
         figures.ci_before, figures.ci_after = _interval(boot_a), _interval(boot_b)
         figures.ci_diff = _interval(boot_b - boot_a)
+        if family > 1:
+            figures.ci_diff_adjusted = _interval(boot_b - boot_a, 1 - 0.05 / family)
     return figures
 
 
@@ -502,8 +507,9 @@ def plan_calibration(
         tokens_in += backend.count_tokens(text) + 8 * len(messages)
         tokens_out += min(ANSWER_TOKENS_GUESS, config.max_output_tokens)
     test_traces = [inputs.traces[t] for t in inputs.test if t in inputs.traces]
+    dev_traces = [inputs.traces[t] for t in inputs.dev if t in inputs.traces]
     runs = (1 + len(judged)) if judged else 0
-    for trace in test_traces:
+    for trace in [*test_traces, *dev_traces]:
         estimate = judge.estimate(trace)
         tokens_in += runs * estimate.input_tokens
         tokens_out += runs * estimate.output_tokens
@@ -522,7 +528,7 @@ def plan_calibration(
         modes=modes,
         judged=judged,
         proposal_calls=len(modes),
-        judge_calls=runs * len(test_traces),
+        judge_calls=runs * (len(test_traces) + len(dev_traces)),
         input_tokens=tokens_in,
         output_tokens=tokens_out,
         cost_usd=None if cost is None else round(cost, 6),
@@ -749,7 +755,9 @@ async def _test(
     if not ready:
         return
     test_traces = [inputs.traces[t] for t in inputs.test if t in inputs.traces]
+    dev_traces = [inputs.traces[t] for t in inputs.dev if t in inputs.traces]
     before = await run.label("test-current", test_traces, run.config, "test-current")
+    dev_before = await run.label("dev-current", dev_traces, run.config, "dev-current")
     base = inputs.taxonomy
     for code in ready:
         candidate = changed(
@@ -768,6 +776,22 @@ async def _test(
         decide(
             decisions[code],
             paired_figures(
-                code, inputs.gold, before, after, inputs.test, n_boot=options.n_boot, seed=options.boot_seed
+                code,
+                inputs.gold,
+                before,
+                after,
+                inputs.test,
+                n_boot=options.n_boot,
+                seed=options.boot_seed,
+                family=len(ready),
             ),
+        )
+        dev_after = await run.label(
+            "dev-candidates",
+            dev_traces,
+            run.config.model_copy(update={"taxonomy": str(path)}),
+            f"dev-{code}",
+        )
+        decisions[code].dev = paired_figures(
+            code, inputs.gold, dev_before, dev_after, inputs.dev, n_boot=options.n_boot, seed=options.boot_seed
         )

@@ -47,11 +47,16 @@ def _row(m: ModeDecision) -> str:
     before = "–" if t is None else _f(t.kappa_before) + _ci(t.ci_before)
     after = "–" if t is None else _f(t.kappa_after) + _ci(t.ci_after)
     diff = "–" if t is None or t.diff is None else f"{t.diff:+.2f}{_ci(t.ci_diff)}"
+    if t is not None and t.ci_diff_adjusted is not None:
+        diff += f"; Bonferroni{_ci(t.ci_diff_adjusted)}"
     test = "–" if t is None else f"{t.n_traces} ({t.positives}+)"
+    d = m.dev
+    dev = "–" if d is None else f"{_f(d.kappa_before)} → {_f(d.kappa_after)} ({d.n_traces} traces)"
     cells = [
         m.code,
         m.name,
         f"{m.dev_disagreements} of {m.dev_traces} ({m.dev_false_positives} FP, {m.dev_false_negatives} FN)",
+        dev,
         test,
         before,
         after,
@@ -78,6 +83,27 @@ def _proposal(m: ModeDecision) -> str:
     )
 
 
+def multiple_comparisons(result: CalibrationResult) -> str:
+    """The plain warning about testing several modes on one test split, with the count and a Bonferroni reading."""
+    tested = result.tested
+    m = len(tested)
+    if m <= 1:
+        return (
+            f"{m} mode tested on the test split: no correction for multiple comparisons is needed. The dev "
+            "figures are those of the traces the proposal was written from: they show fit, not proof."
+        )
+    level = 1 - 0.05 / m
+    holding = [x.code for x in result.accepted if x.test and x.test.ci_diff_adjusted and x.test.ci_diff_adjusted[0] > 0]
+    return (
+        f"{m} modes were tested on the same test split. Each acceptance uses a 95% CI, so the chance that at "
+        f"least one of them is accepted by luck alone grows with the count (up to about {min(m * 2.5, 100):.0f}% "
+        f"rather than 2.5%). Read with Bonferroni (each difference's CI at {level:.1%}), the accepted changes "
+        f"that still hold are: {', '.join(holding) if holding else 'none'}. Confirm the others on fresh reviewed "
+        "traces before trusting them. The dev figures are those of the traces the proposal was written from: "
+        "they show fit, not proof."
+    )
+
+
 def report_html(result: CalibrationResult) -> str:
     """One self-contained page: the table of decisions, then each proposal."""
     e = html.escape
@@ -85,9 +111,10 @@ def report_html(result: CalibrationResult) -> str:
         "mode",
         "name",
         "dev disagreements",
+        "dev kappa before → after",
         "test traces",
-        "kappa before [CI]",
-        "kappa after [CI]",
+        "test kappa before [CI]",
+        "test kappa after [CI]",
         "difference [paired CI]",
         "decision",
         "reason",
@@ -114,6 +141,7 @@ def report_html(result: CalibrationResult) -> str:
         f"when the test kappa improves and the 95% paired bootstrap CI of the difference ({result.n_boot} "
         f"resamples of test traces) lies above 0; fewer than {result.min_positives} test traces with (or "
         "without) the mode: not decided.</p>"
+        f"<p><strong>Multiple comparisons:</strong> {e(multiple_comparisons(result))}</p>"
         f"{stopped}<table><thead><tr>{''.join(f'<th>{h}</th>' for h in heads)}</tr></thead><tbody>{rows}"
         f"</tbody></table><h2>Proposals</h2>{''.join(_proposal(m) for m in result.modes)}"
         f"<h2>Notes</h2><ul>{notes}</ul><p>{e(str(totals.get('calls')))} calls "

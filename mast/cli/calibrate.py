@@ -155,8 +155,22 @@ def command(
     if as_json:
         write_line(result.model_dump_json())
     else:
+        from mast.calibration.write import multiple_comparisons
+
+        def kappa(value: float | None) -> str:
+            return "undefined" if value is None else f"{value:.2f}"
+
         for mode in result.modes:
             stdout.print(f"{mode.code:>5}  {mode.decision:<12} {mode.reason}", markup=False, highlight=False)
+            if mode.dev is not None:
+                stdout.print(
+                    f"{'':>5}  {'':<12} dev kappa {kappa(mode.dev.kappa_before)} -> "
+                    f"{kappa(mode.dev.kappa_after)} over {mode.dev.n_traces} dev traces (not deciding)",
+                    markup=False,
+                    highlight=False,
+                )
+        if result.tested:
+            stdout.print(multiple_comparisons(result), markup=False, highlight=False)
         for note in result.notes:
             click.echo(terminal_safe(f"mast: {note}"), err=True)
         totals = result.totals

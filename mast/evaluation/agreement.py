@@ -161,10 +161,11 @@ def _fleiss(ratings: np.ndarray) -> float | None:
 
 
 def _krippendorff(ratings: np.ndarray) -> float | None:
-    values = ratings[~np.isnan(ratings)]
+    # Alpha counts only cells rated at least twice: when those all hold one value it is 0/0 (undefined),
+    # even if a cell rated once holds the other value.
+    pairable = ratings[(~np.isnan(ratings)).sum(axis=1) >= 2]
+    values = pairable[~np.isnan(pairable)]
     if values.size == 0 or np.all(values == values[0]):
-        return None
-    if not np.any((~np.isnan(ratings)).sum(axis=1) >= 2):
         return None
     import krippendorff
 

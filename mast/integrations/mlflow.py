@@ -25,7 +25,7 @@ no MLflow package is needed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -151,10 +151,16 @@ class FeedbackWriter:
 
     def write(self, diagnosis: Diagnosis, spans: Mapping[int, str] | None = None) -> None:
         """Make the trace's mast feedback say what ``diagnosis`` says: create, update, delete as needed."""
-        trace_id = diagnosis.trace_id
-        wanted = feedback_for(diagnosis, spans)
         owner = source_id(diagnosis)
-        existing = [e for e in self.api.trace_info(trace_id).get("assessments") or [] if is_mast_entry(e, owner)]
+        self.sync(diagnosis.trace_id, feedback_for(diagnosis, spans), lambda e: is_mast_entry(e, owner))
+
+    def sync(self, trace_id: str, wanted: list[Feedback], mine: Callable[[Mapping[str, Any]], bool]) -> None:
+        """Make the trace's entries that ``mine`` selects be exactly ``wanted`` (matched by name).
+
+        What :meth:`write` does for the judge, open to another writer (the gold's human assessments
+        select their reviewer's entries). Entries ``mine`` does not select are never touched.
+        """
+        existing = [e for e in self.api.trace_info(trace_id).get("assessments") or [] if mine(e)]
         by_name: dict[str, list[Mapping[str, Any]]] = {}
         for entry in sorted(existing, key=lambda e: str(e.get("create_time") or "")):
             by_name.setdefault(str(entry["assessment_name"]), []).append(entry)

@@ -47,7 +47,8 @@ from mast.trace import Trace
 IDENTIFIER = "mast"
 """Identifier of every annotation mast writes (the upsert key, with the name and the target)."""
 __all__ = ["FIRST_FAILURE_NAME", "IDENTIFIER", "MAX_EXPLANATION", "SUMMARY_NAME", "PushReport", "annotations_for",
-           "annotator_kind", "mode_annotation_name", "push", "read_annotations", "step_spans"]
+           "annotator_kind", "log_trace_annotations", "mode_annotation_name", "push", "read_annotations",
+           "step_spans"]
 
 AnnotatorKind = Literal["LLM", "CODE", "HUMAN"]
 
@@ -159,8 +160,6 @@ def push(
         UsageError: the client is not installed, or the URL is malformed.
         SourceError: Phoenix cannot be reached or refuses the annotations.
     """
-    import httpx
-
     items = list(diagnoses)
     report = PushReport()
     given = {d.trace_id: dict(span_maps[d.trace_id]) for d in items if span_maps and d.trace_id in span_maps}
@@ -174,6 +173,28 @@ def push(
         trace_rows.extend(rows)
         span_rows.extend(span_part)
         report.traces += 1
+    _log(client, url, trace_rows, span_rows)
+    report.trace_annotations = len(trace_rows)
+    report.span_annotations = len(span_rows)
+    return report
+
+
+def log_trace_annotations(url: str, rows: Sequence[Mapping[str, Any]], *, api_key: str | None = None) -> int:
+    """Write trace annotations already in Phoenix's JSON shape (upserts on name, trace, identifier); how many.
+
+    Raises:
+        UsageError: the client is not installed, or the URL is malformed.
+        SourceError: Phoenix cannot be reached or refuses the annotations.
+    """
+    items = [dict(r) for r in rows]
+    if items:
+        _log(_client(url, api_key), url, items, [])
+    return len(items)
+
+
+def _log(client: Any, url: str, trace_rows: list[dict[str, Any]], span_rows: list[dict[str, Any]]) -> None:
+    import httpx
+
     try:
         for chunk in _chunks(trace_rows):
             client.traces.log_trace_annotations(trace_annotations=chunk, sync=True)
@@ -184,9 +205,6 @@ def push(
                           f"{exc.response.text[:200]}") from exc
     except httpx.HTTPError as exc:
         raise SourceError(f"{public_url(url)}: cannot reach Phoenix: {exc}") from exc
-    report.trace_annotations = len(trace_rows)
-    report.span_annotations = len(span_rows)
-    return report
 
 
 def _span_maps(
@@ -219,14 +237,21 @@ def _chunks(rows: list[dict[str, Any]], size: int = 500) -> Iterable[list[dict[s
         yield rows[start : start + size]
 
 
-def read_annotations(url: str, trace_ids: Sequence[str], *, api_key: str | None = None) -> list[dict[str, Any]]:
-    """The trace annotations mast wrote for ``trace_ids`` (Phoenix's JSON), to check a write-back."""
+def read_annotations(
+    url: str, trace_ids: Sequence[str], *, api_key: str | None = None, identifier: str | None = IDENTIFIER
+) -> list[dict[str, Any]]:
+    """The trace annotations on ``trace_ids`` (Phoenix's JSON): by default those the judge wrote.
+
+    ``identifier=None``: every annotation, whoever wrote it (people's, other tools', the gold's).
+    """
     location = PhoenixURL.parse(url)
     rows: list[dict[str, Any]] = []
     with http_client(location.base_url, api_key) as client:
         cursor: str | None = None
         while True:
-            params: dict[str, Any] = {"trace_ids": list(trace_ids), "identifier": IDENTIFIER, "limit": 1000}
+            params: dict[str, Any] = {"trace_ids": list(trace_ids), "limit": 1000}
+            if identifier is not None:
+                params["identifier"] = identifier
             if cursor:
                 params["cursor"] = cursor
             response = client.get(f"v1/projects/{location.project}/trace_annotations", params=params)

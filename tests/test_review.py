@@ -436,8 +436,10 @@ def test_two_reviewers_on_overlapping_traces_give_their_agreement_per_mode(resul
         bo.record(position, [{"field": "accept"}])
         judge = bo.item(position).judge[split_on]
         if position < 10 and (judge == "present" or flipped < 3):
-            bo.record(position, [{"field": "mode", "code": split_on,
-                                  "value": "absent" if judge == "present" else "present"}])
+            bo.record(
+                position,
+                [{"field": "mode", "code": split_on, "value": "absent" if judge == "present" else "present"}],
+            )
             flipped += 1
     bo.close()
     report = validate_gold(gold, output=tmp_path / "v", n_boot=0)

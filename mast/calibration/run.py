@@ -793,5 +793,11 @@ async def _test(
             f"dev-{code}",
         )
         decisions[code].dev = paired_figures(
-            code, inputs.gold, dev_before, dev_after, inputs.dev, n_boot=options.n_boot, seed=options.boot_seed
+            code,
+            inputs.gold,
+            dev_before,
+            dev_after,
+            inputs.dev,
+            n_boot=options.n_boot,
+            seed=options.boot_seed,
         )

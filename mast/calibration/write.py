@@ -93,7 +93,11 @@ def multiple_comparisons(result: CalibrationResult) -> str:
             "figures are those of the traces the proposal was written from: they show fit, not proof."
         )
     level = 1 - 0.05 / m
-    holding = [x.code for x in result.accepted if x.test and x.test.ci_diff_adjusted and x.test.ci_diff_adjusted[0] > 0]
+    holding = [
+        x.code
+        for x in result.accepted
+        if x.test and x.test.ci_diff_adjusted and x.test.ci_diff_adjusted[0] > 0
+    ]
     return (
         f"{m} modes were tested on the same test split. Each acceptance uses a 95% CI, so the chance that at "
         f"least one of them is accepted by luck alone grows with the count (up to about {min(m * 2.5, 100):.0f}% "

@@ -54,8 +54,11 @@ def export(gold: str, output: str, kind: str, split: str | None, with_improve: b
         from mast.review.stores import export_gold
 
         report = export_gold(gold, output)
-        stdout.print(f"wrote {report.cells} human labels on {report.traces} traces to {public_url(output)}",
-                     markup=False, highlight=False)
+        stdout.print(
+            f"wrote {report.cells} human labels on {report.traces} traces to {public_url(output)}",
+            markup=False,
+            highlight=False,
+        )
         return
 
     queues: tuple[str, ...] = ("random", "improve") if with_improve else ("random",)

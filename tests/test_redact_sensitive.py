@@ -47,8 +47,16 @@ def test_a_sensitive_false_value_and_prose_about_sensitivity_stay() -> None:
 
 
 def test_structured_tool_output_with_the_flag_is_redacted_leaf_by_leaf() -> None:
-    trace = Trace(trace_id="tf", steps=[Step(index=0, agent="a", tool_calls=[
-        ToolCall(name="terraform_output", arguments={"outputs": {"deep": OUTPUTS}})])])
+    trace = Trace(
+        trace_id="tf",
+        steps=[
+            Step(
+                index=0,
+                agent="a",
+                tool_calls=[ToolCall(name="terraform_output", arguments={"outputs": {"deep": OUTPUTS}})],
+            )
+        ],
+    )
     redacted, counts = redact_trace(trace)
     arguments = redacted.steps[0].tool_calls[0].arguments
     assert not any(secret in json.dumps(arguments) for secret in SECRETS), arguments

@@ -49,7 +49,8 @@ from typing import Any, Literal
 
 import orjson
 
-from mast.errors import MastError, UsageError, one_line
+from mast._files import FileCheck, check_file, open_checked
+from mast.errors import MastError, TraceFormatError, UsageError, one_line
 
 Tool = Literal["claude-code", "codex"]
 TOOLS: tuple[Tool, ...] = ("claude-code", "codex")
@@ -652,14 +653,13 @@ def tool_roots(tool: Tool) -> list[Path]:
     return roots
 
 
-def _looks_like_own_format(tool: Tool, path: Path) -> bool:
-    """Whether the first line of ``path`` is a Claude Code session event / a Codex rollout line.
+def _looks_like_own_format(tool: Tool, fd: int) -> bool:
+    """Whether the first line of the open file ``fd`` is a Claude Code session event / a Codex rollout line.
 
     A quick look at the head, so the hook answers before any normaliser is imported (that import
     costs seconds); the labelling process then reads the file with that format only.
     """
-    with open(path, "rb") as fh:
-        head = fh.read(1 << 16)
+    head = os.pread(fd, 1 << 16, 0)
     first = next((line for line in head.lstrip(b"\xef\xbb\xbf").splitlines() if line.strip()), b"")
     try:
         value = orjson.loads(first)
@@ -681,27 +681,51 @@ def check_transcript(event: HookEvent) -> None:
     Raises:
         UsageError: why it is refused (the hook prints ``hook skipped: ...`` and exits 0).
     """
+    transcript_check(event.transcript, event.tool, f"transcript {event.transcript} of session {event.session_id}")
+
+
+def transcript_check(path: Path, tool: Tool | None, what: str) -> FileCheck:
+    """What :func:`check_transcript` checks, and the file it saw: the labeller reads that file only.
+
+    The hook checks, and the detached labeller checks again just before it reads (the transcript
+    may have been swapped for a link while it waited for the session to go quiet); the read then
+    opens the very file this check saw (:mod:`mast._files`), never a link put there since.
+
+    Raises:
+        UsageError: why the transcript is refused.
+    """
     import stat
 
-    path = event.transcript
-    what = f"transcript {path} of session {event.session_id}"
     try:
         mode = path.stat().st_mode
     except OSError:
         raise UsageError(f"{what} does not exist") from None
     if not stat.S_ISREG(mode):
         raise UsageError(f"{what} is not a regular file")
-    target = path.resolve()
-    if target != path.absolute():  # a link somewhere on the way: it must stay in the tool's folder
-        roots = [root.resolve() for root in tool_roots(event.tool)]
+    try:
+        check = check_file(path)
+    except TraceFormatError as exc:
+        raise UsageError(f"{what} cannot be read ({exc.reason})") from None
+    target = Path(check.target)
+    if target != path.absolute() and tool is not None:  # a link on the way: it must stay in the tool's folder
+        roots = [root.resolve() for root in tool_roots(tool)]
         if not any(target.is_relative_to(root) for root in roots):
             raise UsageError(f"{what} is a link to {target}, outside {', '.join(map(str, roots))}")
+    if tool is None:
+        return check
     try:
-        own = _looks_like_own_format(event.tool, target)
+        fd = open_checked(path, check)
+    except TraceFormatError as exc:
+        raise UsageError(f"{what} cannot be read ({exc.reason})") from None
+    try:
+        own = _looks_like_own_format(tool, fd)
     except OSError as exc:
         raise UsageError(f"{what} cannot be read ({one_line(exc)})") from None
+    finally:
+        os.close(fd)
     if not own:
-        raise UsageError(f"{what} is not a {FORMATS[event.tool]} transcript")
+        raise UsageError(f"{what} is not a {FORMATS[tool]} transcript")
+    return check
 
 
 def _other_judge(results: Path, info: Any) -> str | None:
@@ -793,6 +817,9 @@ def label_session(
     nothing; one labelled again after it grew replaces its older result.
     """
     waiting = None
+    # The file as it is when the labeller starts: after the wait it must still be this file (the
+    # session appends to it; a file swapped in, or a link put in its place, is another one).
+    first = transcript_check(transcript, tool, f"transcript {transcript}")
     if quiet > 0:
         waiting = _waiter_lock(results, session_id)
         if waiting is None:  # an earlier event's process already waits for this session: one per session
@@ -805,7 +832,8 @@ def label_session(
                 break
             before = now  # the session went on: wait again from its latest change
     try:
-        return _label_now(transcript, session_id, results, judge_options, FORMATS[tool] if tool else "auto")
+        return _label_now(transcript, session_id, results, judge_options, FORMATS[tool] if tool else "auto", tool,
+                          first)
     finally:
         if waiting is not None:
             os.close(waiting)
@@ -833,7 +861,13 @@ def _waiter_lock(results: Path, session_id: str) -> int | None:
 
 
 def _label_now(
-    transcript: Path, session_id: str, results: Path, judge_options: dict[str, Any], format: str = "auto"
+    transcript: Path,
+    session_id: str,
+    results: Path,
+    judge_options: dict[str, Any],
+    format: str = "auto",
+    tool: Tool | None = None,
+    first: FileCheck | None = None,
 ) -> str:
     import asyncio
 
@@ -853,7 +887,11 @@ def _label_now(
         # The transcript is read under the results file's lock: a process that waited for the lock
         # (a Stop's, while SessionEnd's wrote) reads the transcript as it is now, never the older
         # copy it would have read before waiting, so the later result is always of the later content.
-        items = list(scan([transcript], format=format))
+        # Checked again now, and read as the file this check saw (a link swapped in meanwhile is not read).
+        check = transcript_check(transcript, tool, f"transcript {transcript}")
+        if first is not None and (check.dev, check.ino) != (first.dev, first.ino):
+            return f"session {session_id}: not labelled: {transcript} was replaced while it was waited on (not read)"
+        items = list(scan([transcript], format=format, checks={str(transcript): check}))
         if not items:
             return f"session {session_id}: {transcript} holds no trace"
         unreadable = [item.error for item in items if item.error is not None]

@@ -50,6 +50,7 @@ from typing import Any, Literal
 import orjson
 
 from mast._files import FileCheck, check_file, open_checked
+from mast._outputs import terminal_safe
 from mast.errors import MastError, TraceFormatError, UsageError, one_line
 
 Tool = Literal["claude-code", "codex"]
@@ -928,8 +929,12 @@ def _label_now(
 
 
 def error_line(exc: BaseException) -> str:
-    """The one line a failed hook prints (it still exits 0)."""
-    return f"mast: hook skipped: {one_line(exc)}"
+    """The one line a failed hook prints (it still exits 0).
+
+    The reason may hold a session id, a path or a payload's text: terminal escapes (ESC, CSI, OSC, C1
+    controls, BiDi overrides) are shown escaped, never sent to the agent's terminal.
+    """
+    return f"mast: hook skipped: {terminal_safe(one_line(exc))}"
 
 
 def _seconds(text: str) -> float:
@@ -963,7 +968,7 @@ def run_main(argv: Sequence[str], stdin: Any = None) -> int:
         quiet = _seconds(args.quiet) if args.quiet else DEFAULT_QUIET_S
         judge = {name: getattr(args, name) for name in JUDGE_FLAGS if getattr(args, name) is not None}
         payload = read_payload(args.payload, stdin if stdin is not None else sys.stdin)
-        print(handle_event(payload, tool=args.tool, output=args.output, quiet=quiet, judge=judge))
+        print(terminal_safe(handle_event(payload, tool=args.tool, output=args.output, quiet=quiet, judge=judge)))
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a hook must never fail the agent: say why, exit 0
         print(error_line(exc), file=sys.stderr)
     return 0

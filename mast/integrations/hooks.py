@@ -660,7 +660,8 @@ def _looks_like_own_format(tool: Tool, fd: int) -> bool:
     A quick look at the head, so the hook answers before any normaliser is imported (that import
     costs seconds); the labelling process then reads the file with that format only.
     """
-    head = os.pread(fd, 1 << 16, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    head = os.read(fd, 1 << 16)
     first = next((line for line in head.lstrip(b"\xef\xbb\xbf").splitlines() if line.strip()), b"")
     try:
         value = orjson.loads(first)

@@ -143,3 +143,32 @@ def test_rate_limiter_waits_for_the_refill() -> None:
         assert slept[-1] == pytest.approx(6.1)
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("read_memory", [None, 2**30])
+def test_a_folder_file_swapped_for_a_link_after_it_was_listed_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_memory: int | None
+) -> None:
+    """Listed and checked as a regular file, a link to a file outside the folder by the time it is read: an error row."""
+    import mast.batch.inputs as inputs
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    run = folder / "run.json"
+    run.write_text(orjson.dumps([{"role": "user", "content": "hello"}]).decode())
+    outside = tmp_path / "credentials.json"
+    outside.write_text(orjson.dumps([{"role": "user", "content": "aws_secret_access_key LEAKED"}]).decode())
+    real_read = inputs.read_file
+
+    def swap_then_read(path: Path, *args: object, **kwargs: object) -> object:
+        run.unlink()
+        run.symlink_to(outside)
+        return real_read(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(inputs, "read_file", swap_then_read)
+    (item,) = list(scan([folder], read_memory=read_memory))
+    assert item.trace is None and item.error is not None and "symbolic link" in str(item.error)
+    assert "LEAKED" not in str(item.error)
+    # a link found in the folder that leads out of it is still skipped at listing, as before
+    monkeypatch.setattr(inputs, "read_file", real_read)
+    assert list(scan([folder], read_memory=read_memory)) == []

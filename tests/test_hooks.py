@@ -408,3 +408,32 @@ def test_the_hook_does_not_wait_for_stdin_to_close(tmp_path: Path) -> None:
             process.wait()
             for pipe in (process.stdin, process.stdout, process.stderr):
                 pipe.close()  # type: ignore[union-attr]
+
+
+def test_a_transcript_swapped_for_a_link_while_the_labeller_waits_is_not_read(tmp_path: Path) -> None:
+    """The quiet period passes, then the transcript is a link to another file: nothing of it is judged or written."""
+    transcript = tmp_path / "session.jsonl"
+    shutil.copy(CLAUDE, transcript)
+    secret = tmp_path / "elsewhere.jsonl"
+    secret.write_text(CLAUDE.read_text().replace("test_session", "leaked_session"))
+    results = tmp_path / "results.jsonl"
+    from mast._files import check_file
+
+    checked = check_file(transcript)  # what the check saw: the quiet transcript itself
+
+    def swap(seconds: float) -> None:  # the quiet wait: the file becomes a link to another session
+        transcript.unlink()
+        transcript.symlink_to(secret)
+
+    line = hooks.label_session(transcript, "test_session", results, quiet=5, judge_options={}, sleep=swap)
+    assert "not labelled" in line and "leaked_session" not in (results.read_text() if results.exists() else "")
+    assert not lines(results), line
+    # and the read itself refuses the link even when the check came before the swap
+    items = list(hooks_scan(transcript, checked))
+    assert len(items) == 1 and items[0].error is not None and "symbolic link" in str(items[0].error)
+
+
+def hooks_scan(transcript: Path, check: object) -> list[object]:
+    from mast.batch.inputs import scan
+
+    return list(scan([transcript], checks={str(transcript): check}))  # type: ignore[dict-item]

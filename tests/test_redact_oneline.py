@@ -4,7 +4,8 @@ A minified megabyte of JSON has no newline: a rule that looks back "to the start
 reads back to the start of the text for every match, and grows with the square of the text. Each
 shape is redacted (or repaired) at 128 KB and at 512 KB, four times the text, and the CPU time may
 grow at most twice that (``LIMIT``): a quadratic rule grows sixteen times, and the ones this caught
-took 100 to 250 times longer at 4 MB. The sizes are small on purpose, to keep the suite fast. A ratio, never a wall-clock limit; seconds per megabyte are benchmarks/bench_redact.py's.
+took 100 to 250 times longer at 4 MB. The sizes are small on purpose, to keep the suite fast. A ratio, never a wall-clock limit;
+seconds per megabyte from 256 KB to 4 MB are benchmarks/bench_redact_oneline.py's (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ ONE_LINE_SHAPES = {
     "packed authorization:x lead-ins": "authorization:x",
     "minified JSON with password and secret fields": '{"password":"p4ss\\\\w0rd","client_secret":"Zx9Qw8Er7Ty6Ui5Op4"},',
     "name/value pairs": '{"name":"DB_PASSWORD","value":"Tr0ub4dor&3xyz"},',
+    "terraform sensitive outputs": '{"db":{"sensitive":true,"type":["object",{"pw":"string"}],"value":{"pw":"h2-r"}}},',
+    "sensitive flags with no value": '"sensitive":true,"a":"b",',
 }
 REPLIES = {
     'a reply looping on {"': '{"',

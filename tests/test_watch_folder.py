@@ -192,3 +192,74 @@ def test_watch_refuses_a_results_file_of_another_judge_before_judging(tmp_path: 
     assert watched.exit_code == 2, watched.output
     assert "holds results of another judge or settings (1 by detectors)" in watched.output
     assert len(read_results(out)) == 1
+
+
+def _swap_for_link(session: Path, target: Path) -> None:
+    session.unlink()
+    session.symlink_to(target)
+
+
+@pytest.mark.parametrize("when", ["after the last count", "during the quiet period"])
+async def test_a_file_swapped_for_a_link_is_never_read(tmp_path: Path, when: str) -> None:
+    """A session file replaced by a link out of the folder between the check and the read: skipped with one line."""
+    folder = tmp_path / "projects" / "-home-me-app"
+    folder.mkdir(parents=True)
+    session = folder / "session.jsonl"
+    shutil.copy(CLAUDE[0], session)
+    target = tmp_path / "secret.jsonl"  # a real session outside the folder: it would parse and be judged
+    shutil.copy(CLAUDE[1], target)
+    marker = json.loads(target.read_text().splitlines()[0]).get("sessionId") or "no-session-id"
+    clock, out, state = Clock(), tmp_path / "r.jsonl", tmp_path / "state.json"
+    with ResultsFile(out) as results:
+        watcher = _watcher(tmp_path / "projects", results, state, clock)
+        source = watcher.source
+        assert isinstance(source, FolderSource)
+        assert (await watcher.poll()).pending == 1
+        if when == "during the quiet period":
+            _swap_for_link(session, target)
+            clock.now += 61
+            await watcher.poll()  # the count changed (a link now): quiet again from here
+            clock.now += 61
+        else:
+            counts = source.span_counts
+
+            def count_then_swap(ids: list[str]) -> dict[str, int]:
+                found = counts(ids)  # the check: a quiet regular file
+                _swap_for_link(session, target)  # ...swapped before the read
+                return found
+
+            source.span_counts = count_then_swap  # type: ignore[method-assign]
+            clock.now += 61
+        report = await watcher.poll()
+    assert report.labelled == [] and report.traces == {} and report.pending == 0
+    (reason,) = source.skipped.values()
+    assert "symbolic link" in reason and "\n" not in reason, reason
+    text = out.read_text() if out.exists() else ""
+    assert marker not in text and str(target) not in text and read_results(out) == [] if out.exists() else True
+
+
+async def test_a_file_replaced_by_another_file_after_its_count_is_not_read(tmp_path: Path) -> None:
+    """Same name, another inode (a rename over it) after the check: refused, the new file waits for its own quiet."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    session = folder / "session.jsonl"
+    shutil.copy(CLAUDE[0], session)
+    clock, out, state = Clock(), tmp_path / "r.jsonl", tmp_path / "state.json"
+    with ResultsFile(out) as results:
+        watcher = _watcher(folder, results, state, clock)
+        source = watcher.source
+        assert isinstance(source, FolderSource)
+        await watcher.poll()
+        counts = source.span_counts
+
+        def count_then_replace(ids: list[str]) -> dict[str, int]:
+            found = counts(ids)
+            other = folder / ".other"
+            shutil.copy(CLAUDE[1], other)
+            other.replace(session)
+            return found
+
+        source.span_counts = count_then_replace  # type: ignore[method-assign]
+        clock.now += 61
+        report = await watcher.poll()
+    assert report.traces == {} and "replaced by another file" in next(iter(source.skipped.values()))

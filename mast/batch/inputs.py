@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from mast._files import FileCheck, check_file
 from mast.batch.resume import ContentKey, ResumeKey
 from mast.diagnosis import SourceRef
 from mast.errors import TraceFormatError, UsageError
@@ -102,6 +103,7 @@ def scan(
     keep_bytes: int | None = KEEP_BYTES,
     skip: Iterable[str | os.PathLike[str]] = (),
     read_memory: int | None | Literal["env"] = "env",
+    checks: Mapping[str, FileCheck] | None = None,
 ) -> Iterator[WorkItem]:
     """Every trace of ``inputs`` as a work item, in input order.
 
@@ -119,6 +121,9 @@ def scan(
         skip: files never read as input (the batch's own output: it grows while the scan goes on).
         read_memory: the reading worker's memory limit in bytes; ``None`` reads in this process;
             ``"env"``: ``MAST_READ_MEMORY``, default 2 GiB.
+        checks: what an earlier check saw of a file (by its path as given): it is read only as that
+            file. Other files are checked as they are found (a link in a folder must stay inside it)
+            and read as checked, so a file swapped for a link meanwhile is never read.
 
     Raises:
         UsageError: a path that does not exist.
@@ -133,7 +138,21 @@ def scan(
                 yield _item(index, given, keep=True)
                 index += 1
         elif isinstance(given, os.PathLike) or (isinstance(given, str) and looks_like_path(given)):
+            top = Path(given).resolve() if Path(given).is_dir() else None
             for path in iter_paths([given], recursive=recursive):
+                check = (checks or {}).get(str(path)) or _check(path)
+                if top is not None and check is not None and not Path(check.target).is_relative_to(top):
+                    # iter_paths let it through as a file (or a link inside); it is a link out now
+                    yield _file_error_item(
+                        index,
+                        str(path),
+                        TraceFormatError(
+                            "a link that leaves the folder (replaced after it was listed): not read",
+                            path=str(path),
+                        ),
+                    )
+                    index += 1
+                    continue
                 try:
                     stat = path.stat()
                 except OSError:
@@ -144,7 +163,7 @@ def scan(
                     read_bytes += stat.st_size
                 keep = keep_bytes is None or read_bytes <= keep_bytes
                 for item in _file_items(
-                    path, format, shard, keep=keep, start=index, memory_limit=memory_limit
+                    path, format, shard, keep=keep, start=index, memory_limit=memory_limit, check=check
                 ):
                     yield item
                     index += 1
@@ -152,6 +171,14 @@ def scan(
             for item in _object_items(given, format, shard, start=index):
                 yield item
                 index += 1
+
+
+def _check(path: Path) -> FileCheck | None:
+    """The file ``path`` names now, to be read as that file; ``None`` when there is none (the read says why)."""
+    try:
+        return check_file(path)
+    except TraceFormatError:
+        return None
 
 
 def _file_id(path: Path) -> tuple[int, int] | None:
@@ -222,13 +249,14 @@ def _file_items(
     keep: bool,
     start: int,
     memory_limit: int | None,
+    check: FileCheck | None = None,
 ) -> Iterator[WorkItem]:
     index = start
     # Read in the worker process (mast.normalize._isolated), which sends the rows as it reads them: a
     # reader that crashes or a file that blows memory up gives this file an error row, and the run
     # goes on. Closed on the way out (a whole-file error, or a consumer that stops early), so the
     # worker stops this file and is ready for the next.
-    rows = read_file(path, format, memory_limit=memory_limit)
+    rows = read_file(path, format, memory_limit=memory_limit, check=check)
     try:
         for position, row in enumerate(rows):
             if row.whole_file:

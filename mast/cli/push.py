@@ -11,7 +11,7 @@ from mast.batch.table import read_results
 from mast.cli._shared import stderr, write_line
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
-from mast.sources import is_source_url, source_scheme, step_spans
+from mast.sources import is_source_url, public_url, source_scheme, step_spans
 
 IDS_PER_READ = 50
 
@@ -31,12 +31,13 @@ def command(results: Path, url: str, all_sources: bool, as_json: bool) -> None:
     pip install 'mast-judge[phoenix]'; the key comes from PHOENIX_API_KEY. MLflow takes
     MLFLOW_TRACKING_TOKEN or MLFLOW_TRACKING_USERNAME/PASSWORD.
     """
+    shown = public_url(url)  # what is printed and what results record: never the URL's user and password
     if not is_source_url(url):
-        raise UsageError(f"{url}: not a trace store URL (phoenix://HOST:PORT/PROJECT, mlflow://HOST:PORT/EXPERIMENT)")
+        raise UsageError(f"{shown}: not a trace store URL (phoenix://HOST:PORT/PROJECT, mlflow://HOST:PORT/EXPERIMENT)")
     diagnoses = read_results(results)
-    latest = {d.trace_id: d for d in diagnoses if all_sources or d.source.path == url}
+    latest = {d.trace_id: d for d in diagnoses if all_sources or d.source.path == shown}
     if not latest:
-        raise UsageError(f"{results}: no result read from {url} (--all-sources pushes every result)")
+        raise UsageError(f"{results}: no result read from {shown} (--all-sources pushes every result)")
     if source_scheme(url) == "mlflow":
         _push_mlflow(list(latest.values()), url, as_json)
         return
@@ -46,7 +47,7 @@ def command(results: Path, url: str, all_sources: bool, as_json: bool) -> None:
     for line in report.skipped:
         stderr.print(f"mast: {line}", markup=False, highlight=False)
     stderr.print(f"mast: wrote {report.trace_annotations} trace and {report.span_annotations} span annotations "
-                 f"for {plural(report.traces, 'trace')} to {url}", markup=False, highlight=False)
+                 f"for {plural(report.traces, 'trace')} to {shown}", markup=False, highlight=False)
     if as_json:
         import orjson
 
@@ -67,7 +68,7 @@ def _push_mlflow(diagnoses: list[Diagnosis], url: str, as_json: bool) -> None:
             for diagnosis in chunk:
                 trace = traces.get(diagnosis.trace_id)
                 if trace is None:
-                    writer.report.skipped.append(f"{diagnosis.trace_id}: not in {url}")
+                    writer.report.skipped.append(f"{diagnosis.trace_id}: not in {public_url(url)}")
                     continue
                 same = diagnosis.trace_hash is None or trace.content_hash() == diagnosis.trace_hash
                 writer.write(diagnosis, step_spans(trace) if same else None)
@@ -76,7 +77,7 @@ def _push_mlflow(diagnoses: list[Diagnosis], url: str, as_json: bool) -> None:
     r = writer.report
     for line in r.skipped:
         stderr.print(f"mast: {line}", markup=False, highlight=False)
-    stderr.print(f"mast: wrote feedback for {r.traces} traces to {url}: {r.created} new, {r.updated} updated, "
+    stderr.print(f"mast: wrote feedback for {r.traces} traces to {public_url(url)}: {r.created} new, {r.updated} updated, "
                  f"{r.unchanged} unchanged, {r.deleted} removed", markup=False, highlight=False)
     if as_json:
         import orjson

@@ -9,7 +9,6 @@ is escaped.
 
 from __future__ import annotations
 
-import csv
 import html
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,9 +16,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import orjson
+import pandas as pd
 import yaml
 
 from mast.__about__ import __version__
+from mast._outputs import csp_meta, write_csv
 from mast.discovery._llm import PROMPT_VERSION
 from mast.discovery.models import SCHEMA_VERSION, Candidate
 from mast.discovery.stages import CANDIDATE_DROPS, CODE_DROPS, drop_counts
@@ -75,13 +76,12 @@ def sheet(output: Path, candidates: Sequence[Candidate], traces: Sequence[Trace]
     output.mkdir(parents=True, exist_ok=True)
     path = output / "sheet.csv"
     gated = [c for c in candidates if c.code is not None]
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["trace_id", "path", "code", "name", "definition", "present"])
-        for trace in traces:
-            for candidate in gated:
-                writer.writerow([trace.trace_id, trace.source.path if trace.source else "", candidate.code,
-                                 candidate.name, candidate.definition, ""])
+    rows = [[trace.trace_id, trace.source.path if trace.source else "", candidate.code, candidate.name,
+             candidate.definition, ""] for trace in traces for candidate in gated]
+    # Through the one safe writer: a mode a model named "=HYPERLINK(...)", or a trace id that opens a
+    # formula, stays text in the spreadsheet people label it in.
+    write_csv(pd.DataFrame(rows, columns=["trace_id", "path", "code", "name", "definition", "present"],
+                           dtype=object), path)
     return path
 
 
@@ -199,8 +199,9 @@ def _num(value: float | None, digits: int = 2) -> str:
 def report_html(result: DiscoveryResult) -> str:
     """The report: each mode with definition, examples (linked to the trace view), prevalence, kappa, decision."""
     m = result.manifest
-    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>mast discover: "
-             f"{_e(result.output.name)}</title><style>{_STYLE}</style></head><body>",
+    # The same strict policy as mast's other pages: only this style runs, nothing is fetched.
+    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8>{csp_meta(styles=(_STYLE,))}"
+             f"<title>mast discover: {_e(result.output.name)}</title><style>{_STYLE}</style></head><body>",
              f"<h1>Discovered failure modes: {_e(result.output.name)}</h1>",
              f"<p>{_e(m['traces'])} traces; base taxonomy {_e(m['base_taxonomy'])}; judge {_e(m['judge']['model'])}; "
              f"split seed {_e((m.get('split') or {}).get('seed'))}: {len((m.get('split') or {}).get('discover', []))} "

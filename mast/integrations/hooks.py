@@ -49,7 +49,9 @@ from typing import Any, Literal
 
 import orjson
 
-from mast.errors import MastError, UsageError, one_line
+from mast._files import FileCheck, check_file, open_checked
+from mast._outputs import terminal_safe
+from mast.errors import MastError, TraceFormatError, UsageError, one_line
 
 Tool = Literal["claude-code", "codex"]
 TOOLS: tuple[Tool, ...] = ("claude-code", "codex")
@@ -652,14 +654,14 @@ def tool_roots(tool: Tool) -> list[Path]:
     return roots
 
 
-def _looks_like_own_format(tool: Tool, path: Path) -> bool:
-    """Whether the first line of ``path`` is a Claude Code session event / a Codex rollout line.
+def _looks_like_own_format(tool: Tool, fd: int) -> bool:
+    """Whether the first line of the open file ``fd`` is a Claude Code session event / a Codex rollout line.
 
     A quick look at the head, so the hook answers before any normaliser is imported (that import
     costs seconds); the labelling process then reads the file with that format only.
     """
-    with open(path, "rb") as fh:
-        head = fh.read(1 << 16)
+    os.lseek(fd, 0, os.SEEK_SET)
+    head = os.read(fd, 1 << 16)
     first = next((line for line in head.lstrip(b"\xef\xbb\xbf").splitlines() if line.strip()), b"")
     try:
         value = orjson.loads(first)
@@ -681,29 +683,55 @@ def check_transcript(event: HookEvent) -> None:
     Raises:
         UsageError: why it is refused (the hook prints ``hook skipped: ...`` and exits 0).
     """
+    transcript_check(
+        event.transcript, event.tool, f"transcript {event.transcript} of session {event.session_id}"
+    )
+
+
+def transcript_check(path: Path, tool: Tool | None, what: str) -> FileCheck:
+    """What :func:`check_transcript` checks, and the file it saw: the labeller reads that file only.
+
+    The hook checks, and the detached labeller checks again just before it reads (the transcript
+    may have been swapped for a link while it waited for the session to go quiet); the read then
+    opens the very file this check saw (:mod:`mast._files`), never a link put there since.
+
+    Raises:
+        UsageError: why the transcript is refused.
+    """
     import stat
 
-    path = event.transcript
-    what = f"transcript {path} of session {event.session_id}"
     try:
         mode = path.stat().st_mode
     except OSError:
         raise UsageError(f"{what} does not exist") from None
     if not stat.S_ISREG(mode):
         raise UsageError(f"{what} is not a regular file")
+    try:
+        check = check_file(path)
+    except TraceFormatError as exc:
+        raise UsageError(f"{what} cannot be read ({exc.reason})") from None
+    if tool is None:
+        return check
     # The event names the file; a hostile or mistaken one must not make the hook read any file the
     # user can: only what lies, links followed, in the tool's own transcript folder is labelled.
-    target = path.resolve()
-    roots = [root.resolve() for root in tool_roots(event.tool)]
+    target = Path(check.target)
+    roots = [root.resolve() for root in tool_roots(tool)]
     if not any(target.is_relative_to(root) for root in roots):
-        where = f"is a link to {target}" if target != path.absolute() else "lies"
+        where = f"is a link to {target}" if target != Path(os.path.normpath(path.absolute())) else "lies"
         raise UsageError(f"{what} {where}, outside {', '.join(map(str, roots))}")
     try:
-        own = _looks_like_own_format(event.tool, target)
+        fd = open_checked(path, check)
+    except TraceFormatError as exc:
+        raise UsageError(f"{what} cannot be read ({exc.reason})") from None
+    try:
+        own = _looks_like_own_format(tool, fd)
     except OSError as exc:
         raise UsageError(f"{what} cannot be read ({one_line(exc)})") from None
+    finally:
+        os.close(fd)
     if not own:
-        raise UsageError(f"{what} is not a {FORMATS[event.tool]} transcript")
+        raise UsageError(f"{what} is not a {FORMATS[tool]} transcript")
+    return check
 
 
 def _other_judge(results: Path, info: Any) -> str | None:
@@ -795,6 +823,9 @@ def label_session(
     nothing; one labelled again after it grew replaces its older result.
     """
     waiting = None
+    # The file as it is when the labeller starts: after the wait it must still be this file (the
+    # session appends to it; a file swapped in, or a link put in its place, is another one).
+    first = transcript_check(transcript, tool, f"transcript {transcript}")
     if quiet > 0:
         waiting = _waiter_lock(results, session_id)
         if waiting is None:  # an earlier event's process already waits for this session: one per session
@@ -807,7 +838,9 @@ def label_session(
                 break
             before = now  # the session went on: wait again from its latest change
     try:
-        return _label_now(transcript, session_id, results, judge_options, FORMATS[tool] if tool else "auto")
+        return _label_now(
+            transcript, session_id, results, judge_options, FORMATS[tool] if tool else "auto", tool, first
+        )
     finally:
         if waiting is not None:
             os.close(waiting)
@@ -835,7 +868,13 @@ def _waiter_lock(results: Path, session_id: str) -> int | None:
 
 
 def _label_now(
-    transcript: Path, session_id: str, results: Path, judge_options: dict[str, Any], format: str = "auto"
+    transcript: Path,
+    session_id: str,
+    results: Path,
+    judge_options: dict[str, Any],
+    format: str = "auto",
+    tool: Tool | None = None,
+    first: FileCheck | None = None,
 ) -> str:
     import asyncio
 
@@ -855,7 +894,11 @@ def _label_now(
         # The transcript is read under the results file's lock: a process that waited for the lock
         # (a Stop's, while SessionEnd's wrote) reads the transcript as it is now, never the older
         # copy it would have read before waiting, so the later result is always of the later content.
-        items = list(scan([transcript], format=format))
+        # Checked again now, and read as the file this check saw (a link swapped in meanwhile is not read).
+        check = transcript_check(transcript, tool, f"transcript {transcript}")
+        if first is not None and (check.dev, check.ino) != (first.dev, first.ino):
+            return f"session {session_id}: not labelled: {transcript} was replaced while it was waited on (not read)"
+        items = list(scan([transcript], format=format, checks={str(transcript): check}))
         if not items:
             return f"session {session_id}: {transcript} holds no trace"
         unreadable = [item.error for item in items if item.error is not None]
@@ -892,8 +935,12 @@ def _label_now(
 
 
 def error_line(exc: BaseException) -> str:
-    """The one line a failed hook prints (it still exits 0)."""
-    return f"mast: hook skipped: {one_line(exc)}"
+    """The one line a failed hook prints (it still exits 0).
+
+    The reason may hold a session id, a path or a payload's text: terminal escapes (ESC, CSI, OSC, C1
+    controls, BiDi overrides) are shown escaped, never sent to the agent's terminal.
+    """
+    return f"mast: hook skipped: {terminal_safe(one_line(exc))}"
 
 
 def _seconds(text: str) -> float:
@@ -927,7 +974,9 @@ def run_main(argv: Sequence[str], stdin: Any = None) -> int:
         quiet = _seconds(args.quiet) if args.quiet else DEFAULT_QUIET_S
         judge = {name: getattr(args, name) for name in JUDGE_FLAGS if getattr(args, name) is not None}
         payload = read_payload(args.payload, stdin if stdin is not None else sys.stdin)
-        print(handle_event(payload, tool=args.tool, output=args.output, quiet=quiet, judge=judge))
+        print(
+            terminal_safe(handle_event(payload, tool=args.tool, output=args.output, quiet=quiet, judge=judge))
+        )
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a hook must never fail the agent: say why, exit 0
         print(error_line(exc), file=sys.stderr)
     return 0

@@ -265,6 +265,28 @@ _QUERY_SECRET = re.compile(
 )
 
 
+# A provider (or a proxy in front of it) that echoes the request in its error body: the headers that
+# carry the key, a bare bearer token, and the key shapes providers give out.
+_AUTH_HEADER = re.compile(
+    r"""((?:proxy-)?authorization|x-api-key|api[-_]?key|x-goog-api-key|openai-api-key|anthropic-api-key)"""
+    r"""(["']?[ \t]{0,4}[:=][ \t]{0,4}["']?)(?:(bearer|basic|token)[ \t]{1,4})?[^\s"',}\]]{1,4096}""",
+    re.IGNORECASE,
+)
+_BEARER = re.compile(r"\b(bearer)[ \t]{1,4}[A-Za-z0-9._~+/=-]{8,4096}", re.IGNORECASE)
+_KEY_SHAPES = re.compile(
+    r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,4096}|\bAIza[0-9A-Za-z_-]{30,40}|\bgsk_[A-Za-z0-9]{20,4096}"
+)
+
+
+def _auth_scrubbed(text: str) -> str:
+    """``text`` without the credentials an echoed request shows (``Authorization: Bearer ...``, ``x-api-key``, keys)."""
+    text = _AUTH_HEADER.sub(
+        lambda m: f"{m.group(1)}{m.group(2)}{m.group(3) + ' ' if m.group(3) else ''}***", text
+    )
+    text = _BEARER.sub(r"\1 ***", text)
+    return _KEY_SHAPES.sub("***", text)
+
+
 def _scrubbed(text: str, api_base: str | None) -> str:
     """``text`` with the endpoint as results record it (no user, password or secret query values)."""
     if api_base:
@@ -273,7 +295,7 @@ def _scrubbed(text: str, api_base: str | None) -> str:
         netloc = urlsplit(api_base).netloc
         if "@" in netloc:
             text = text.replace(netloc, netloc.rpartition("@")[2])
-    return _QUERY_SECRET.sub(r"\1***", text)
+    return _auth_scrubbed(_QUERY_SECRET.sub(r"\1***", text))
 
 
 def translate_error(

@@ -211,7 +211,9 @@ def _raw(source: str | os.PathLike[str] | Any) -> RawInput:
                 # A FIFO would block the reader forever; devices and sockets are no traces either.
                 raise TraceFormatError("not a regular file (a pipe, socket or device)", path=str(path))
             raise TraceFormatError("no such file", path=str(path))
-        return RawInput(path=path)
+        # Opened now and read from that descriptor only: a name the caller gave may be a link (followed),
+        # but what is read is the regular file opened here, never a link swapped in later.
+        return RawInput.from_path(path, follow=True)
     return RawInput.from_object(source)
 
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from mast._files import FileCheck
 from mast.errors import TraceFormatError, UsageError, one_line
 from mast.trace import Trace
 
@@ -95,12 +96,19 @@ def memory_limit_from_env() -> int | None:
     return limit
 
 
-def read_in_process(path: Path, format: str = "auto") -> Generator[Row, None, None]:
-    """The rows :func:`read_file` yields, read in this process, one at a time (the worker runs this)."""
+def read_in_process(
+    path: Path, format: str = "auto", check: FileCheck | None = None
+) -> Generator[Row, None, None]:
+    """The rows :func:`read_file` yields, read in this process, one at a time (the worker runs this).
+
+    ``check``: what a check saw of the file; it is opened as that very file or not read.
+    """
     from mast.normalize import iter_traces
+    from mast.normalize.base import RawInput
 
     try:
-        for item in iter_traces(path, format=format):
+        source = RawInput.from_path(path, check) if check is not None else path
+        for item in iter_traces(source, format=format):
             if isinstance(item, Trace):
                 yield Row(trace=item, content_hash=item.content_hash())
             else:
@@ -124,7 +132,7 @@ def _died(limit: int) -> str:
 # The worker is a fresh interpreter (``python -c _BOOT``: spawned, never forked, and never running the
 # caller's ``__main__`` again as multiprocessing's spawn would) joined to the parent by a socket pair
 # carrying multiprocessing ``Connection`` messages. First the parent sends (limit, plugin modules,
-# its pid). Then, per file, parent to worker: (_READ, path, format, cwd) starts a file; (_STOP,)
+# its pid). Then, per file, parent to worker: (_READ, path, format, cwd, check) starts a file; (_STOP,)
 # mid-file ends it early. Worker to parent: (_ROWS, [pickled Row, ...]) any number of times, then
 # (_END,). Closing the connection ends the worker. The pipe blocks the worker while the parent has
 # not taken what was sent, so a file is never more than a batch or so ahead of its reader, in
@@ -169,9 +177,9 @@ def _serve(fd: int) -> None:
             return
         if message[0] != _READ:
             continue  # a stop that came after its file had ended
-        _, path, format, cwd = message
+        _, path, format, cwd, check = message
         try:
-            _stream(conn, Path(path), format, cwd)
+            _stream(conn, Path(path), format, cwd, check)
         except (EOFError, OSError):  # the parent is gone
             return
 
@@ -183,7 +191,7 @@ def _watch_parent(parent: int) -> None:
     os._exit(0)
 
 
-def _stream(conn: Connection, path: Path, format: str, cwd: str) -> None:
+def _stream(conn: Connection, path: Path, format: str, cwd: str, check: FileCheck | None = None) -> None:
     try:
         if cwd != os.getcwd():
             os.chdir(cwd)  # paths are passed as given: relative ones mean what they mean to the caller
@@ -191,7 +199,7 @@ def _stream(conn: Connection, path: Path, format: str, cwd: str) -> None:
         conn.send((_ROWS, [pickle.dumps(_file_error(path, exc), pickle.HIGHEST_PROTOCOL)]))
         conn.send((_END,))
         return
-    rows = read_in_process(path, format)
+    rows = read_in_process(path, format, check)
     batch: list[bytes] = []
     size = 0
     sent_at = time.monotonic()
@@ -375,7 +383,11 @@ _POOL = _Pool()
 
 
 def read_file(
-    path: Path, format: str = "auto", *, memory_limit: int | None = DEFAULT_MEMORY_LIMIT
+    path: Path,
+    format: str = "auto",
+    *,
+    memory_limit: int | None = DEFAULT_MEMORY_LIMIT,
+    check: FileCheck | None = None,
 ) -> Generator[Row, None, None]:
     """Every trace and error of the file at ``path``, read in a worker under ``memory_limit`` bytes.
 
@@ -386,11 +398,13 @@ def read_file(
     the iterator early stops the worker's file and keeps the worker for the next one.
     """
     if memory_limit is None:
-        return read_in_process(path, format)
-    return _read_isolated(path, format, memory_limit)
+        return read_in_process(path, format, check)
+    return _read_isolated(path, format, memory_limit, check)
 
 
-def _read_isolated(path: Path, format: str, limit: int) -> Generator[Row, None, None]:
+def _read_isolated(
+    path: Path, format: str, limit: int, check: FileCheck | None = None
+) -> Generator[Row, None, None]:
     try:
         cwd = os.getcwd()  # the worker reads relative paths from the caller's folder
     except OSError as exc:  # the folder was removed
@@ -408,7 +422,7 @@ def _read_isolated(path: Path, format: str, limit: int) -> Generator[Row, None, 
     ended = False  # the worker said the file is done: it waits for the next one
     lost = False  # the worker was discarded
     try:
-        worker.conn.send((_READ, str(path), format, cwd))
+        worker.conn.send((_READ, str(path), format, cwd, check))
         while not ended:
             message = worker.conn.recv()
             ended = message[0] == _END

@@ -12,7 +12,9 @@ streaming iterator over the items of a top-level JSON array for files too big to
 from __future__ import annotations
 
 import io
+import os
 import re
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ from typing import Any, Literal
 
 import orjson
 
+from mast._files import FileCheck, PinnedReader, open_checked
 from mast.caps import MAX_JSON_DEPTH
 from mast.errors import TraceFormatError
 from mast.normalize._console import plain_console, strip_ansi
@@ -68,6 +71,30 @@ class RawInput:
     _plain_done: bool = field(default=False, repr=False)
     warnings: list[str] = field(default_factory=list)
     """What reading the bytes cost (invalid UTF-8 replaced...): added to every trace read from this input."""
+    _fd: int | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_path(cls, path: Path, check: FileCheck | None = None, *, follow: bool = False) -> RawInput:
+        """The file at ``path``, opened now and read from that descriptor only (see :mod:`mast._files`).
+
+        ``check``: what an earlier check saw (the file must still be that one); without it a link at
+        ``path`` is refused unless ``follow``. Every read (:meth:`open`) goes through the descriptor, so
+        the file swapped for a link once opened is never read.
+
+        Raises:
+            TraceFormatError: a link, not a regular file, or not the file checked.
+        """
+        raw = cls(path=path)
+        raw._fd = open_checked(path, check, follow=follow)
+        weakref.finalize(raw, os.close, raw._fd)
+        return raw
+
+    def open(self) -> io.BufferedReader:
+        """The file's bytes from its start, as a binary reader (of the pinned descriptor when there is one)."""
+        if self._fd is not None and hasattr(os, "pread"):
+            return io.BufferedReader(PinnedReader(self._fd))
+        assert self.path is not None
+        return self.path.open("rb")
 
     @classmethod
     def from_object(cls, obj: Any) -> RawInput:
@@ -89,6 +116,8 @@ class RawInput:
     @property
     def size(self) -> int:
         """Size in bytes (of the file, or of the text for string objects)."""
+        if self._fd is not None:
+            return os.fstat(self._fd).st_size
         if self.path is not None:
             return self.path.stat().st_size
         if isinstance(self.obj, str | bytes):
@@ -102,7 +131,7 @@ class RawInput:
             if self.path is None:
                 self._head = ""
             else:
-                with self.path.open("rb") as fh:
+                with self.open() as fh:
                     self._head = plain_console(fh.read(HEAD_BYTES).decode("utf-8", "replace"))
                 # sniffed like the parse reads it: log prefixes before JSON lines removed
                 self._head = _unprefixed_lines(self._head.lstrip("\ufeff").lstrip()) or self._head
@@ -156,7 +185,7 @@ class RawInput:
             data = self.data()
             yield from enumerate(data if isinstance(data, list) else [data])
             return
-        with self.path.open("rb") as fh:
+        with self.open() as fh:
             for number, line in enumerate(fh):
                 if not line.strip():
                     continue
@@ -173,7 +202,7 @@ class RawInput:
             return
         import ijson
 
-        with self.path.open("rb") as fh:
+        with self.open() as fh:
             try:
                 yield from ijson.items(fh, prefix, use_float=True)
             except ijson.JSONError as exc:
@@ -210,7 +239,8 @@ class RawInput:
                 raise self.fail(
                     f"file is {size // 2**20} MiB, too large to load whole; no streaming format matched it"
                 )
-            blob = self.path.read_bytes()
+            with self.open() as fh:
+                blob = fh.read()
             if b"\x00" in blob[:8192]:
                 raise self.fail("file is binary (NUL bytes), not a text trace")
             text = self._decode(blob)

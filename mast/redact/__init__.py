@@ -506,6 +506,13 @@ def _redact_value(value: Any, redact: Callable[[str], RedactionResult], counts: 
             counts[kind] = counts.get(kind, 0) + count
         return result.text
     if isinstance(value, dict):
+        if value.get("sensitive") is True and "value" in value:
+            # terraform's {"sensitive": true, "type": ..., "value": ...}: the flag says the value is
+            # secret, whatever its name and however deeply it is nested.
+            return {
+                key: _all_secret(item, counts) if key == "value" else _redact_value(item, redact, counts)
+                for key, item in value.items()
+            }
         # A key that names a secret ({"password": "hunter2"}) says what its value is: the value alone
         # ("hunter2") has no shape a rule could know, so it is redacted as the pair it is.
         mapped: dict[Any, Any] = {}
@@ -526,6 +533,18 @@ def _redact_value(value: Any, redact: Callable[[str], RedactionResult], counts: 
         return mapped
     if isinstance(value, list | tuple):
         return [_redact_value(item, redact, counts) for item in value]
+    return value
+
+
+def _all_secret(value: Any, counts: dict[str, int]) -> Any:
+    """``value`` with every string and number in it redacted (the keys of its objects kept)."""
+    if isinstance(value, dict):
+        return {key: _all_secret(item, counts) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_all_secret(item, counts) for item in value]
+    if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value):
+        counts["secret"] = counts.get("secret", 0) + 1
+        return "[REDACTED:secret]"
     return value
 
 

@@ -10,6 +10,8 @@ ask one question of the name that labels it (:func:`secret_name`):
 * ``placed-name-value``: name/value pair lists, ``{"name": "DB_PASSWORD", "value": "..."}``,
   ``{"Name": "/prod/db/password", ..., "Value": "..."}``, ``{"keyName": ..., "value": ...}``, and any
   ``value`` inside a list under a key that names secrets (``"passwords": [{...}]``);
+* ``placed-sensitive``: the ``value`` of an object flagged ``"sensitive": true`` (``terraform output
+  -json``), every string and number in it however deeply nested;
 * ``placed-xml``: ``<password>x</password>``, ``<property name="password" value="x"/>``,
   ``<add key="ClientSecret" value="x"/>``, ``<user password="x">``;
 * ``placed-line``: one setting a line: ``KEY=value``, ``export KEY=value``, INI ``key = value``,
@@ -641,6 +643,117 @@ def _name_values(text: str, lowered: str) -> Iterable[Found]:
             yield kind, start, end
 
 
+# --- a sensitive flag beside a value (terraform output -json) --------------------------------------
+
+_SENSITIVE = re.compile(r"""(?P<q>["'])sensitive(?P=q)[ \t\r\n]{0,8}:[ \t\r\n]{0,8}(?:true|True)\b""")
+_VALUE_KEY = re.compile(r"""(?P<q>["'])value(?P=q)[ \t\r\n]{0,8}:[ \t\r\n]{0,8}""")
+_SENSITIVE_REACH = 16 * 1024
+"""How far a flagged object's value is looked for, and how far a nested value is followed."""
+_SCALAR_END = frozenset(",}] \t\r\n")
+
+
+_STRING_BODY = {q: re.compile(rf"(?:[^{q}\\\\\r\n]|\\\\.)*+{q}") for q in "\"'"}
+
+
+def _string_end(text: str, start: int, quote: str, limit: int) -> int:
+    """Where the string opened by the quote at ``start`` closes (its closing quote), or -1 within ``limit``."""
+    match = _STRING_BODY[quote].match(text, start + 1, limit)
+    return match.end() - 1 if match else -1
+
+
+def _leaves(text: str, start: int, limit: int) -> tuple[list[tuple[int, int]], int]:
+    """The spans of the string and number leaves of the JSON value at ``start`` (keys left), and where it ends.
+
+    One pass, bounded by ``limit``: a value cut off by it still gives the leaves seen so far.
+    """
+    spans: list[tuple[int, int]] = []
+    depth = 0
+    i = start
+    while i < limit:
+        c = text[i]
+        if c in "\"'":
+            close = _string_end(text, i, c, limit)
+            if close < 0:
+                return spans, i
+            after = close + 1
+            while after < limit and text[after] in " \t\r\n":
+                after += 1
+            if after >= limit or text[after] != ":":  # a key is followed by ":"; a value is kept
+                if close > i + 1:
+                    spans.append((i + 1, close))
+            i = close + 1
+        elif c in "{[":
+            depth += 1
+            i += 1
+        elif c in "}]":
+            depth -= 1
+            i += 1
+        elif c in ", \t\r\n:":
+            i += 1
+        else:  # a number or a word (true, null): to the next delimiter
+            end = i
+            while end < limit and text[end] not in _SCALAR_END:
+                end += 1
+            if text[i] in "-0123456789":
+                spans.append((i, end))
+            i = end
+        if depth <= 0:
+            return spans, i
+    return spans, i
+
+
+def _sensitive_values(text: str, lowered: str) -> Iterable[Found]:
+    """``{"sensitive": true, "type": ..., "value": ...}``: the value is secret, whatever it holds (any depth).
+
+    ``terraform output -json`` prints every output so; the flag, not the name ("db_password",
+    "connection"), says the value is secret. The value is looked for after the flag, past the
+    ``type`` (itself nested: ``["object", {...}]``), in the same object; a value given before the
+    flag is found too when nothing nested lies between them.
+    """
+    last = 0
+    for flag in _SENSITIVE.finditer(text):
+        if flag.start() < last:
+            continue  # inside a value already redacted
+        limit = min(len(text), flag.end() + _SENSITIVE_REACH)
+        value = None
+        depth = 0
+        i = flag.end()
+        while i < limit:  # the rest of the flag's object, nested parts skipped
+            c = text[i]
+            if c in "\"'":
+                key = _VALUE_KEY.match(text, i)
+                if key is not None and depth == 0:
+                    value = key.end()
+                    break
+                if _SENSITIVE.match(text, i):
+                    break  # the next flag looks on from here: each stretch of text is walked once
+                close = _string_end(text, i, c, limit)
+                if close < 0:
+                    break
+                i = close + 1
+                continue
+            if c in "{[":
+                depth += 1
+            elif c in "}]":
+                depth -= 1
+                if depth < 0:
+                    break
+            i += 1
+        if value is None:
+            low = text.rfind("{", max(0, flag.start() - _WINDOW), flag.start())
+            before = None
+            if low >= 0 and "}" not in text[low : flag.start()] and "[" not in text[low : flag.start()]:
+                for before in _VALUE_KEY.finditer(text, low, flag.start()):  # noqa: B007 - the last one
+                    pass
+            if before is None:
+                continue
+            value = before.end()
+        spans, end = _leaves(text, value, min(len(text), value + _SENSITIVE_REACH))
+        last = max(last, end)
+        for start, stop in spans:
+            yield "secret", start, stop
+
+
 # --- XML ----------------------------------------------------------------------------------------
 
 _XML_ELEMENT = re.compile(
@@ -1133,6 +1246,7 @@ def placed_rules() -> tuple[Rule, ...]:
         _scan_rule("token", _jwe, "placed-jwe", needles=("eyJ",)),
         _scan_rule("secret", _quoted_pairs, "placed-quoted-pair", needles=('":', "':", '" :', "' :", '\\":')),
         _scan_rule("secret", _name_values, "placed-name-value", needles=('alue"', 'String"')),
+        _scan_rule("secret", _sensitive_values, "placed-sensitive", needles=("sensitive",)),
         _scan_rule("secret", _xml, "placed-xml", needles=("<",)),
         _scan_rule("secret", _lines, "placed-line", needles=("=", ":")),
         _scan_rule("secret", _tables, "placed-table", needles=("  ", "\t", "|", "│", "┃", "║")),

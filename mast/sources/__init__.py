@@ -71,10 +71,12 @@ acme://...`` and ``mast watch acme://...`` then work; a sink writing verdicts ba
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
+from urllib.parse import SplitResult
 
 from mast.errors import UsageError
 from mast.trace import Trace
@@ -90,6 +92,7 @@ __all__ = [
     "public_url",
     "register",
     "source_scheme",
+    "split_store_url",
     "step_spans",
 ]
 
@@ -198,10 +201,47 @@ def public_url(url: str) -> str:
     """
     from urllib.parse import urlsplit, urlunsplit
 
+    head, sep, rest = url.partition("://")
+    if sep and "@" in rest:
+        # A password with "#", "?" or "/" in it, not percent-encoded, ends urlsplit's netloc early
+        # ("u:p#ss@h" reads as netloc "u:p"): the credentials are cut by hand, up to their "@".
+        authority = rest.split("/", 1)[0]
+        if "@" in authority:
+            return f"{head}://{rest[len(authority.rpartition('@')[0]) + 1 :]}"
+        first = re.split(r"[/?#]", rest, maxsplit=1)[0]
+        if ":" in first and not first.rpartition(":")[2].isdigit():  # "user:pa" of "user:pa/ss@host"
+            return f"{head}://{rest.partition('@')[2]}"
     parts = urlsplit(url)
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def split_store_url(url: str, usage: str) -> SplitResult:
+    """``url`` split, refused when its user or password would be read as part of the host or path.
+
+    A password holding ``#``, ``?``, ``/`` or ``@`` that is not percent-encoded ends the URL's
+    authority early: the store would be asked at a host made of the password, and an error would
+    print it. ``usage`` is the expected shape (``phoenix://HOST:PORT/PROJECT``).
+
+    Raises:
+        UsageError: naming the URL without its credentials.
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    meant = urlsplit(public_url(url)).netloc
+    try:
+        parts.port  # noqa: B018 - raises on a port that is no number ("admin:p" of "admin:p#ss@host")
+        ambiguous = parts.netloc.rpartition("@")[2] != meant
+    except ValueError:
+        ambiguous = True
+    if ambiguous:
+        raise UsageError(
+            f"{public_url(url)}: expected {usage}; a user or password holding #, ?, / or @ must be "
+            "percent-encoded (%23, %3F, %2F, %40)"
+        )
+    return parts
 
 
 def is_source_url(text: str) -> bool:

@@ -12,12 +12,15 @@ session file holds one); a file that cannot be read is reported in :attr:`Folder
 from __future__ import annotations
 
 import os
+import stat as stat_module
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mast._files import FileCheck
 from mast.errors import MastError, UsageError
 from mast.normalize import iter_paths, iter_traces
+from mast.normalize.base import RawInput
 from mast.sources import RootSpan, TraceQuery
 from mast.trace import Trace
 
@@ -40,6 +43,9 @@ class FolderSource:
         self.url = str(self.folder)
         self.skipped: dict[str, str] = {}
         """Files the last :meth:`read` could not read: path inside the folder -> reason."""
+        self._checks: dict[str, FileCheck] = {}
+        # What the last count saw of each file: the read opens that very file (no link, same inode
+        # and size), so a file swapped for a link during the quiet period is never read.
 
     def _path(self, trace_id: str) -> Path:
         return self.folder / trace_id
@@ -71,11 +77,16 @@ class FolderSource:
         """A positive fingerprint of each file's size and modification time (it changes while the file is written)."""
         counts: dict[str, int] = {}
         for trace_id in trace_ids:
+            path = self._path(trace_id)
             try:
-                stat = self._path(trace_id).stat()
+                stat = os.lstat(path)  # a link is counted as the link it is, never as its target
             except OSError:
                 continue
-            counts[trace_id] = (hash((stat.st_size, stat.st_mtime_ns)) & ((1 << 62) - 1)) | 1
+            if stat_module.S_ISREG(stat.st_mode):
+                self._checks[trace_id] = FileCheck(str(path), stat.st_dev, stat.st_ino, stat.st_size)
+            else:
+                self._checks.pop(trace_id, None)  # read without a check: refused with its reason
+            counts[trace_id] = (hash((stat.st_mode, stat.st_size, stat.st_mtime_ns)) & ((1 << 62) - 1)) | 1
         return counts
 
     def read(self, trace_ids: Sequence[str]) -> dict[str, Trace]:
@@ -84,7 +95,8 @@ class FolderSource:
         traces: dict[str, Trace] = {}
         for trace_id in trace_ids:
             try:
-                items = iter_traces(self._path(trace_id))
+                raw = RawInput.from_path(self._path(trace_id), self._checks.get(trace_id))
+                items = iter_traces(raw)
                 first = next(items, None)
                 if isinstance(first, Trace):
                     more = sum(1 for _ in items)

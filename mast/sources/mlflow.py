@@ -31,12 +31,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote
 
 import httpx
 
 from mast.errors import SourceError, StoreNotFoundError, UsageError
-from mast.sources import RootSpan, TraceQuery, public_url
+from mast.sources import RootSpan, TraceQuery, public_url, split_store_url
 from mast.trace import Trace
 
 PAGE = 500
@@ -65,7 +65,7 @@ class MLflowURL:
         Raises:
             UsageError: no host or no experiment.
         """
-        parts = urlsplit(url)
+        parts = split_store_url(url, "mlflow://HOST:PORT/EXPERIMENT_NAME")
         http = "https" if parts.scheme.lower() in ("mlflow+https", "mlflows") else "http"
         name = unquote(parts.path.strip("/"))
         if not parts.netloc or not name:

@@ -20,12 +20,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import httpx
 
 from mast.errors import SourceError, StoreNotFoundError, UsageError
-from mast.sources import RootSpan, TraceQuery, public_url
+from mast.sources import RootSpan, TraceQuery, public_url, split_store_url
 from mast.trace import Trace
 
 PAGE = 1000
@@ -50,7 +50,7 @@ class PhoenixURL:
         Raises:
             UsageError: no host or no project.
         """
-        parts = urlsplit(url)
+        parts = split_store_url(url, "phoenix://HOST:PORT/PROJECT")
         scheme = parts.scheme.lower()
         http = "https" if scheme in ("phoenixs", "phoenix+https") else "http"
         path = parts.path.strip("/")

@@ -31,7 +31,7 @@ import io
 import re
 import struct
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, Literal, cast
 
@@ -104,11 +104,15 @@ class EvalZip:
     :mod:`zipfile` for the whole process, which a library must not do.)
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, opener: Callable[[], IO[bytes]] | None = None) -> None:
         self.path = path
+        # The file's bytes come from ``opener`` (the input's pinned descriptor), never its name again.
+        self._open: Callable[[], IO[bytes]] = opener or (lambda: path.open("rb"))
+        self._fh = self._open()
         try:
-            self.zip = zipfile.ZipFile(path)
+            self.zip = zipfile.ZipFile(self._fh)
         except (zipfile.BadZipFile, OSError) as exc:
+            self._fh.close()
             raise TraceFormatError(f"not a readable .eval zip ({exc})", path=str(path)) from exc
         self.names = [info.filename for info in self.zip.infolist()]
 
@@ -117,6 +121,7 @@ class EvalZip:
 
     def __exit__(self, *exc: object) -> None:
         self.zip.close()
+        self._fh.close()
 
     def read(self, name: str) -> bytes:
         """The uncompressed bytes of member ``name``.
@@ -147,7 +152,7 @@ class EvalZip:
         if info.compress_type != ZIP_ZSTANDARD:
             with self.zip.open(info) as member:
                 return _read_capped(member, name)
-        with self.path.open("rb") as fh:
+        with self._open() as fh:
             fh.seek(info.header_offset)
             local = fh.read(30)
             if len(local) < 30 or local[:4] != ZIP_MAGIC:
@@ -503,7 +508,7 @@ class InspectLog(TraceFormat):
     def detect(self, raw: RawInput) -> float:
         """1.0 for a zip named ``.eval``; 0.95 for JSON holding a log header (``version``, ``eval``, ``plan``)."""
         if raw.path is not None:
-            with raw.path.open("rb") as fh:
+            with raw.open() as fh:
                 magic = fh.read(4)
             if magic == ZIP_MAGIC:
                 return 1.0 if raw.path.suffix.lower() == ".eval" else 0.0
@@ -521,10 +526,10 @@ class InspectLog(TraceFormat):
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """One trace per sample and epoch; a broken sample yields its error, the others still come."""
         if raw.path is not None:
-            with raw.path.open("rb") as fh:
+            with raw.open() as fh:
                 zipped = fh.read(4) == ZIP_MAGIC
             if zipped:
-                yield from self._parse_zip(raw.path)
+                yield from self._parse_zip(raw)
                 return
         data = raw.data()
         if not _is_log_header(data):
@@ -546,8 +551,10 @@ class InspectLog(TraceFormat):
             except CapExceeded as exc:
                 yield raw.fail(f"not read: {exc}", record=number)
 
-    def _parse_zip(self, path: Path) -> Iterator[Trace | TraceFormatError]:
-        with EvalZip(path) as log:
+    def _parse_zip(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
+        assert raw.path is not None
+        path = raw.path
+        with EvalZip(path, raw.open) as log:
             header_name = "header.json" if "header.json" in log.names else "_journal/start.json"
             if header_name not in log.names:
                 raise TraceFormatError(

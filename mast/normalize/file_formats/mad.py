@@ -152,7 +152,7 @@ class MadFormat(TraceFormat):
 def _is_jsonl(raw: RawInput) -> bool:
     """True when the file's first line is a whole JSON object and more lines follow."""
     assert raw.path is not None
-    with raw.path.open("rb") as fh:
+    with raw.open() as fh:
         first = fh.readline()
         try:
             complete = isinstance(orjson.loads(first), dict)

@@ -215,7 +215,7 @@ class OTLPJson(TraceFormat):
         several = len(index) > 1
         record = 0
         cached: tuple[int, Any] = (-1, None)
-        with raw.path.open("rb") as fh:
+        with raw.open() as fh:
             for trace_id, lines in index.items():
                 collector = _Collector(only=trace_id)
                 for number, offset, length in lines:
@@ -246,7 +246,7 @@ class OTLPJson(TraceFormat):
     def _is_jsonl(raw: RawInput) -> bool:
         """True when the file holds one export request per line (decided from the first line)."""
         assert raw.path is not None
-        with raw.path.open("rb") as fh:
+        with raw.open() as fh:
             first = fh.readline()
             rest = fh.read(1024)
         if not rest.strip():
@@ -272,7 +272,7 @@ def _index_lines(raw: RawInput) -> tuple[dict[str, list[tuple[int, int, int]]], 
     base = 0  # file offset of buf[0]
     buf = bytearray(_CHUNK)  # read into, again and again: no new buffer (and its page faults) per chunk
     filled = 0  # bytes of buf that hold the file
-    with raw.path.open("rb") as fh:
+    with raw.open() as fh:
         while True:
             if filled == len(buf):
                 buf.extend(bytes(len(buf)))  # a line longer than the buffer: room for the rest of it

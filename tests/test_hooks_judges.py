@@ -25,10 +25,13 @@ CLAUDE = REAL / "claude_code" / "claude_code_log_representative_messages.jsonl"
 
 
 @pytest.fixture
-def transcript(tmp_path: Path) -> Path:
+def transcript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     if not CLAUDE.is_file():
         pytest.skip(SKIP_REASON)
-    path = tmp_path / "session.jsonl"
+    # The hooks label only what lies in Claude Code's own projects folder (CLAUDE_CONFIG_DIR's here).
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    path = tmp_path / "claude" / "projects" / "app" / "session.jsonl"
+    path.parent.mkdir(parents=True)
     shutil.copy(CLAUDE, path)
     return path
 

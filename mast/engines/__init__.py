@@ -47,11 +47,11 @@ an engine that runs the local one in a worker thread, for a caller that has a lo
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from mast._registry import Registry
 from mast.batch import BatchReport, Selection
 from mast.batch.runner import ProgressCallback, ResultCallback
 from mast.errors import UsageError
@@ -63,21 +63,23 @@ __all__ = ["Engine", "engine_names", "get_engine", "label", "open_run_sinks", "r
 Engine = Callable[..., BatchReport]
 """``engine(paths, output, **keywords) -> BatchReport`` (see the module docs)."""
 
-_ENGINES: dict[str, str | Engine] = {
+_ENGINES: Registry[Engine] = Registry("engine", group="mast.engines", builtins={
     "local": "mast.batch.labelling:label",
     "ray": "mast.integrations.ray:label_engine",
     "batch-api": "mast.engines.provider:label_engine",
-}
+})
+"""Engine name -> the function (``"module:function"`` imported when asked for); plugins join
+through the ``mast.engines`` entry points."""
 
 
-def register_engine(name: str, engine: Engine) -> None:
-    """Make ``engine="name"`` run ``engine``."""
-    _ENGINES[name] = engine
+def register_engine(name: str, engine: Engine | str) -> None:
+    """Make ``engine="name"`` run ``engine`` (or the ``"module:function"`` it names)."""
+    _ENGINES.register(name, engine)
 
 
 def engine_names() -> list[str]:
-    """The registered engines."""
-    return list(_ENGINES)
+    """The registered engines, plugins included."""
+    return _ENGINES.names()
 
 
 def get_engine(name: str) -> Engine:
@@ -86,14 +88,7 @@ def get_engine(name: str) -> Engine:
     Raises:
         UsageError: no such engine, or its extra is not installed.
     """
-    entry = _ENGINES.get(name)
-    if entry is None:
-        raise UsageError(f"unknown engine {name!r} (known: {', '.join(_ENGINES)})")
-    if isinstance(entry, str):
-        module, _, function = entry.partition(":")
-        found: Engine = getattr(importlib.import_module(module), function)
-        return found
-    return entry
+    return _ENGINES.get(name)
 
 
 def label(

@@ -97,9 +97,7 @@ saved as ``mast/normalize/file_formats/turnlog.py``::
     from collections.abc import Iterator
 
     from mast.errors import TraceFormatError
-    from mast.normalize._build import assemble_trace
-    from mast.normalize._sniff import sniffed_json
-    from mast.normalize.base import RawInput, TraceFormat, register
+    from mast.normalize import RawInput, TraceFormat, assemble_trace, register, sniffed_json
     from mast.trace import Step, Trace
 
 
@@ -141,6 +139,8 @@ from typing import Any, cast
 from mast._outputs import terminal_safe
 from mast.caps import CapExceeded, FileBudget, charging
 from mast.errors import MastError, TraceFormatError, UsageError, one_line
+from mast.normalize._build import assemble_trace
+from mast.normalize._sniff import sniffed_json
 from mast.normalize.base import RawInput, TraceFormat, formats, get_format, register
 from mast.trace import Trace, field_notes
 
@@ -171,6 +171,7 @@ _import_extension_modules()
 __all__ = [
     "RawInput",
     "TraceFormat",
+    "assemble_trace",
     "detect_format",
     "formats",
     "get_format",
@@ -180,6 +181,7 @@ __all__ = [
     "load_trace",
     "load_traces",
     "register",
+    "sniffed_json",
 ]
 
 DETECT_THRESHOLD = 0.3

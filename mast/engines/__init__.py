@@ -22,14 +22,17 @@ How to add an engine
 --------------------
 An engine is a function with :func:`mast.batch.label`'s arguments (``paths``, ``output`` and the
 keywords, ``on_result`` among them, which it calls with each result as it is written) that returns
-a :class:`~mast.batch.report.BatchReport`. Register it by name, here in ``_ENGINES`` (a
-``"module:function"`` string, imported when asked for) or with :func:`register_engine`. For example
-an engine that runs the local one in a worker thread, for a caller that has a loop running::
+a :class:`~mast.batch.report.BatchReport`. Register it by name: from another package, an entry
+point in its ``pyproject.toml`` (``[project.entry-points."mast.engines"]``,
+``threaded = "acme_mast.engine:threaded"``), or at run time :func:`register_engine` (the function, or
+a ``"module:function"`` string imported when asked for). For example an engine that runs the local
+one in a worker thread, for a caller that has a loop running::
 
     import threading
 
-    from mast.batch import label as local
-    from mast.engines import register_engine
+    from mast.engines import get_engine, register_engine
+
+    local = get_engine("local")
 
 
     def threaded(paths, output, **kwargs):
@@ -42,7 +45,8 @@ an engine that runs the local one in a worker thread, for a caller that has a lo
 
     register_engine("threaded", threaded)
 
-``mast.label(..., engine="threaded")`` then uses it (``mast label --engine`` lists the built-in ones).
+``mast.label(..., engine="threaded")`` then uses it, and ``mast label --engine`` lists it (its
+choices are :func:`engine_names`, plugins included).
 """
 
 from __future__ import annotations

@@ -123,6 +123,14 @@ saved as ``mast/normalize/file_formats/turnlog.py``::
 Then ``load_trace("run.json")`` detects it, ``mast formats`` lists it, and its tests go in
 ``tests/test_normalize_turnlog.py``. A framework log is added the same way: see
 ``logs/crewai.py`` (CrewAI's verbose console output), which was added as one module and a test.
+
+From another package, the same class without the ``register`` call, named by an entry point in
+that package's ``pyproject.toml``; mast imports it the first time it lists or detects formats, and
+it joins detection with its own ``priority`` (a plugin that fails to import is skipped with a
+one-line warning naming its distribution)::
+
+    [project.entry-points."mast.formats"]
+    turnlog = "acme_mast.turnlog:TurnLog"
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ sinks=["mlflow"])``.
 
 How to add a sink
 -----------------
-One module with a class that has ``write`` and ``close``, and an ``open_sink(context)`` function;
-then one line in ``_REGISTRY`` below (or :func:`register` from outside the package). For example
-``mast/sinks/slack.py``, which posts each new trace found failing::
+One module with a class that has ``write`` and ``close``, and an ``open_sink(context)`` function,
+registered by name: from another package, an entry point in its ``pyproject.toml``
+(``[project.entry-points."mast.sinks"]``, ``slack = "acme_mast.slack:open_sink"``), or at run time
+:func:`register`. For example ``acme_mast/slack.py``, which posts each new trace found failing::
 
     import httpx
 
@@ -50,8 +51,9 @@ then one line in ``_REGISTRY`` below (or :func:`register` from outside the packa
     def open_sink(context: SinkContext) -> SlackSink:
         return SlackSink(context.options["slack_webhook"])
 
-and in ``_REGISTRY``: ``"slack": "mast.sinks.slack"``. ``mast.label(..., sinks=["slack"],
-sink_options={"slack_webhook": ...})`` then uses it.
+``mast.label(..., sinks=["slack"], sink_options={"slack_webhook": ...})`` then uses it, and
+``mast label --sink slack`` lists and takes it. A sink of mast's own is one more
+``"module:open_sink"`` line in ``_REGISTRY`` below.
 """
 
 from __future__ import annotations

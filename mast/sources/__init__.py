@@ -24,9 +24,10 @@ Example:
 
 How to add a store
 ------------------
-One module, ``mast/sources/acme.py``, with a class that has the four methods of
-:class:`TraceSource` and an ``open_url`` function; then one line in ``_REGISTRY`` below (or, from
-outside the package, :func:`register`)::
+One module with a class that has the four methods of :class:`TraceSource` and an ``open_url``
+function, registered by URL scheme: from another package, one entry point per scheme in its
+``pyproject.toml`` (``[project.entry-points."mast.sources"]``, ``acme = "acme_mast.source:open_url"``),
+or at run time :func:`register` (``register(["acme", "acme+https"], open_url)``)::
 
     from collections.abc import Iterator, Sequence
 
@@ -63,9 +64,9 @@ outside the package, :func:`register`)::
     def open_url(url: str) -> AcmeSource:
         return AcmeSource(url)
 
-and in ``_REGISTRY``: ``_Registration(("acme", "acme+https"), "mast.sources.acme")``. ``mast label
-acme://...`` and ``mast watch acme://...`` then work; a sink writing verdicts back is added in
-:mod:`mast.sinks`.
+``mast label acme://...`` and ``mast watch acme://...`` then work; a sink writing verdicts back is
+added in :mod:`mast.sinks` (a store's sink has its scheme's name). A store of mast's own is one more
+``"module:open_url"`` line in ``_BUILTIN`` below.
 """
 
 from __future__ import annotations

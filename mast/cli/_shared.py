@@ -96,7 +96,7 @@ class NameChoice(click.Choice[str]):
         self._names = names
         super().__init__([])
 
-    @property  # type: ignore[override]
+    @property
     def choices(self) -> tuple[str, ...]:
         """The registry's names now."""
         return tuple(self._names())

@@ -150,7 +150,7 @@ def test_a_parser_bug_becomes_a_trace_format_error_naming_the_format() -> None:
 
     from mast.normalize import base
 
-    base._REGISTRY["broken_for_test"] = Broken()
+    base._REGISTRY.register("broken_for_test", Broken())
     try:
         items = iter_traces({"x": 1}, format="broken_for_test")
         assert isinstance(next(items), Trace)
@@ -158,7 +158,7 @@ def test_a_parser_bug_becomes_a_trace_format_error_naming_the_format() -> None:
             next(items)
         assert isinstance(info.value.__cause__, KeyError)
     finally:
-        del base._REGISTRY["broken_for_test"]
+        base._REGISTRY.unregister("broken_for_test")
 
 
 def test_deep_nesting_is_a_one_line_error_not_a_recursion_crash(tmp_path: Path) -> None:

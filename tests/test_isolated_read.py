@@ -110,7 +110,7 @@ def _plugin(tmp_path: Path, module: str, source: str, format_name: str) -> Itera
         __import__(module)
         yield folder
     finally:
-        base._REGISTRY.pop(format_name, None)
+        base._REGISTRY.unregister(format_name)
         sys.modules.pop(module, None)
         sys.path.remove(str(folder))
 

@@ -21,7 +21,7 @@ def _worked_example() -> str:
 
 
 def test_the_worked_example_adds_a_format(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # registered for this test only
+    monkeypatch.setattr(base, "_REGISTRY", base._REGISTRY.copy())  # registered for this test only
     exec(compile(_worked_example(), "turnlog.py", "exec"), {"__name__": "turnlog"})  # noqa: S102 - our own docstring
     path = tmp_path / "run.json"
     path.write_text(json.dumps({"run": "r7", "turns": [{"who": "user", "said": "Plan a picnic"}, {"who": "planner", "said": "Saturday, by the lake."}]}),

@@ -174,6 +174,27 @@ def check_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
+class NameChoice(click.Choice[str]):
+    """A choice of a registry's names (engines, sinks), read when first needed: ``--help`` or parsing.
+
+    A plugin's name (an entry point of ``mast.engines``...) is listed and accepted like a built-in one;
+    an unknown name is Click's one-line error naming the choices.
+    """
+
+    def __init__(self, names: Callable[[], Iterable[str]]) -> None:
+        self._names = names
+        super().__init__([])
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The registry's names now."""
+        return tuple(self._names())
+
+    @choices.setter
+    def choices(self, value: Iterable[str]) -> None:
+        """Ignored: the names come from the registry."""
+
+
 format_option = click.option(
     "--format",
     "format_",

@@ -17,8 +17,9 @@ from typing import Any, TypeVar
 
 import click
 
+from mast.cli._shared import NameChoice
 from mast.errors import UsageError
-from mast.sinks import write_back_sinks
+from mast.sinks import sink_names, write_back_sinks
 from mast.sources import StoreReader, TraceQuery, is_source_url
 from mast.trace import Trace
 
@@ -66,6 +67,8 @@ class SourceInputs:
     write_back: bool = False
     emit_otel: str | None = None
     """``None``: off; ``""``: the ``OTEL_EXPORTER_OTLP_*`` variables; else the endpoint."""
+    named_sinks: tuple[str, ...] = ()
+    """``--sink NAME``: registered sinks asked for by name (plugins included)."""
     urls: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     _reader: StoreReader | None = None
@@ -82,8 +85,9 @@ class SourceInputs:
 
     @property
     def sinks(self) -> list[str]:
-        """The sinks asked for: the stores' own (``--write-back``), ``otel`` (``--emit-otel``)."""
-        return (["write-back"] if self.write_back else []) + (["otel"] if self.emit_otel is not None else [])
+        """The sinks asked for: the stores' own (``--write-back``), ``otel`` (``--emit-otel``), ``--sink``."""
+        asked = (["write-back"] if self.write_back else []) + (["otel"] if self.emit_otel is not None else [])
+        return asked + [name for name in self.named_sinks if name not in asked]
 
     @property
     def sink_options(self) -> dict[str, Any]:
@@ -119,7 +123,7 @@ def source_options(func: F) -> F:
             filter=kwargs.pop("store_filter") or None,
         )
         kwargs["sources"] = SourceInputs(query=query, write_back=kwargs.pop("write_back"),
-                                         emit_otel=kwargs.pop("emit_otel"))
+                                         emit_otel=kwargs.pop("emit_otel"), named_sinks=tuple(kwargs.pop("named_sinks")))
         return func(*args, **kwargs)
 
     decorated: Any = wrapper
@@ -143,4 +147,6 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     click.option("--emit-otel", "emit_otel", is_flag=False, flag_value="", default=None, metavar="[ENDPOINT]",
                  help="Send each new verdict as an OTel gen_ai.evaluation.result event over OTLP/HTTP "
                       "(to ENDPOINT, else the OTEL_EXPORTER_OTLP_* variables)."),
+    click.option("--sink", "named_sinks", multiple=True, type=NameChoice(sink_names),
+                 help="Also hand each verdict to this registered sink (repeat; plugins' sinks included)."),
 ]

@@ -8,7 +8,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import click
 from rich.progress import (
@@ -37,10 +37,10 @@ from mast.batch import (
 from mast.batch.breaker import DEFAULT_MAX_CONSECUTIVE_ERRORS, CircuitBreaker
 from mast.cli._judge_options import judge_options
 from mast.cli._run_control import fail_on_option, file_options, gate_exit, parse_fail_on, selection_options
-from mast.cli._shared import format_option, given_as, plural, stderr, write_line
+from mast.cli._shared import NameChoice, format_option, given_as, plural, stderr, write_line
 from mast.cli._source_options import SourceInputs, source_options
 from mast.diagnosis import Diagnosis
-from mast.engines import label
+from mast.engines import engine_names, label
 from mast.errors import UsageError
 from mast.judge.config import JudgeConfig
 from mast.taxonomy import load_taxonomy
@@ -110,11 +110,12 @@ NOT_ASSESSED = "—"
 )
 @click.option(
     "--engine",
-    type=click.Choice(["local", "ray"]),
+    type=NameChoice(engine_names),
     default="local",
     show_default=True,
     envvar="MAST_ENGINE",
-    help="local: this process; ray: a Ray cluster (pip install 'mast-judge[ray]'), same results file.",
+    help="local: this process; ray: a Ray cluster (pip install 'mast-judge[ray]'); batch-api: the provider's "
+    "batch API (as --batch-api); or a plugin's engine. Same results file on every engine.",
 )
 @click.option(
     "--address",
@@ -174,7 +175,7 @@ def command(
     format_: str,
     recursive: bool,
     shard: str | None,
-    engine: Literal["local", "ray"],
+    engine: str,
     address: str | None,
     actors: int | None,
     router: Path | None,

@@ -22,14 +22,17 @@ How to add an engine
 --------------------
 An engine is a function with :func:`mast.batch.label`'s arguments (``paths``, ``output`` and the
 keywords, ``on_result`` among them, which it calls with each result as it is written) that returns
-a :class:`~mast.batch.report.BatchReport`. Register it by name, here in ``_ENGINES`` (a
-``"module:function"`` string, imported when asked for) or with :func:`register_engine`. For example
-an engine that runs the local one in a worker thread, for a caller that has a loop running::
+a :class:`~mast.batch.report.BatchReport`. Register it by name: from another package, an entry
+point in its ``pyproject.toml`` (``[project.entry-points."mast.engines"]``,
+``threaded = "acme_mast.engine:threaded"``), or at run time :func:`register_engine` (the function, or
+a ``"module:function"`` string imported when asked for). For example an engine that runs the local
+one in a worker thread, for a caller that has a loop running::
 
     import threading
 
-    from mast.batch import label as local
-    from mast.engines import register_engine
+    from mast.engines import get_engine, register_engine
+
+    local = get_engine("local")
 
 
     def threaded(paths, output, **kwargs):
@@ -42,16 +45,17 @@ an engine that runs the local one in a worker thread, for a caller that has a lo
 
     register_engine("threaded", threaded)
 
-``mast.label(..., engine="threaded")`` then uses it (``mast label --engine`` lists the built-in ones).
+``mast.label(..., engine="threaded")`` then uses it, and ``mast label --engine`` lists it (its
+choices are :func:`engine_names`, plugins included).
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from mast._registry import Registry
 from mast.batch import BatchReport, Selection
 from mast.batch.runner import ProgressCallback, ResultCallback
 from mast.errors import UsageError
@@ -63,21 +67,23 @@ __all__ = ["Engine", "engine_names", "get_engine", "label", "open_run_sinks", "r
 Engine = Callable[..., BatchReport]
 """``engine(paths, output, **keywords) -> BatchReport`` (see the module docs)."""
 
-_ENGINES: dict[str, str | Engine] = {
+_ENGINES: Registry[Engine] = Registry("engine", group="mast.engines", builtins={
     "local": "mast.batch.labelling:label",
     "ray": "mast.integrations.ray:label_engine",
     "batch-api": "mast.engines.provider:label_engine",
-}
+})
+"""Engine name -> the function (``"module:function"`` imported when asked for); plugins join
+through the ``mast.engines`` entry points."""
 
 
-def register_engine(name: str, engine: Engine) -> None:
-    """Make ``engine="name"`` run ``engine``."""
-    _ENGINES[name] = engine
+def register_engine(name: str, engine: Engine | str) -> None:
+    """Make ``engine="name"`` run ``engine`` (or the ``"module:function"`` it names)."""
+    _ENGINES.register(name, engine)
 
 
 def engine_names() -> list[str]:
-    """The registered engines."""
-    return list(_ENGINES)
+    """The registered engines, plugins included."""
+    return _ENGINES.names()
 
 
 def get_engine(name: str) -> Engine:
@@ -86,14 +92,7 @@ def get_engine(name: str) -> Engine:
     Raises:
         UsageError: no such engine, or its extra is not installed.
     """
-    entry = _ENGINES.get(name)
-    if entry is None:
-        raise UsageError(f"unknown engine {name!r} (known: {', '.join(_ENGINES)})")
-    if isinstance(entry, str):
-        module, _, function = entry.partition(":")
-        found: Engine = getattr(importlib.import_module(module), function)
-        return found
-    return entry
+    return _ENGINES.get(name)
 
 
 def label(

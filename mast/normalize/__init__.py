@@ -97,9 +97,7 @@ saved as ``mast/normalize/file_formats/turnlog.py``::
     from collections.abc import Iterator
 
     from mast.errors import TraceFormatError
-    from mast.normalize._build import assemble_trace
-    from mast.normalize._sniff import sniffed_json
-    from mast.normalize.base import RawInput, TraceFormat, register
+    from mast.normalize import RawInput, TraceFormat, assemble_trace, register, sniffed_json
     from mast.trace import Step, Trace
 
 
@@ -125,6 +123,14 @@ saved as ``mast/normalize/file_formats/turnlog.py``::
 Then ``load_trace("run.json")`` detects it, ``mast formats`` lists it, and its tests go in
 ``tests/test_normalize_turnlog.py``. A framework log is added the same way: see
 ``logs/crewai.py`` (CrewAI's verbose console output), which was added as one module and a test.
+
+From another package, the same class without the ``register`` call, named by an entry point in
+that package's ``pyproject.toml``; mast imports it the first time it lists or detects formats, and
+it joins detection with its own ``priority`` (a plugin that fails to import is skipped with a
+one-line warning naming its distribution)::
+
+    [project.entry-points."mast.formats"]
+    turnlog = "acme_mast.turnlog:TurnLog"
 """
 
 from __future__ import annotations
@@ -141,6 +147,8 @@ from typing import Any, cast
 from mast._outputs import terminal_safe
 from mast.caps import CapExceeded, FileBudget, charging
 from mast.errors import MastError, TraceFormatError, UsageError, one_line
+from mast.normalize._build import assemble_trace
+from mast.normalize._sniff import sniffed_json
 from mast.normalize.base import RawInput, TraceFormat, formats, get_format, register
 from mast.trace import Trace, field_notes
 
@@ -171,6 +179,7 @@ _import_extension_modules()
 __all__ = [
     "RawInput",
     "TraceFormat",
+    "assemble_trace",
     "detect_format",
     "formats",
     "get_format",
@@ -180,6 +189,7 @@ __all__ = [
     "load_trace",
     "load_traces",
     "register",
+    "sniffed_json",
 ]
 
 DETECT_THRESHOLD = 0.3

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import orjson
 
 from mast._files import FileCheck, PinnedReader, open_checked
+from mast._registry import Registry
 from mast.caps import MAX_JSON_DEPTH
 from mast.errors import TraceFormatError
 from mast.normalize._console import plain_console, strip_ansi
@@ -385,26 +386,37 @@ class TraceFormat(ABC):
         return SourceInfo(format=self.name, path=raw.label, record=record, variant=variant)
 
 
-_REGISTRY: dict[str, TraceFormat] = {}
+def _plugin_format(name: str, loaded: object) -> TraceFormat:
+    """An entry point of ``mast.formats``: a :class:`TraceFormat` instance (or class) called ``name``."""
+    fmt = loaded() if isinstance(loaded, type) and issubclass(loaded, TraceFormat) else loaded
+    if not isinstance(fmt, TraceFormat):
+        raise TypeError(f"{loaded!r} is not a mast.normalize.TraceFormat")
+    if fmt.name != name:
+        raise ValueError(f"the entry point {name!r} names a format called {fmt.name!r}")
+    return fmt
+
+
+_REGISTRY: Registry[TraceFormat] = Registry("format", group="mast.formats", on_plugin=_plugin_format)
+"""The readers by name; other packages add theirs through the ``mast.formats`` entry points."""
 
 
 def register(fmt: TraceFormat) -> TraceFormat:
     """Add a format to the registry (module import time)."""
-    if fmt.name in _REGISTRY:
+    if _REGISTRY.registered(fmt.name) and _REGISTRY.find(fmt.name) is not fmt:
         raise ValueError(f"format {fmt.name!r} registered twice")
-    _REGISTRY[fmt.name] = fmt
+    _REGISTRY.register(fmt.name, fmt)
     return fmt
 
 
 def formats() -> list[TraceFormat]:
-    """Registered formats in priority order."""
-    return sorted(_REGISTRY.values(), key=lambda f: (f.priority, f.name))
+    """Registered formats in priority order (a plugin's joins with its own priority)."""
+    return sorted((f for _, f in _REGISTRY.values()), key=lambda f: (f.priority, f.name))
 
 
 def get_format(name: str) -> TraceFormat:
     """The registered format called ``name``."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
+    found = _REGISTRY.find(name)
+    if found is None:
         known = ", ".join(f.name for f in formats())
         raise TraceFormatError(f"unknown format {name!r}; known formats: {known}") from None
+    return found

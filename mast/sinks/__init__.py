@@ -18,9 +18,10 @@ sinks=["mlflow"])``.
 
 How to add a sink
 -----------------
-One module with a class that has ``write`` and ``close``, and an ``open_sink(context)`` function;
-then one line in ``_REGISTRY`` below (or :func:`register` from outside the package). For example
-``mast/sinks/slack.py``, which posts each new trace found failing::
+One module with a class that has ``write`` and ``close``, and an ``open_sink(context)`` function,
+registered by name: from another package, an entry point in its ``pyproject.toml``
+(``[project.entry-points."mast.sinks"]``, ``slack = "acme_mast.slack:open_sink"``), or at run time
+:func:`register`. For example ``acme_mast/slack.py``, which posts each new trace found failing::
 
     import httpx
 
@@ -50,24 +51,25 @@ then one line in ``_REGISTRY`` below (or :func:`register` from outside the packa
     def open_sink(context: SinkContext) -> SlackSink:
         return SlackSink(context.options["slack_webhook"])
 
-and in ``_REGISTRY``: ``"slack": "mast.sinks.slack"``. ``mast.label(..., sinks=["slack"],
-sink_options={"slack_webhook": ...})`` then uses it.
+``mast.label(..., sinks=["slack"], sink_options={"slack_webhook": ...})`` then uses it, and
+``mast label --sink slack`` lists and takes it. A sink of mast's own is one more
+``"module:open_sink"`` line in ``_REGISTRY`` below.
 """
 
 from __future__ import annotations
 
-import importlib
 import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mast._registry import Registry
 from mast.diagnosis import Diagnosis
 from mast.errors import MastError, UsageError
 from mast.sources import StoreReader, TraceNote, public_url, source_scheme
 
-__all__ = ["Sink", "SinkContext", "SinkSet", "open_sinks", "register", "sink_names", "write_back_sinks"]
+__all__ = ["Sink", "SinkContext", "SinkOpener", "SinkSet", "open_sinks", "register", "sink_names", "write_back_sinks"]
 
 QUEUE = 256
 """Results waiting for the sinks at most (the run waits when they are this far behind)."""
@@ -101,22 +103,26 @@ class SinkContext:
     """Sink options (``otel_endpoint``...)."""
 
 
-_REGISTRY: dict[str, str | Callable[[SinkContext], Sink]] = {
-    "phoenix": "mast.sinks.phoenix",
-    "mlflow": "mast.sinks.mlflow",
-    "otel": "mast.sinks.otel",
-}
-"""Sink name -> module with ``open_sink(context)`` (imported when asked for), or the opener itself."""
+SinkOpener = Callable[[SinkContext], Sink]
+"""``open_sink(context) -> Sink``: what a sink's name stands for."""
+
+_REGISTRY: Registry[SinkOpener] = Registry("sink", group="mast.sinks", builtins={
+    "phoenix": "mast.sinks.phoenix:open_sink",
+    "mlflow": "mast.sinks.mlflow:open_sink",
+    "otel": "mast.sinks.otel:open_sink",
+})
+"""Sink name -> its ``open_sink(context)`` (``"module:function"``, imported when asked for); plugins
+join through the ``mast.sinks`` entry points."""
 
 
-def register(name: str, opener: Callable[[SinkContext], Sink]) -> None:
-    """Make ``name`` open a sink with ``opener``."""
-    _REGISTRY[name] = opener
+def register(name: str, opener: SinkOpener | str) -> None:
+    """Make ``name`` open a sink with ``opener`` (or the ``"module:function"`` it names)."""
+    _REGISTRY.register(name, opener)
 
 
 def sink_names() -> list[str]:
-    """The registered sinks."""
-    return sorted(_REGISTRY)
+    """The registered sinks, plugins included."""
+    return _REGISTRY.names()
 
 
 def write_back_sinks(urls: Sequence[str]) -> list[str]:
@@ -141,14 +147,7 @@ def write_back_sinks(urls: Sequence[str]) -> list[str]:
 
 
 def _open(name: str, context: SinkContext) -> Sink:
-    entry = _REGISTRY.get(name)
-    if entry is None:
-        raise UsageError(f"unknown sink {name!r} (known: {', '.join(sink_names())})")
-    if isinstance(entry, str):
-        module = importlib.import_module(entry)
-        opener: Callable[[SinkContext], Sink] = module.open_sink
-        return opener(context)
-    return entry(context)
+    return _REGISTRY.get(name)(context)
 
 
 class SinkSet:

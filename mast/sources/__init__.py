@@ -24,9 +24,10 @@ Example:
 
 How to add a store
 ------------------
-One module, ``mast/sources/acme.py``, with a class that has the four methods of
-:class:`TraceSource` and an ``open_url`` function; then one line in ``_REGISTRY`` below (or, from
-outside the package, :func:`register`)::
+One module with a class that has the four methods of :class:`TraceSource` and an ``open_url``
+function, registered by URL scheme: from another package, one entry point per scheme in its
+``pyproject.toml`` (``[project.entry-points."mast.sources"]``, ``acme = "acme_mast.source:open_url"``),
+or at run time :func:`register` (``register(["acme", "acme+https"], open_url)``)::
 
     from collections.abc import Iterator, Sequence
 
@@ -63,26 +64,27 @@ outside the package, :func:`register`)::
     def open_url(url: str) -> AcmeSource:
         return AcmeSource(url)
 
-and in ``_REGISTRY``: ``_Registration(("acme", "acme+https"), "mast.sources.acme")``. ``mast label
-acme://...`` and ``mast watch acme://...`` then work; a sink writing verdicts back is added in
-:mod:`mast.sinks`.
+``mast label acme://...`` and ``mast watch acme://...`` then work; a sink writing verdicts back is
+added in :mod:`mast.sinks` (a store's sink has its scheme's name). A store of mast's own is one more
+``"module:open_url"`` line in ``_BUILTIN`` below.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 from urllib.parse import SplitResult
 
+from mast._registry import Registry
 from mast.errors import UsageError
 from mast.trace import Trace
 
 __all__ = [
     "RootSpan",
+    "SourceOpener",
     "StoreReader",
     "TraceNote",
     "TraceQuery",
@@ -160,32 +162,39 @@ class TraceSource(Protocol):
         ...
 
 
-@dataclass
-class _Registration:
-    schemes: tuple[str, ...]
-    module: str
-    opener: Callable[[str], TraceSource] | None = field(default=None)
+SourceOpener = Callable[[str], TraceSource]
+"""``open_url(url) -> TraceSource``: what a URL scheme stands for."""
+
+_BUILTIN: dict[str, tuple[str, ...]] = {
+    "mast.sources.phoenix:open_url": ("phoenix", "phoenixs", "phoenix+http", "phoenix+https"),
+    "mast.sources.mlflow:open_url": ("mlflow", "mlflows", "mlflow+http", "mlflow+https"),
+    "mast.sources.scout:open_url": ("scout",),
+}
+
+_REGISTRY: Registry[SourceOpener] = Registry(
+    "trace store", group="mast.sources",
+    builtins={scheme: opener for opener, schemes in _BUILTIN.items() for scheme in schemes},
+)
+"""URL scheme -> the store's ``open_url(url)`` (``"module:function"``, imported when asked for);
+plugins join through the ``mast.sources`` entry points, one per scheme."""
+
+_FIRST_SCHEME: dict[str, str] = {scheme: schemes[0] for schemes in _BUILTIN.values() for scheme in schemes}
+"""Scheme -> the first scheme its source registered (``phoenixs`` -> ``phoenix``); a scheme not here is its own."""
 
 
-_REGISTRY: list[_Registration] = [
-    _Registration(("phoenix", "phoenixs", "phoenix+http", "phoenix+https"), "mast.sources.phoenix"),
-    _Registration(("mlflow", "mlflows", "mlflow+http", "mlflow+https"), "mast.sources.mlflow"),
-    _Registration(("scout",), "mast.sources.scout"),
-]
-
-
-def register(schemes: Sequence[str], opener: Callable[[str], TraceSource]) -> None:
+def register(schemes: Sequence[str], opener: SourceOpener | str) -> None:
     """Make ``open_source`` open URLs of ``schemes`` with ``opener`` (a new store, one module)."""
-    _REGISTRY.insert(0, _Registration(tuple(schemes), opener.__module__, opener))
+    for scheme in schemes:
+        _REGISTRY.register(scheme, opener)
+        _FIRST_SCHEME[scheme] = schemes[0]
 
 
 def source_scheme(url: str) -> str | None:
     """The first scheme the source of ``url`` registered (``phoenix`` for ``phoenixs://``), or ``None``."""
     scheme = _scheme(url)
-    for registration in _REGISTRY:
-        if scheme in registration.schemes:
-            return registration.schemes[0]
-    return None
+    if scheme is None or scheme not in _REGISTRY:
+        return None
+    return _FIRST_SCHEME.get(scheme, scheme)
 
 
 def _scheme(text: str) -> str | None:
@@ -247,7 +256,7 @@ def split_store_url(url: str, usage: str) -> SplitResult:
 def is_source_url(text: str) -> bool:
     """Whether ``text`` names a trace store rather than a file."""
     scheme = _scheme(text)
-    return scheme is not None and any(scheme in r.schemes for r in _REGISTRY)
+    return scheme is not None and scheme in _REGISTRY
 
 
 def open_source(url: str) -> TraceSource:
@@ -257,15 +266,11 @@ def open_source(url: str) -> TraceSource:
         UsageError: no source handles the URL's scheme, or the URL is malformed.
     """
     scheme = _scheme(url)
-    for registration in _REGISTRY:
-        if scheme in registration.schemes:
-            if registration.opener is not None:
-                return registration.opener(url)
-            module = importlib.import_module(registration.module)
-            opener: Callable[[str], TraceSource] = module.open_url
-            return opener(url)
-    known = ", ".join(s for r in _REGISTRY for s in r.schemes[:1])
-    raise UsageError(f"{url}: not a trace store URL (known: {known}://HOST:PORT/PROJECT)")
+    opener = _REGISTRY.find(scheme) if scheme is not None else None
+    if opener is None:
+        known = ", ".join(dict.fromkeys(_FIRST_SCHEME.get(s, s) for s in _REGISTRY.names()))
+        raise UsageError(f"{url}: not a trace store URL (known: {known}://HOST:PORT/PROJECT)")
+    return opener(url)
 
 
 def step_spans(trace: Trace) -> dict[int, str]:

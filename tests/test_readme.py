@@ -27,6 +27,9 @@ README = REPO / "README.md"
 DOCS = sorted((REPO / "docs").rglob("*.md"))
 
 NOT_RUN = {
+    "mast gold export gold.jsonl phoenix://127.0.0.1:6006/my-agent": "a Phoenix server: tests/test_phoenix.py (gold round trip)",
+    "mast gold export gold.jsonl mlflow://127.0.0.1:5000/my-agent": "an MLflow server: tests/test_mlflow.py (gold round trip)",
+    "mast gold import phoenix://127.0.0.1:6006/my-agent -o gold.jsonl": "a Phoenix server: tests/test_phoenix.py (gold round trip)",
     # docs/how-to/scout.md: a Scout scan folder and a Scout transcript database need a real `scout scan`
     # or Scout's own import first; tests/test_scout.py makes both and runs these commands on them.
     "mast report scans/scan_id=abc123 -o report.html": "a Scout scan: tests/test_scout.py",

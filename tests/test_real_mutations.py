@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,10 @@ def _load(item: RealFile, blob: bytes) -> Any:
         return [json.loads(line) for line in text.splitlines() if line.strip()]
     if item.path.suffix in (".yaml", ".yml"):
         return yaml.safe_load(text)
-    return json.loads(text)
+    # A CLI's export may print a line before its JSON (`opencode export`: "Exporting session: ...");
+    # the mutations work on the document, which is written back without that line.
+    start = re.search(r"^[\[{]", text, re.M)
+    return json.loads(text[start.start() :] if start else text)
 
 
 def _dump(item: RealFile, data: Any) -> bytes:

@@ -161,6 +161,36 @@ def test_rerun_resumes_and_overwrite_starts_over(tmp_path: Path) -> None:
     assert len(read_results(out)) == 6
 
 
+def test_a_trace_edited_since_it_was_judged_is_judged_again_and_its_old_result_goes(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for name, ask in (("a", "Sum 2 and 3."), ("b", "Name the capital of France."), ("c", "List three primes.")):
+        (runs / f"{name}.json").write_text(orjson.dumps([{"role": "user", "content": ask},
+                                                         {"role": "assistant", "content": "Done."}]).decode())
+    out = tmp_path / "results.jsonl"
+    assert label(runs, "-o", out, "--judge", "detectors").exit_code == 0
+    before = {Path(d.source.path or "").name: d.trace_hash for d in read_results(out)}
+    (runs / "b.json").write_text(orjson.dumps([{"role": "user", "content": "Name the capital of Spain."},
+                                               {"role": "assistant", "content": "Madrid."}]).decode())
+    result = label(runs, "-o", out, "--judge", "detectors")
+    assert result.exit_code == 0, result.output
+    assert "1 older result replaced: the trace changed since it was judged" in result.stderr
+    after = [(Path(d.source.path or "").name, d.trace_hash) for d in read_results(out)]
+    assert sorted(name for name, _ in after) == ["a.json", "b.json", "c.json"]  # one row per trace
+    hashes = dict(after)
+    assert hashes["a.json"] == before["a.json"] and hashes["c.json"] == before["c.json"]
+    assert hashes["b.json"] != before["b.json"]
+    # A third run changes nothing and replaces nothing.
+    again = label(runs, "-o", out, "--judge", "detectors")
+    assert again.exit_code == 0 and "replaced" not in again.stderr
+    assert sorted((Path(d.source.path or "").name, d.trace_hash) for d in read_results(out)) == sorted(after)
+    # A file that no longer reads replaces nothing: its last good result stays.
+    (runs / "c.json").write_text("{ not json")
+    broken = label(runs, "-o", out, "--judge", "detectors")
+    assert "replaced" not in broken.stderr
+    assert dict((Path(d.source.path or "").name, d.trace_hash) for d in read_results(out))["c.json"] == before["c.json"]
+
+
 def test_shards_partition_the_input_and_concatenate(tmp_path: Path) -> None:
     inputs = [TRACES / "smolagents_memory", chat_jsonl(tmp_path / "runs.jsonl", 9)]
     whole = tmp_path / "whole.jsonl"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -28,21 +28,23 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from mast._words import plural
 from mast.batch.breaker import CircuitBreaker
 from mast.batch.estimates import last_estimate_check, learn_from_output, record_estimate
 from mast.batch.inputs import Reloader, WorkItem, parse_shard, scan
 from mast.batch.judges import BatchJudge, configured_judge
 from mast.batch.mixing import check_one_judge
 from mast.batch.pick import pick
-from mast.batch.report import BatchReport
+from mast.batch.report import BatchReport, Outcome
 from mast.batch.resume import ResumeIndex
 from mast.batch.router import router_judge
 from mast.batch.runner import BatchRunner, Breaker, ProgressCallback, ResultCallback
 from mast.batch.table import TABLE_SUFFIXES, check_table_writer, write_table
 from mast.batch.walk import FileSelection, no_traces_error, select_files, walk_files
+from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
 from mast.judge.config import JudgeConfig
-from mast.results import ResultsFile
+from mast.results import ResultsFile, iter_records
 from mast.trace import Trace
 
 Notice = Callable[[str], None]
@@ -201,8 +203,21 @@ def label(
     _notice_judge(config, on_notice)
     if not overwrite:
         learn_from_output(judge, jsonl)  # estimates (--budget-usd, --tpm) start from its earlier answers
+    seen: dict[SourceKey, str] = {}  # "" where two contents were read at one place
+
+    def remember(report: BatchReport, item: WorkItem, outcome: Outcome, diagnosis: Diagnosis | None) -> None:
+        # Every input of this run read as a trace (judged, resumed or a duplicate), by where it was
+        # read: the keys for drop_superseded. No result is read back for it (on_progress sees resumed
+        # items unread). A record that failed to read or judge replaces nothing.
+        failed = item.error is not None or (diagnosis is not None and diagnosis.status == "error")
+        if item.trace_hash is not None and not failed:
+            key = _key(None, item.source.path, item.source.record, item.trace_id)
+            seen[key] = item.trace_hash if seen.get(key, item.trace_hash) == item.trace_hash else ""
+        if on_progress is not None:
+            on_progress(report, item, outcome, diagnosis)
+
     runner = BatchRunner(judge, concurrency=concurrency, rpm=rpm, tpm=tpm, budget_usd=budget_usd,
-                         keep_results=False, on_progress=on_progress, on_result=on_result, breaker=breaker,
+                         keep_results=False, on_progress=remember, on_result=on_result, breaker=breaker,
                          one_judge=not overwrite, on_notice=on_notice)
     # The lock comes first: a second run on the same output stops before reading any input.
     with ResultsFile(jsonl, overwrite=overwrite) as results:
@@ -211,8 +226,51 @@ def label(
         runner.results_file = results
         items = _items(files, jsonl, format, recursive, shard, select)
         asyncio.run(runner.run(items, catch_sigint=catch_sigint))
+        # Only where one trace was read at a place: a file whose traces carry no record number
+        # shares one key among them, and none of them may replace another.
+        replaced = drop_superseded(results, {key: content for key, content in seen.items() if content})
+        if replaced and on_notice is not None:
+            on_notice(f"{jsonl}: {plural(replaced, 'older result')} replaced: the trace changed since it was judged")
     finish_run(runner.report, paths, output, select=select, recursive=recursive, shard=shard)
     return runner.report
+
+
+SourceKey = tuple[str, str | int | None]
+"""Which trace of which source a result is for, whatever its content (:func:`source_key`)."""
+
+
+def source_key(diagnosis: Diagnosis) -> SourceKey:
+    """A file and its record, or a store's trace: what stays the same when a trace's content changes."""
+    source = diagnosis.source
+    return _key(source.absolute_path, source.path, source.record, diagnosis.trace_id)
+
+
+def _key(absolute: str | None, path: str | None, record: int | None, trace_id: str | None) -> SourceKey:
+    # A store's traces share its URL, so a store trace is its URL and id; a file's trace is the
+    # file (absolute: the result written records it, the one in memory may not yet) and its record,
+    # never its id, which for many formats is a hash of the content that changed.
+    if path is not None and "://" in path:
+        return (path, trace_id)
+    return (absolute or os.path.abspath(path or ""), record)
+
+
+def drop_superseded(results: ResultsFile, current: Mapping[SourceKey, str]) -> int:
+    """Drop the results of traces whose source now holds another content (``current``: key -> hash).
+
+    A trace edited since its result was written is judged again (its content hash is new, so resume
+    does not skip it); its old result would then sit beside the new one, and reports, diffs and
+    evaluations would count the trace twice. One result per trace, the latest, as the hooks keep.
+    The file's lines are read as plain JSON (no validation), once per run.
+    """
+    if not current:
+        return 0
+    stale = []
+    for line, record in iter_records(results.path):
+        source = record.get("source") or {}
+        key = _key(source.get("absolute_path"), source.get("path"), source.get("record"), record.get("trace_id"))
+        if key in current and record.get("trace_hash") != current[key]:
+            stale.append(line.offset)
+    return results.drop_lines(stale)
 
 
 def walk_selected(paths: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], select: Selection,

@@ -123,3 +123,20 @@ def test_cache_info_clear_and_no_cache(trace_file: Path, tmp_path: Path) -> None
     cleared = run("cache", "clear", env=env)
     assert "1 cached judgements removed" in cleared.stdout
     assert "0 cached judgements" in run("cache", "info", env=env).stdout
+
+
+def test_fail_on_a_mode_the_detectors_never_assess_is_refused_up_front(trace_file: Path) -> None:
+    refused = run("classify", trace_file, "--judge", "detectors", "--fail-on", "2.6")
+    assert refused.exit_code == 2
+    assert "--fail-on '2.6' can never fire" in refused.stderr and "1.3, 1.5, 3.1" in refused.stderr
+    assert "no model configured" not in refused.stderr  # refused before any notice or judging
+    from_env = run("classify", trace_file, env={"MAST_FAIL_ON": "1.3,2.*"})
+    assert from_env.exit_code == 2 and "MAST_FAIL_ON='1.3,2.*': '2.*' can never fire" in from_env.stderr
+    # A pattern that reaches one assessed mode is kept (1.* holds 1.3 and 1.5).
+    assert run("classify", trace_file, "--fail-on", "1.*").exit_code in (0, 3)
+    # An LLM judge assesses every mode: the same gate is accepted and fires.
+    answer = judge_answer(["2.6"], evidence={"2.6": [(2, "I will run ls -la ./logs now")]})
+    with FakeLLMServer(lambda body: answer) as server:
+        fired = run("classify", trace_file, *llm_args(server), "--no-cache", "--fail-on", "2.6")
+    assert fired.exit_code == 3, fired.output
+    assert "--fail-on: found 2.6" in fired.stderr

@@ -140,3 +140,28 @@ def test_fail_on_a_mode_the_detectors_never_assess_is_refused_up_front(trace_fil
         fired = run("classify", trace_file, *llm_args(server), "--no-cache", "--fail-on", "2.6")
     assert fired.exit_code == 3, fired.output
     assert "--fail-on: found 2.6" in fired.stderr
+
+
+def test_mast_jury_naming_no_model_is_said_of_the_variable(trace_file: Path, tmp_path: Path) -> None:
+    refused = run("classify", trace_file, env={"MAST_JURY": ",,"})
+    assert refused.exit_code == 2 and "MAST_JURY=',,' names no model" in refused.stderr, refused.output
+    assert "--jury" not in refused.stderr
+    label = run("label", trace_file, "-o", tmp_path / "r.jsonl", env={"MAST_JURY": ",,"})
+    assert label.exit_code == 2 and "MAST_JURY=',,' names no model" in label.stderr
+    assert "progress" not in label.stderr and not (tmp_path / "r.jsonl").exists()  # refused before the run
+
+
+def test_a_cache_folder_that_cannot_be_created_is_one_line_before_the_run(trace_file: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    bad = str(blocker / "cache")
+    with FakeLLMServer(lambda body: ANSWER) as server:
+        args = ["--model", "openai/fake-judge", "--api-base", server.base_url, "--api-key", "k"]
+        refused = run("classify", trace_file, trace_file, *args, env={"MAST_CACHE_DIR": bad})
+        assert refused.exit_code == 2, refused.output
+        (line,) = [x for x in refused.stderr.splitlines() if x.strip()]
+        assert line.startswith(f"mast: MAST_CACHE_DIR {bad!r}: the answer cache folder cannot be created")
+        flag = run("label", trace_file, "-o", tmp_path / "r.jsonl", *args, "--cache-dir", bad)
+        assert flag.exit_code == 2 and f"--cache-dir {bad!r}" in flag.stderr
+        assert not (tmp_path / "r.jsonl").exists() and server.requests == []
+        assert run("classify", trace_file, *args, "--no-cache", env={"MAST_CACHE_DIR": bad}).exit_code == 0

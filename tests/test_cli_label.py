@@ -269,3 +269,17 @@ def test_budget_stops_starting_traces_says_so_and_resumes(tmp_path: Path) -> Non
         server.reset()
         assert label(runs, "-o", out, *llm_args(server)).exit_code == 0
         assert len(server.chat_requests) == 12 - judged
+
+
+def test_fail_on_modes_the_detectors_never_assess_is_one_line_before_the_run(tmp_path: Path) -> None:
+    runs = chat_jsonl(tmp_path / "runs.jsonl", 2)
+    out = tmp_path / "results.jsonl"
+    refused = label(runs, "-o", out, "--fail-on", "2.*")
+    assert refused.exit_code == 2
+    lines = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert lines == [
+        "mast: --fail-on '2.*' can never fire: the offline detectors assess only 1.3, 1.5, 3.1 "
+        "(an LLM judge, --model or MAST_MODEL, assesses every mode)"
+    ]
+    assert not out.exists()
+    assert label(runs, "-o", out, "--fail-on", "3.*").exit_code in (0, 3)  # 3.1 is assessed

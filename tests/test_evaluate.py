@@ -243,3 +243,39 @@ def test_bad_arguments_raise_evaluation_errors() -> None:
         evaluate(frame, frame, n_boot=-1)
     with pytest.raises(EvaluationError, match="level"):
         evaluate(frame, frame, level=1.5)
+
+
+def test_two_files_sharing_a_trace_id_are_warned_about_not_merged_silently(tmp_path: Path) -> None:
+    """Two results rows from different files under one trace id count as one trace: the report says so."""
+    from _data import REPO
+    from click.testing import CliRunner
+
+    from mast.cli import main
+
+    runner = CliRunner()
+    judged = runner.invoke(main, ["classify", str(REPO / "data" / "examples" / "clean-sales-total.json"), "--json"])
+    row = json.loads(judged.stdout)
+    copy = json.loads(judged.stdout)
+    copy["source"] = {"path": "elsewhere/copy.json", "format": row["source"]["format"]}  # another file, same id
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps(row) + "\n" + json.dumps(copy) + "\n")
+    gold = tmp_path / "gold.csv"
+    gold.write_text(f"trace_id,1.3,1.5,3.1\n{row['trace_id']},0,0,0\n")
+    report = evaluate(results, gold, n_boot=0)
+    assert report.n_traces == 1
+    shared = [w for w in report.warnings if "shared" in w]
+    assert shared == [
+        f"{results}: trace id {row['trace_id']} is shared by 2 rows from different files or records, "
+        "compared as one trace (give the traces distinct ids)"
+    ]
+    shown = runner.invoke(main, ["evaluate", "--pred", str(results), "--gold", str(gold), "--n-boot", "0"])
+    assert shown.exit_code == 0 and f"trace id {row['trace_id']} is shared by 2 rows" in shown.stdout
+    # The same file judged twice (a rerun) is one trace, no warning.
+    results.write_text(json.dumps(row) + "\n" + json.dumps(row) + "\n")
+    assert not [w for w in evaluate(results, gold, n_boot=0).warnings if "shared" in w]
+    # Results that disagree under the shared id: the conflict names the sharing too.
+    flipped = next(m for m in copy["failure_modes"] if m["code"] == "1.3")
+    flipped["present"] = True
+    results.write_text(json.dumps(row) + "\n" + json.dumps(copy) + "\n")
+    with pytest.raises(EvaluationError, match="both present and absent; .* is shared by 2 rows"):
+        evaluate(results, gold, n_boot=0)

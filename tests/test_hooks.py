@@ -437,3 +437,75 @@ def hooks_scan(transcript: Path, check: object) -> list[object]:
     from mast.batch.inputs import scan
 
     return list(scan([transcript], checks={str(transcript): check}))  # type: ignore[dict-item]
+
+
+# -- issue 33: a relative transcript path, a bad MAST_* variable in the hook log ----------------------
+
+
+@pytest.mark.slow
+def test_a_relative_transcript_path_is_taken_from_the_events_cwd(tmp_path: Path) -> None:
+    """Claude Code events carry ``cwd``: a relative transcript path is read from there, as the labeller reads it."""
+    transcript = tmp_path / "projects" / "-app" / "s.jsonl"
+    transcript.parent.mkdir(parents=True)
+    shutil.copy(CLAUDE, transcript)
+    session = mast.load_trace(transcript).trace_id
+    event = json.dumps({"session_id": session, "transcript_path": "projects/-app/s.jsonl", "cwd": str(tmp_path),
+                        "hook_event_name": "SessionEnd"})
+    results = tmp_path / "out" / "r.jsonl"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run([sys.executable, "-m", "mast", "hooks", "run", "--tool", "claude-code", "-o", str(results)],
+                          input=event, env=hook_env(tmp_path), cwd=elsewhere, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and "labelled now" in done.stdout, done.stderr
+    (result,) = wait_for(lambda: lines(results), "the result")
+    assert result["trace_id"] == session and result["status"] == "judged"
+    assert hooks.parse_event("claude-code", json.loads(event)).transcript == transcript
+
+
+def test_a_relative_transcript_path_without_a_cwd_is_skipped_on_the_hook_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook never says "labelled now" for a path the detached labeller (in another folder) cannot open."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))
+    transcript = tmp_path / "projects" / "-app" / "s.jsonl"
+    transcript.parent.mkdir(parents=True)
+    shutil.copy(CLAUDE, transcript)
+    monkeypatch.chdir(tmp_path)  # the path resolves from the hook's own folder, not from the labeller's
+    started: list[object] = []
+    monkeypatch.setattr(hooks, "spawn_labeller", lambda *args: started.append(args) or 0)
+    results = tmp_path / "out" / "r.jsonl"
+    for extra in ({}, {"cwd": "app"}):
+        event = json.dumps({"session_id": "s1", "transcript_path": "projects/-app/s.jsonl", "hook_event_name": "SessionEnd",
+                            **extra})
+        result = CliRunner().invoke(main, ["hooks", "run", "--tool", "claude-code", "-o", str(results)], input=event)
+        assert result.exit_code == 0 and result.output.count("\n") == 1, result.output
+        assert result.output.startswith("mast: hook skipped: transcript_path 'projects/-app/s.jsonl' is a relative path")
+    assert started == [] and not results.parent.exists()
+
+
+def test_a_bad_mast_variable_is_written_to_the_hook_log_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hooks log gives the reason of every skipped session, also one skipped for a misspelt MAST_* value."""
+    import io
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))
+    monkeypatch.setenv("MAST_HOOKS_DIR", str(tmp_path / "hooks"))
+    monkeypatch.setenv("MAST_REDACT", "enabled")
+    transcript = tmp_path / "projects" / "-app" / "s.jsonl"
+    transcript.parent.mkdir(parents=True)
+    shutil.copy(CLAUDE, transcript)
+    monkeypatch.setattr(hooks, "spawn_labeller", lambda *args: pytest.fail("a labeller was started"))
+    event = json.dumps({"session_id": "s1", "transcript_path": str(transcript), "cwd": "/home/me/app",
+                        "hook_event_name": "Stop"})
+    log = hooks.log_path(hooks.default_results("/home/me/app"))
+    assert log.is_relative_to(tmp_path / "hooks") and not log.exists()
+    result = CliRunner().invoke(main, ["hooks", "run", "--tool", "claude-code"], input=event)  # the click command
+    assert result.exit_code == 0 and "hook skipped" in result.output and "MAST_REDACT" in result.output, result.output
+    stderr = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    assert hooks.run_main(["--tool", "claude-code"], stdin=io.StringIO(event)) == 0  # python -m mast's fast path
+    assert "hook skipped" in stderr.getvalue() and "MAST_REDACT" in stderr.getvalue()
+    logged = log.read_text().splitlines()
+    assert len(logged) == 2, logged
+    for line in logged:
+        assert " session s1 (Stop): hook skipped: " in line and "MAST_REDACT='enabled'" in line

@@ -123,3 +123,45 @@ def test_cache_info_clear_and_no_cache(trace_file: Path, tmp_path: Path) -> None
     cleared = run("cache", "clear", env=env)
     assert "1 cached judgements removed" in cleared.stdout
     assert "0 cached judgements" in run("cache", "info", env=env).stdout
+
+
+def test_fail_on_a_mode_the_detectors_never_assess_is_refused_up_front(trace_file: Path) -> None:
+    refused = run("classify", trace_file, "--judge", "detectors", "--fail-on", "2.6")
+    assert refused.exit_code == 2
+    assert "--fail-on '2.6' can never fire" in refused.stderr and "1.3, 1.5, 3.1" in refused.stderr
+    assert "no model configured" not in refused.stderr  # refused before any notice or judging
+    from_env = run("classify", trace_file, env={"MAST_FAIL_ON": "1.3,2.*"})
+    assert from_env.exit_code == 2 and "MAST_FAIL_ON='1.3,2.*': '2.*' can never fire" in from_env.stderr
+    # A pattern that reaches one assessed mode is kept (1.* holds 1.3 and 1.5).
+    assert run("classify", trace_file, "--fail-on", "1.*").exit_code in (0, 3)
+    # An LLM judge assesses every mode: the same gate is accepted and fires.
+    answer = judge_answer(["2.6"], evidence={"2.6": [(2, "I will run ls -la ./logs now")]})
+    with FakeLLMServer(lambda body: answer) as server:
+        fired = run("classify", trace_file, *llm_args(server), "--no-cache", "--fail-on", "2.6")
+    assert fired.exit_code == 3, fired.output
+    assert "--fail-on: found 2.6" in fired.stderr
+
+
+def test_mast_jury_naming_no_model_is_said_of_the_variable(trace_file: Path, tmp_path: Path) -> None:
+    refused = run("classify", trace_file, env={"MAST_JURY": ",,"})
+    assert refused.exit_code == 2 and "MAST_JURY=',,' names no model" in refused.stderr, refused.output
+    assert "--jury" not in refused.stderr
+    label = run("label", trace_file, "-o", tmp_path / "r.jsonl", env={"MAST_JURY": ",,"})
+    assert label.exit_code == 2 and "MAST_JURY=',,' names no model" in label.stderr
+    assert "progress" not in label.stderr and not (tmp_path / "r.jsonl").exists()  # refused before the run
+
+
+def test_a_cache_folder_that_cannot_be_created_is_one_line_before_the_run(trace_file: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    bad = str(blocker / "cache")
+    with FakeLLMServer(lambda body: ANSWER) as server:
+        args = ["--model", "openai/fake-judge", "--api-base", server.base_url, "--api-key", "k"]
+        refused = run("classify", trace_file, trace_file, *args, env={"MAST_CACHE_DIR": bad})
+        assert refused.exit_code == 2, refused.output
+        (line,) = [x for x in refused.stderr.splitlines() if x.strip()]
+        assert line.startswith(f"mast: MAST_CACHE_DIR {bad!r}: the answer cache folder cannot be created")
+        flag = run("label", trace_file, "-o", tmp_path / "r.jsonl", *args, "--cache-dir", bad)
+        assert flag.exit_code == 2 and f"--cache-dir {bad!r}" in flag.stderr
+        assert not (tmp_path / "r.jsonl").exists() and server.requests == []
+        assert run("classify", trace_file, *args, "--no-cache", env={"MAST_CACHE_DIR": bad}).exit_code == 0

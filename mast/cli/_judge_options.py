@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
+from mast.errors import UsageError
 from mast.judge.config import ENV_VARS, FLAG_RANGES, JudgeConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -294,6 +295,27 @@ _OPTIONS: list[tuple[str, Callable[[F], F]]] = [
 JUDGE_OPTION_NAMES = tuple(name for name, _ in _OPTIONS)
 
 
+def _check_cache_dir(config: JudgeConfig, given: str) -> None:
+    """The answer cache's folder can be created, checked once before the run (not an error row per trace).
+
+    Raises:
+        UsageError: the folder cannot be created, said of ``--cache-dir`` or ``MAST_CACHE_DIR``.
+    """
+    if not config.cache or (config.kind == "detectors" and not config.jury):
+        return  # the detectors alone never use the cache
+    from mast.judge.cache import JudgeCache
+
+    folder = JudgeCache(config.cache_dir).directory
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        where = given if config.cache_dir is not None else "the default cache folder"
+        raise UsageError(
+            f"{where} {str(folder)!r}: the answer cache folder cannot be created ({exc.strerror or exc}); "
+            "give a writable --cache-dir or MAST_CACHE_DIR, or --no-cache"
+        ) from None
+
+
 def judge_options(func: F) -> F:
     """Add the judge options to a click command; the command receives ``judge_config``."""
 
@@ -301,6 +323,9 @@ def judge_options(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         values = {name: kwargs.pop(name, None) for name in JUDGE_OPTION_NAMES}
         config = JudgeConfig.from_options(**values)
+        _check_cache_dir(
+            config, given="--cache-dir" if values.get("cache_dir") is not None else ENV_VARS["cache_dir"]
+        )
         if not config.redact:
             # Off only by an explicit, recognised value (mast._env); a run that sends traces as they are says so.
             click.echo(

@@ -17,6 +17,7 @@ import click
 from mast.batch.pick import pick_items as pick_items  # moved to the batch (mast label's API uses it)
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
+from mast.judge.config import JudgeConfig
 from mast.taxonomy import Taxonomy
 
 EXIT_FAIL_ON = 3
@@ -60,11 +61,19 @@ def fail_on_option(func: F) -> F:
     )(func)
 
 
-def parse_fail_on(text: str | None, taxonomy: Taxonomy, given: str = "--fail-on") -> list[str]:
+def parse_fail_on(
+    text: str | None,
+    taxonomy: Taxonomy,
+    given: str = "--fail-on",
+    assessed: Sequence[str] | None = None,
+) -> list[str]:
     """``"1.3,3.*"`` -> the taxonomy codes it names; ``given`` is how the user gave it (see ``given_as``).
 
+    ``assessed``: the codes the chosen judge can find at all (``None``: every mode, an LLM judge);
+    a part naming none of them would never fire, so it is refused.
+
     Raises:
-        UsageError: a code or glob that names no mode of the taxonomy.
+        UsageError: a code or glob that names no mode of the taxonomy, or no mode the judge assesses.
     """
     if not text:
         return []
@@ -77,8 +86,24 @@ def parse_fail_on(text: str | None, taxonomy: Taxonomy, given: str = "--fail-on"
         if not matched:
             where = f"{given} {part!r}" if given.startswith("-") else f"{given}={text!r}: {part!r}"
             raise UsageError(f"{where}: no such mode (codes are {codes[0]} .. {codes[-1]}, globs like 3.*)")
+        if assessed is not None and not any(code in assessed for code in matched):
+            where = f"{given} {part!r}" if given.startswith("-") else f"{given}={text!r}: {part!r}"
+            judged = ", ".join(assessed) if assessed else "none"
+            raise UsageError(
+                f"{where} can never fire: the offline detectors assess only {judged} "
+                "(an LLM judge, --model or MAST_MODEL, assesses every mode)"
+            )
         chosen.extend(c for c in matched if c not in chosen)
     return chosen
+
+
+def judge_assessed(config: JudgeConfig, taxonomy: Taxonomy) -> list[str] | None:
+    """The codes ``config``'s judge can find present, ``None`` when it judges every mode (an LLM, a jury)."""
+    if config.kind != "detectors" or config.jury:
+        return None
+    from mast.judge.detectors import assessed_codes
+
+    return assessed_codes(taxonomy)
 
 
 def modes_found(diagnoses: Iterable[Diagnosis | None], codes: Sequence[str]) -> list[str]:

@@ -13,7 +13,14 @@ from rich.text import Text
 from mast._outputs import terminal_safe
 from mast.batch.walk import no_traces_error, select_files
 from mast.cli._judge_options import judge_options
-from mast.cli._run_control import fail_on_option, file_options, gate_exit, modes_found, parse_fail_on
+from mast.cli._run_control import (
+    fail_on_option,
+    file_options,
+    gate_exit,
+    judge_assessed,
+    modes_found,
+    parse_fail_on,
+)
 from mast.cli._shared import format_option, given_as, plural, safe_text, stderr, stdout, write_line
 from mast.diagnosis import Diagnosis
 from mast.errors import TraceFormatError
@@ -187,8 +194,9 @@ def command(
     mast classify run.json --model local            # small offline model (smoke tests only)
     MAST_MODEL=anthropic/claude-sonnet-4-5 mast classify runs/ --json
     """  # noqa: D301 (click's \b keeps the example lines as they are)
+    taxonomy = load_taxonomy(judge_config.taxonomy)
     gate = parse_fail_on(  # bad input first, before any notice
-        fail_on, load_taxonomy(judge_config.taxonomy), given_as(click.get_current_context(), "fail_on")
+        fail_on, taxonomy, given_as(click.get_current_context(), "fail_on"), judge_assessed(judge_config, taxonomy)
     )
     notice = judge_notice(judge_config) if not judge_config.jury else None
     if notice:

@@ -36,7 +36,14 @@ from mast.batch import (
 )
 from mast.batch.breaker import DEFAULT_MAX_CONSECUTIVE_ERRORS, CircuitBreaker
 from mast.cli._judge_options import judge_options
-from mast.cli._run_control import fail_on_option, file_options, gate_exit, parse_fail_on, selection_options
+from mast.cli._run_control import (
+    fail_on_option,
+    file_options,
+    gate_exit,
+    judge_assessed,
+    parse_fail_on,
+    selection_options,
+)
 from mast.cli._shared import NameChoice, format_option, given_as, plural, stderr, write_line
 from mast.cli._source_options import SourceInputs, source_options
 from mast.diagnosis import Diagnosis
@@ -225,8 +232,12 @@ def command(
     # Off a terminal (CI logs) a live bar cannot redraw: plain lines instead, unless --no-progress.
     plain = not stderr.is_terminal and show_progress is not False
     progress_on = progress_on and stderr.is_terminal
+    taxonomy = load_taxonomy(judge_config.taxonomy)
     gate = parse_fail_on(
-        fail_on, load_taxonomy(judge_config.taxonomy), given_as(click.get_current_context(), "fail_on")
+        fail_on,
+        taxonomy,
+        given_as(click.get_current_context(), "fail_on"),
+        judge_assessed(judge_config, taxonomy),
     )
     select = Selection(
         include=include,

@@ -23,7 +23,7 @@ import pandas as pd
 
 from mast.errors import EvaluationError
 from mast.evaluation.agreement import TieRule, inter_annotator, majority_vote
-from mast.evaluation.labels import LabelFormat, LabelSource, read_labels
+from mast.evaluation.labels import SHARED_IDS_ATTR, LabelFormat, LabelSource, read_labels
 from mast.evaluation.metrics import (
     COUNT_ORDER,
     METRICS,
@@ -103,6 +103,8 @@ def evaluate(
     pred_cells = majority_vote(pred_table, ties=ties)
     gold_cells = majority_vote(gold_table, ties=ties)
     pred_source, gold_source = str(pred_table.attrs.get("source", "")), str(gold_table.attrs.get("source", ""))
+    # Results of different files under one trace id are merged into one trace: said, never silent.
+    shared_ids = [*pred_table.attrs.get(SHARED_IDS_ATTR, []), *gold_table.attrs.get(SHARED_IDS_ATTR, [])]
     del pred_table, gold_table
 
     merged = pred_cells.merge(gold_cells, on=["trace_id", "code"], how="outer", suffixes=("_pred", "_gold"),
@@ -137,7 +139,7 @@ def evaluate(
     if n_boot:
         macro_ci = _bootstrap(both, codes, per_mode, pooled, macro, n_boot=n_boot, seed=seed, level=level)
 
-    warnings = []
+    warnings = list(shared_ids)
     if kind == "pred-vs-gold" and pooled.n < 100:
         kappa_ci = pooled.ci.get("kappa")
         if kappa_ci is None:

@@ -316,12 +316,18 @@ def labels_from_diagnoses(
     evidence: list[str] = []
     known: dict[str, str] = {}  # a few codes repeated per verdict: normalised once, one string each
     texts: dict[str, str] = {}  # the offline detectors repeat their explanations: one string each
+    first_source: dict[str, tuple[str | None, int | None]] = {}  # where each judged trace id was first seen
+    shared: dict[str, set[tuple[str | None, int | None]]] = {}  # ids judged from more than one file/record
     for n, diagnosis in enumerate(diagnoses):
         tally.add(diagnosis)
         sources.add(diagnosis)
         if diagnosis.status != "judged":
             continue
         trace_id = _id_text(diagnosis.trace_id)
+        where_from = (diagnosis.source.absolute_path or diagnosis.source.path, diagnosis.source.record)
+        seen_at = first_source.setdefault(trace_id, where_from)
+        if seen_at != where_from:
+            shared.setdefault(trace_id, {seen_at}).add(where_from)
         for verdict in diagnosis.failure_modes:
             if verdict.present is None:
                 continue
@@ -348,9 +354,33 @@ def labels_from_diagnoses(
     )
     del trace_ids, codes, evidence
     # One judge per results file: its name is kept in attrs, not as a second "annotator" to vote with.
-    table = _finish(frame, source)
+    try:
+        table = _finish(frame, source)
+    except EvaluationError as exc:  # a conflict between two files' results under one id: say that too
+        if not shared:
+            raise
+        raise EvaluationError(
+            f"{exc}; {shared_ids_warning(source, {k: len(v) for k, v in shared.items()})}"
+        ) from None
     table.attrs[SOURCE_MAP_ATTR] = sources  # for gold keyed by path (+ record), built when asked
+    if shared:
+        table.attrs[SHARED_IDS_ATTR] = [shared_ids_warning(source, {k: len(v) for k, v in shared.items()})]
     return table
+
+
+SHARED_IDS_ATTR = "shared_ids"
+"""Label-table attribute: the warning that rows of different files share a trace id (counted as one trace)."""
+
+
+def shared_ids_warning(source: str, counts: Mapping[str, int]) -> str:
+    """One line: which trace id several files' results share, how many rows, and how many other ids do."""
+    trace_id, rows = next(iter(counts.items()))
+    more = len(counts) - 1
+    others = f"; {more} more trace id(s) shared the same way" if more else ""
+    return (
+        f"{source}: trace id {trace_id} is shared by {rows} rows from different files or records, "
+        f"compared as one trace{others} (give the traces distinct ids)"
+    )
 
 
 # --- reading files --------------------------------------------------------------------------------

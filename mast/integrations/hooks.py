@@ -554,7 +554,11 @@ def parse_event(tool: Tool | None, payload: dict[str, Any]) -> HookEvent:
         if not thread:
             raise UsageError("Codex notify payload names no thread-id")
         given = payload.get("rollout_path") or payload.get("transcript_path")
-        rollout = Path(given) if isinstance(given, str) and given else find_codex_rollout(thread)
+        rollout = (
+            _event_path(given, payload.get("cwd"), "rollout_path")
+            if isinstance(given, str) and given
+            else find_codex_rollout(thread)
+        )
         if rollout is None:
             raise UsageError(f"no rollout of Codex session {thread} under {codex_home() / 'sessions'}")
         kind = str(payload.get("type") or "agent-turn-complete")
@@ -567,12 +571,34 @@ def parse_event(tool: Tool | None, payload: dict[str, Any]) -> HookEvent:
     return HookEvent(
         "claude-code",
         session,
-        Path(transcript).expanduser(),
+        _event_path(transcript, payload.get("cwd"), "transcript_path"),
         payload.get("cwd"),
         event,
         final=event in FINAL_EVENTS,
         raw=payload,
     )
+
+
+def _event_path(given: str, cwd: Any, key: str) -> Path:
+    """The event's ``transcript_path`` as an absolute path: a relative one is taken from the event's ``cwd``.
+
+    The labeller runs in another folder, so a relative path left as it is would pass the hook's
+    check and then name no file; without an absolute ``cwd`` to resolve it against it is refused.
+
+    Raises:
+        UsageError: a relative path and no absolute ``cwd`` in the event.
+    """
+    path = Path(given).expanduser()
+    if path.is_absolute():
+        return path
+    if isinstance(cwd, str) and cwd and Path(cwd).expanduser().is_absolute():
+        return Path(cwd).expanduser() / path
+    why = (
+        "the event has no cwd"
+        if not (isinstance(cwd, str) and cwd)
+        else f"its cwd {cwd!r} is not absolute either"
+    )
+    raise UsageError(f"{key} {given!r} is a relative path and {why} to resolve it against")
 
 
 def last_verdict(results: Path, session_id: str) -> str | None:
@@ -769,7 +795,15 @@ def handle_event(
 
     # Built here as well as in the labeller: a bad option or MAST_* value is said on the hook's line
     # (a UsageError), not only in the log, and a results file of another judge is refused at once.
-    info = configured_judge(JudgeConfig.from_options(**{k: v for k, v in judge.items() if v})).info
+    # The session is real (its transcript passed the check), so the reason also goes to the hooks log,
+    # which gives the reason of every skipped session.
+    try:
+        info = configured_judge(JudgeConfig.from_options(**{k: v for k, v in judge.items() if v})).info
+    except Exception as exc:
+        _log_line(
+            results, f"session {event.session_id} ({event.event}): {error_line(exc).removeprefix('mast: ')}"
+        )
+        raise
     if output is not None and (mixed := _other_judge(results, info)):
         return f"mast: session {event.session_id} ({event.event}) not labelled: {mixed}"
     spawn_labeller(event, results, quiet, judge)
@@ -778,6 +812,20 @@ def handle_event(
     known = f"; last verdict: {verdict}" if verdict else ""
     # The whole id: two sessions may share any prefix (11111111-aaaa-... and 11111111-aaab-...).
     return f"mast: session {event.session_id} ({event.event}) labelled {when} -> {results}{known}"
+
+
+def _log_line(results: Path, line: str) -> None:
+    """Append ``line``, time-stamped as the labeller's lines are, to ``results``' hooks log (best effort)."""
+    from datetime import UTC, datetime
+
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    log = log_path(results)
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as out:
+            out.write(f"{stamp} {terminal_safe(line)}\n".encode())
+    except OSError:  # the hook's own line still says why; a log that cannot be written must not fail it
+        pass
 
 
 # -- the detached labeller ---------------------------------------------------------------------

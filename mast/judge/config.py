@@ -232,6 +232,8 @@ class JudgeConfig(BaseModel):
         values.update({k: v for k, v in options.items() if v is not None})
         if "taxonomy" in from_env:  # loaded on every run; from the variable, its error names it
             _check_taxonomy(values["taxonomy"])
+        if "jury" in from_env:  # MAST_JURY=,, is said of the variable, before any trace is read
+            _check_jury(values["jury"])
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
@@ -339,6 +341,14 @@ def _load_env_patterns(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, 
     from mast.redact import load_patterns
 
     return tuple(load_patterns(path).items())
+
+
+def _check_jury(value: str) -> None:
+    """A ``MAST_JURY`` list that names no juror (``,,``) is refused naming the variable (a file is read later)."""
+    if value.strip() and os.path.isfile(value):
+        return
+    if not any(part.strip() for part in value.split(",")):
+        raise UsageError(f"{ENV_VARS['jury']}={value!r} names no model (MODEL,MODEL,... or a jury file)")
 
 
 def _check_taxonomy(value: str) -> None:

@@ -70,6 +70,7 @@ __all__ = [
     "DetectorReport",
     "Finding",
     "ModeAssessment",
+    "assessed_codes",
     "detectors_diagnosis",
     "detectors_judge_info",
     "format_hints",
@@ -101,6 +102,16 @@ def _compatible(taxonomy: Taxonomy, code: str) -> bool:
     except KeyError:
         return False
     return any(word in name for word in _NAME_WORDS.get(code, ()))
+
+
+def assessed_codes(taxonomy: Taxonomy | None = None) -> list[str]:
+    """The codes of ``taxonomy`` the detectors can judge present or absent (every other is ``null``).
+
+    The modes of :data:`ABSENT_CONFIDENCE` whose name in ``taxonomy`` still says what the rules look
+    for; ``mast classify/label --fail-on`` refuses a code outside them when the detectors judge.
+    """
+    taxonomy = taxonomy or load_taxonomy()
+    return [mode.code for mode in taxonomy.modes if mode.code in ABSENT_CONFIDENCE and _compatible(taxonomy, mode.code)]
 
 
 def run_detectors(trace: Trace, taxonomy: Taxonomy | None = None) -> DetectorReport:

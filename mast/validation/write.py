@@ -1,4 +1,7 @@
-"""The files a validation run leaves: summary.json, per_mode.csv, disagreements.csv, verdict.txt, report.html."""
+"""The files a validation run leaves: summary.json, per_mode.csv, disagreements.csv, verdict.txt, report.html.
+
+A ``--gold`` run adds reviewer_disagreements.csv: the cells reviewers disagree on, left out of the gold.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +24,10 @@ def write_outputs(report: ValidationReport, out: Path) -> None:
         {"set": s.name, **d.model_dump()} for s in report.sets if s.evaluation for d in s.evaluation.disagreements
     ]
     _atomic(out / "disagreements.csv", csv_text(pd.DataFrame(rows)))
+    if report.reviewer_disagreements or report.judge.get("kind") == "gold":
+        columns = ["trace_id", "key", "code", "values"]
+        frame = pd.DataFrame(report.reviewer_disagreements, columns=columns)
+        _atomic(out / "reviewer_disagreements.csv", csv_text(frame))
     _atomic(out / "verdict.txt", report.verdict + "\n")
     _atomic(out / "report.html", render_validation_page(report))
 

@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from _review_data import judge_present, write_results
 from click.testing import CliRunner
@@ -426,6 +427,14 @@ def _reviewed_gold(results: Path, gold: Path) -> None:
         session.record(position, [{"field": "accept"}])
     session.record(0, [{"field": "mode", "code": "3.3", "value": "unsure"}])
     session.record(1, [{"field": "mode", "code": "1.1", "value": "present"}])
+    session.record(
+        2,
+        [
+            {"field": "note", "value": "the retry is the real failure"},
+            {"field": "first_step", "value": 2},
+            {"field": "first_agent", "value": "planner"},
+        ],
+    )
     session.close()
 
 
@@ -439,6 +448,16 @@ def test_the_gold_reads_as_labels_and_exports_to_the_csv_evaluate_reads(results,
     assert direct[["trace_id", "code", "present", "annotator"]].equals(
         from_csv[["trace_id", "code", "present", "annotator"]]
     )
+    import csv as csv_module
+
+    with csv.open(encoding="utf-8", newline="") as handle:
+        exported = list(csv_module.DictReader(handle))
+    kept = [r for r in exported if r["note"]]
+    # the reviewer's note and first-failure correction ride along, on every row of their trace
+    assert kept and {r["note"] for r in kept} == {"the retry is the real failure"}
+    assert {r["first_step"] for r in kept} == {"2"} and {r["first_agent"] for r in kept} == {"planner"}
+    assert len({r["trace_id"] for r in kept}) == 1 and len(kept) == 14
+    assert all(r["note"] == "" for r in exported if r not in kept)
     report = evaluate(results, csv, n_boot=0)
     assert (
         report.n_cells == 6 * 14 - 1 and report.pooled.fn == 1 and report.pooled.fp == 0
@@ -504,6 +523,11 @@ def test_validate_gold_gives_per_mode_figures_and_leaves_the_improve_queue_out(r
     report = validate_gold(gold, output=tmp_path / "v", n_boot=200)
     assert {m.code for m in report.modes} == set(load_taxonomy().codes)
     assert (tmp_path / "v" / "per_mode.csv").is_file() and (tmp_path / "v" / "report.html").is_file()
+    # each disagreement names its trace's source file (a plain-text trace's id is only a hash)
+    differ = pd.read_csv(tmp_path / "v" / "disagreements.csv")
+    changed = ReviewSession(results, tmp_path / "other.jsonl", reviewer="x").item(1)
+    assert list(differ["trace_id"]) == [changed.trace_id]
+    assert list(differ["source"]) == [changed.source_path] and changed.source_path
     baseline = report.pooled.pooled.kappa
     # improve-queue reviews that all disagree with the judge do not move the reported kappa
     improve = ReviewSession(results, gold, reviewer="bo", queue="improve")

@@ -474,3 +474,22 @@ def test_esc_saves_the_note_steps_are_range_checked_and_the_status_is_the_traces
     events = list(iter_events(gold))
     assert [e.value for e in events if e.field == "note"] == ["looked twice " + BIDI]  # kept as typed
     assert not [e for e in events if e.field == "first_step"]
+
+
+def test_a_plain_text_trace_is_titled_by_its_source_file(browser: Browser, tmp_path: Path) -> None:
+    results = write_results(tmp_path, 2)
+    lines = []
+    for i, line in enumerate(results.read_text(encoding="utf-8").splitlines()):
+        row = json.loads(line)
+        row["trace_id"] = "sha256:" + f"{i:x}" * 64  # what a plain-text trace is called
+        lines.append(json.dumps(row))
+    results.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    names = {Path(json.loads(line)["source"]["path"]).name for line in lines}
+    server = Server(results, tmp_path / "gold.jsonl", tmp_path / "server.log")
+    try:
+        page, problems = _open(browser, server.url)
+        title = page.inner_text("#transcript h3")
+        assert any(title.startswith(name + " ") for name in names) and "sha256:" in title, (title, names)
+        assert problems == [], problems
+    finally:
+        server.stop()

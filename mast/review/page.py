@@ -76,7 +76,9 @@ function marked(step){
 function drawTrace(){
   const t = cur, r = t.row;
   const first = r.first_failure, cited = new Set(r.modes.flatMap((m) => m.evidence.map((e) => e.step)));
-  $('transcript').innerHTML = `<h3>${esc(r.id)}</h3><p class="note">${esc(r.source)} · judge ${esc(r.judge)}</p>` +
+  // A plain-text trace's id is its content hash: it is titled by its source file, the hash beside it.
+  const title = r.id.startsWith('sha256:') && r.source ? `${esc(r.source.split('/').pop())} <span class="note">${esc(r.id.slice(0, 19))}…</span>` : esc(r.id);
+  $('transcript').innerHTML = `<h3>${title}</h3><p class="note">${esc(r.source)} · judge ${esc(r.judge)}</p>` +
     (r.task ? `<p><b>Task:</b> ${esc(r.task.slice(0, 2000))}</p>` : '') +
     (r.summary ? `<p><b>Judge's summary:</b> ${esc(r.summary)}</p>` : '') +
     (r.note ? `<p class="note">${esc(r.note)}</p>` : '') +

@@ -164,5 +164,6 @@ def validate_gold(
     if output is not None:
         out = Path(output)
         out.mkdir(parents=True, exist_ok=True)
-        write_outputs(validation, out)
+        sources = {e.trace_id: e.source_path for e in events if e.source_path}
+        write_outputs(validation, out, sources=sources)
     return validation

@@ -16,12 +16,19 @@ from mast.validation.page import render_validation_page
 SUMMARY = "summary.json"
 
 
-def write_outputs(report: ValidationReport, out: Path) -> None:
-    """Write every file of a validation run into ``out`` (each written whole, then renamed into place)."""
+def write_outputs(report: ValidationReport, out: Path, *, sources: dict[str, str] | None = None) -> None:
+    """Write every file of a validation run into ``out`` (each written whole, then renamed into place).
+
+    ``sources``: each trace id's source file, written as disagreements.csv's ``source`` column (a
+    plain-text trace's id is only its ``sha256:`` hash).
+    """
     _atomic(out / SUMMARY, report.model_dump_json(indent=2))
     _atomic(out / "per_mode.csv", csv_text(pd.DataFrame([m.model_dump() for m in report.modes])))
     rows = [
-        {"set": s.name, **d.model_dump()} for s in report.sets if s.evaluation for d in s.evaluation.disagreements
+        {"set": s.name, **d.model_dump(), **({"source": sources.get(d.trace_id, "")} if sources is not None else {})}
+        for s in report.sets
+        if s.evaluation
+        for d in s.evaluation.disagreements
     ]
     _atomic(out / "disagreements.csv", csv_text(pd.DataFrame(rows)))
     if report.reviewer_disagreements or report.judge.get("kind") == "gold":

@@ -399,6 +399,36 @@ def test_the_trace_payload_is_the_reports_redacted_row_with_marks(tmp_path):
     server.session.close()
 
 
+def test_bidi_controls_show_as_escapes_in_the_app_and_the_report(tmp_path):
+    from mast._render import BIDI_CONTROLS, neutralise_bidi
+
+    assert neutralise_bidi("\u202eevil") == "\\u202eevil"
+    assert all(neutralise_bidi(c) == f"\\u{ord(c):04x}" for c in BIDI_CONTROLS)
+    assert set(BIDI_CONTROLS) >= {
+        chr(c) for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x61C]
+    }
+    results = write_results(tmp_path, 2, extra=" \u202eevil\u2066")
+    server = ReviewServer(ReviewSession(results, tmp_path / "g.jsonl", reviewer="ana"))
+    server.session.record(0, [{"field": "note", "value": "odd \u202eevil"}])
+    payload = server.trace_payload(0)
+    shown = json.dumps(payload, ensure_ascii=False)
+    assert not set(BIDI_CONTROLS) & set(
+        shown.replace(payload["values"]["note"], "")
+    )  # only the raw note keeps it
+    assert "\\u202eevil\\u2066" in payload["row"]["task"]
+    assert any("\\u202eevil" in s["text"] for s in payload["row"]["steps"])
+    assert (
+        payload["values"]["note_shown"] == "odd \\u202eevil" and payload["values"]["note"] == "odd \u202eevil"
+    )
+    server.session.close()
+    # the HTML report draws the same rows
+    page = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(results), "-o", str(page)])
+    assert result.exit_code == 0, result.output
+    text = page.read_text(encoding="utf-8")
+    assert "\u202e" not in text and "\\\\u202eevil" in text  # the visible escape, JSON-escaped in the page
+
+
 # -- label, export, import ----------------------------------------------------------------------------
 
 

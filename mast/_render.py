@@ -16,6 +16,25 @@ if TYPE_CHECKING:
     from mast.trace import Step, Trace
 
 
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+"""Unicode's bidirectional controls: embeddings and overrides, isolates, marks (LRM, RLM, ALM)."""
+
+_BIDI_ESCAPES = {ord(c): f"\\u{ord(c):04x}" for c in BIDI_CONTROLS}
+
+
+def neutralise_bidi(text: str) -> str:
+    """``text`` with each BiDi control shown as a visible escape (U+202E as ``\\u202e``).
+
+    An override would make a page show text other than what the trace holds (``evil`` drawn as
+    ``live``); the report and ``mast review`` show transcripts, quotes and notes through this.
+
+    Example:
+        >>> neutralise_bidi("\u202eevil")
+        '\\u202eevil'
+    """
+    return text.translate(_BIDI_ESCAPES) if text else text
+
+
 class Transcript(BaseModel):
     """What the judge reads: the rendered text plus what was capped on the way."""
 

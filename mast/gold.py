@@ -186,3 +186,30 @@ def label_rows(
                 "present": event.value == "present",
                 "annotator": event.reviewer,
             }
+
+
+def reviewer_disagreements(events: Iterable[GoldEvent]) -> list[dict[str, str]]:
+    """The mode cells where reviewers' current values differ (present vs absent), one row per cell.
+
+    The gold is the reviewers' majority, ties left out: a cell two reviewers disagree on drops
+    from the gold (and the Scout export). This lists them so they can be settled, never lost:
+    ``trace_id``, ``key``, ``code`` and ``values`` (``reviewer=value; ...``, reviewers sorted).
+    """
+    by_cell: dict[tuple[str, str], dict[str, str]] = {}
+    trace_ids: dict[str, str] = {}
+    for event in current_cells(events).values():
+        if event.field == "mode" and event.code and event.value in ("present", "absent"):
+            by_cell.setdefault((event.key, event.code), {})[event.reviewer] = str(event.value)
+            trace_ids[event.key] = event.trace_id
+    rows = []
+    for (key, code), values in sorted(by_cell.items()):
+        if len(set(values.values())) > 1:
+            rows.append(
+                {
+                    "trace_id": trace_ids[key],
+                    "key": key,
+                    "code": code,
+                    "values": "; ".join(f"{who}={value}" for who, value in sorted(values.items())),
+                }
+            )
+    return rows

@@ -13,7 +13,9 @@ Example:
 
 Without a ``responder`` or ``script`` the server answers every judge request with a schema-valid
 answer (no mode present, :func:`judge_answer`), a window request of the chunked strategy with
-:func:`window_answer`, and, when the request carries ``tools``, with a tool call holding that JSON.
+:func:`window_answer`, a ``mast calibrate`` proposal request with :func:`calibration_answer` (a
+definition, no examples: every mode keeps a valid proposal, so ``mast calibrate`` runs end to end),
+and, when the request carries ``tools``, with a tool call holding that JSON.
 """
 
 from __future__ import annotations
@@ -42,12 +44,14 @@ from mast._fake_batches import FakeBatchAPI
 from mast.judge.schema import DIAGNOSIS_SCHEMA_NAME, WINDOW_SCHEMA_NAME
 
 __all__ = [
+    "CALIBRATION_SCHEMA_NAME",
     "DIAGNOSIS_SCHEMA_NAME",
     "WINDOW_SCHEMA_NAME",
     "FakeLLMServer",
     "FaultPlan",
     "RecordedRequest",
     "Reply",
+    "calibration_answer",
     "default_answer",
     "judge_answer",
     "quote_steps",
@@ -243,8 +247,12 @@ def _schema_name(body: Mapping[str, Any]) -> str | None:
     return None
 
 
+CALIBRATION_SCHEMA_NAME = "mast_mode_calibration"
+"""The schema ``mast calibrate`` asks its proposals in (:data:`mast.calibration._llm.PROPOSAL_SCHEMA`)."""
+
+
 def request_kind(body: Mapping[str, Any]) -> str:
-    """``diagnosis``, ``window`` or ``other``: which of the judge's answers a request asks for."""
+    """``diagnosis``, ``window``, ``calibration`` or ``other``: which answer a request asks for."""
     name = _schema_name(body)
     if name is None:
         # JSON mode: the prompt names the schema it wants.
@@ -253,17 +261,29 @@ def request_kind(body: Mapping[str, Any]) -> str:
             name = WINDOW_SCHEMA_NAME
         elif DIAGNOSIS_SCHEMA_NAME in text:
             name = DIAGNOSIS_SCHEMA_NAME
+        elif CALIBRATION_SCHEMA_NAME in text:
+            name = CALIBRATION_SCHEMA_NAME
     if name == WINDOW_SCHEMA_NAME:
         return "window"
     if name == DIAGNOSIS_SCHEMA_NAME:
         return "diagnosis"
+    if name == CALIBRATION_SCHEMA_NAME:
+        return "calibration"
     return "other"
+
+
+def calibration_answer(definition: str = "The mode, as the fake server words it.") -> dict[str, Any]:
+    """A valid ``mast calibrate`` proposal: a definition, no rules, no examples."""
+    return {"definition": definition, "when_to_use": "", "when_not_to_use": "", "examples": []}
 
 
 def default_answer(body: Mapping[str, Any]) -> dict[str, Any]:
     """What the server answers when nothing is scripted: a valid answer of the requested kind."""
-    if request_kind(body) == "window":
+    kind = request_kind(body)
+    if kind == "window":
         return window_answer()
+    if kind == "calibration":
+        return calibration_answer()
     return judge_answer(task_completed=None)
 
 

@@ -339,6 +339,9 @@ def test_dry_run_makes_no_request_and_prints_an_estimate(run: Any) -> None:
     assert done.exit_code == 0, done.output
     assert len(server.requests) == before
     assert "3 proposal calls" in done.output and "dry run: nothing was called" in done.output
+    assert (
+        "re-asks of an invalid answer are not counted" in done.output
+    )  # the estimate says what it leaves out
     assert re.search(r"\$\d+\.\d{4}", done.output)
     assert "2.1: " in done.output and "not re-judged" in done.output
     assert not (run["root"] / "dry").exists()
@@ -394,3 +397,18 @@ def test_options_are_checked(run: Any, tmp_path: Path) -> None:
             options=CalibrateOptions(modes=("9.9",)),
             **inputs["judge"],
         )
+
+
+def test_the_fake_server_answers_the_calibration_schema_unscripted() -> None:
+    from mast.calibration._llm import PROPOSAL_SCHEMA, ProposalAnswer
+    from mast.testing import CALIBRATION_SCHEMA_NAME, default_answer, request_kind
+
+    assert CALIBRATION_SCHEMA_NAME == PROPOSAL_SCHEMA
+    structured = {
+        "response_format": {"type": "json_schema", "json_schema": {"name": PROPOSAL_SCHEMA}},
+        "messages": [],
+    }
+    json_mode = {"messages": [{"role": "user", "content": f"Answer as JSON of schema {PROPOSAL_SCHEMA}."}]}
+    for body in (structured, json_mode):
+        assert request_kind(body) == "calibration"
+        ProposalAnswer.model_validate(default_answer(body))  # what mast calibrate parses

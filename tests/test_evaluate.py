@@ -115,7 +115,7 @@ def test_undefined_metrics_are_none_never_zero() -> None:
     assert no_positives["f1"] is None and no_positives["kappa"] is None
     missed = binary_metrics(tp=0, fp=0, fn=2, tn=3)
     assert missed["precision"] is None and missed["recall"] == 0.0 and missed["f1"] == 0.0
-    assert missed["kappa"] == 0.0  # chance agreement 0.6 < 1: defined
+    assert missed["kappa"] is None  # the judge never says present: not estimable, never a 0
 
 
 @settings(max_examples=200, deadline=None)

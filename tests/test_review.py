@@ -18,6 +18,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from _review_data import judge_present, write_results
 from click.testing import CliRunner
@@ -196,6 +198,116 @@ def test_live_stats_count_only_the_random_queue_and_say_how_many_more_reviews():
     assert stats["1.1"].n == 0 and stats["1.1"].kappa is None
 
 
+def test_a_judge_that_never_flags_a_mode_gives_no_zero_width_ci_and_no_zero_more():
+    # The reviewers find 1.3 in 5 of 20 traces; the judge never says present.
+    events = [
+        _event("1.3", "present" if i % 4 == 0 else "absent", key=f"f#0:t{i}", judge="absent")
+        for i in range(20)
+    ]
+    # 1.1: the reviewers never say present, the judge sometimes does.
+    events += [
+        _event("1.1", "absent", key=f"f#0:t{i}", judge="present" if i < 3 else "absent") for i in range(20)
+    ]
+    stats = {s.code: s for s in live_stats(events, load_taxonomy().codes, n_boot=200)}
+    never = stats["1.3"]
+    assert (never.n, never.positives) == (20, 5)
+    assert never.kappa is None and never.low is None and never.high is None
+    assert never.more_for_target is None and never.reason == "judge never says present"
+    assert never.as_dict()["reason"] == "judge never says present"
+    assert stats["1.1"].reason == "no positive in the reviews"
+    assert stats["1.1"].kappa is None and stats["1.1"].more_for_target is None
+
+
+def test_kappa_not_estimable_is_the_one_rule_of_app_cli_and_report(results, tmp_path):
+    from mast.evaluation.metrics import binary_metrics, kappa_not_estimable, metrics_from_counts
+    from mast.validation.page import kappa_figure
+
+    assert kappa_not_estimable(0, 0, 3, 12) == "judge never says present"
+    assert kappa_not_estimable(3, 12, 0, 0) == "judge always says present"
+    assert kappa_not_estimable(0, 2, 0, 12) == "no positive in the gold"
+    assert kappa_not_estimable(2, 0, 3, 0) == "every cell present in the gold"
+    assert kappa_not_estimable(2, 1, 3, 12) is None
+    assert binary_metrics(0, 0, 3, 12)["kappa"] is None
+    assert np.isnan(metrics_from_counts(np.array([0, 0, 3, 12]))["kappa"])
+    assert kappa_figure(None, None, None, "judge never says present") == "– (judge never says present)"
+    assert kappa_figure(-0.0001, -0.0001, 0.0, None) == "0.00 [0.00, 0.00]"  # never "-0.00"
+    # mast validate --gold on a gold where the judge never flags a mode the reviewer found (6 of 12 traces)
+    code = "1.3"
+    gold = tmp_path / "gold.jsonl"
+    with GoldStore(gold) as store:
+        store.append(
+            [
+                _event(code, "present" if i % 2 else "absent", key=f"f#0:t{i}", judge="absent")
+                for i in range(12)
+            ]
+            + [
+                _event(
+                    "1.1",
+                    "present" if i % 3 else "absent",
+                    key=f"f#0:t{i}",
+                    judge="present" if i % 3 else "absent",
+                )
+                for i in range(12)
+            ]
+        )
+    out = tmp_path / "v"
+    shown = CliRunner().invoke(main, ["validate", "--gold", str(gold), "--n-boot", "200", "-o", str(out)])
+    assert shown.exit_code == 0, shown.output
+    row = next(line for line in shown.stdout.splitlines() if line.strip(" │|").startswith(code + " "))
+    assert "judge never" in row and "0.00, 0.00" not in row, row
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "– (judge never says present)" in page
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    mode = next(m for m in summary["modes"] if m["code"] == code)
+    assert (
+        mode["kappa"] is None
+        and mode["kappa_low"] is None
+        and mode["kappa_reason"] == "judge never says present"
+    )
+
+
+def test_cells_the_reviewers_disagree_on_are_listed_not_lost(results, tmp_path):
+    from mast.gold import reviewer_disagreements
+
+    code = load_taxonomy().codes[0]
+    gold = tmp_path / "gold.jsonl"
+    for who, value in (("ana", "present"), ("bo", "absent")):
+        session = ReviewSession(results, gold, reviewer=who)
+        for position in range(4):
+            session.record(position, [{"field": "accept"}])
+        session.record(1, [{"field": "mode", "code": code, "value": value}])
+        session.close()
+    session = ReviewSession(results, gold, reviewer="ana")
+    split = reviewer_disagreements(iter_events(gold))
+    assert split == [
+        {
+            "trace_id": session.item(1).trace_id,
+            "key": session.item(1).key,
+            "code": code,
+            "values": "ana=present; bo=absent",
+        }
+    ]
+    server = ReviewServer(session)
+    assert server.session is session
+    session.close()
+    out = tmp_path / "v"
+    shown = CliRunner().invoke(main, ["validate", "--gold", str(gold), "--n-boot", "0", "-o", str(out)])
+    assert shown.exit_code == 0, shown.output
+    assert "1 cell where reviewers disagree, left out of the gold" in shown.stdout
+    listed = (out / "reviewer_disagreements.csv").read_text(encoding="utf-8").splitlines()
+    assert listed[0] == "trace_id,key,code,values" and len(listed) == 2
+    assert code in listed[1] and "ana=present; bo=absent" in listed[1]
+
+
+def test_a_first_failing_step_outside_the_trace_is_refused(results, tmp_path):
+    session = ReviewSession(results, tmp_path / "g.jsonl", reviewer="ana")
+    with pytest.raises(UsageError, match="not a step of this trace"):
+        session.record(0, [{"field": "first_step", "value": 99}], steps=list(range(4)))
+    session.record(0, [{"field": "first_step", "value": 3}], steps=list(range(4)))
+    assert session.values(0)["first_step"] == 3
+    session.close()
+
+
 # -- the server's guards ------------------------------------------------------------------------------
 
 
@@ -287,6 +399,36 @@ def test_the_trace_payload_is_the_reports_redacted_row_with_marks(tmp_path):
     server.session.close()
 
 
+def test_bidi_controls_show_as_escapes_in_the_app_and_the_report(tmp_path):
+    from mast._render import BIDI_CONTROLS, neutralise_bidi
+
+    assert neutralise_bidi("\u202eevil") == "\\u202eevil"
+    assert all(neutralise_bidi(c) == f"\\u{ord(c):04x}" for c in BIDI_CONTROLS)
+    assert set(BIDI_CONTROLS) >= {
+        chr(c) for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x61C]
+    }
+    results = write_results(tmp_path, 2, extra=" \u202eevil\u2066")
+    server = ReviewServer(ReviewSession(results, tmp_path / "g.jsonl", reviewer="ana"))
+    server.session.record(0, [{"field": "note", "value": "odd \u202eevil"}])
+    payload = server.trace_payload(0)
+    shown = json.dumps(payload, ensure_ascii=False)
+    assert not set(BIDI_CONTROLS) & set(
+        shown.replace(payload["values"]["note"], "")
+    )  # only the raw note keeps it
+    assert "\\u202eevil\\u2066" in payload["row"]["task"]
+    assert any("\\u202eevil" in s["text"] for s in payload["row"]["steps"])
+    assert (
+        payload["values"]["note_shown"] == "odd \\u202eevil" and payload["values"]["note"] == "odd \u202eevil"
+    )
+    server.session.close()
+    # the HTML report draws the same rows
+    page = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(results), "-o", str(page)])
+    assert result.exit_code == 0, result.output
+    text = page.read_text(encoding="utf-8")
+    assert "\u202e" not in text and "\\\\u202eevil" in text  # the visible escape, JSON-escaped in the page
+
+
 # -- label, export, import ----------------------------------------------------------------------------
 
 
@@ -315,6 +457,14 @@ def _reviewed_gold(results: Path, gold: Path) -> None:
         session.record(position, [{"field": "accept"}])
     session.record(0, [{"field": "mode", "code": "3.3", "value": "unsure"}])
     session.record(1, [{"field": "mode", "code": "1.1", "value": "present"}])
+    session.record(
+        2,
+        [
+            {"field": "note", "value": "the retry is the real failure"},
+            {"field": "first_step", "value": 2},
+            {"field": "first_agent", "value": "planner"},
+        ],
+    )
     session.close()
 
 
@@ -328,6 +478,16 @@ def test_the_gold_reads_as_labels_and_exports_to_the_csv_evaluate_reads(results,
     assert direct[["trace_id", "code", "present", "annotator"]].equals(
         from_csv[["trace_id", "code", "present", "annotator"]]
     )
+    import csv as csv_module
+
+    with csv.open(encoding="utf-8", newline="") as handle:
+        exported = list(csv_module.DictReader(handle))
+    kept = [r for r in exported if r["note"]]
+    # the reviewer's note and first-failure correction ride along, on every row of their trace
+    assert kept and {r["note"] for r in kept} == {"the retry is the real failure"}
+    assert {r["first_step"] for r in kept} == {"2"} and {r["first_agent"] for r in kept} == {"planner"}
+    assert len({r["trace_id"] for r in kept}) == 1 and len(kept) == 14
+    assert all(r["note"] == "" for r in exported if r not in kept)
     report = evaluate(results, csv, n_boot=0)
     assert (
         report.n_cells == 6 * 14 - 1 and report.pooled.fn == 1 and report.pooled.fp == 0
@@ -393,6 +553,11 @@ def test_validate_gold_gives_per_mode_figures_and_leaves_the_improve_queue_out(r
     report = validate_gold(gold, output=tmp_path / "v", n_boot=200)
     assert {m.code for m in report.modes} == set(load_taxonomy().codes)
     assert (tmp_path / "v" / "per_mode.csv").is_file() and (tmp_path / "v" / "report.html").is_file()
+    # each disagreement names its trace's source file (a plain-text trace's id is only a hash)
+    differ = pd.read_csv(tmp_path / "v" / "disagreements.csv")
+    changed = ReviewSession(results, tmp_path / "other.jsonl", reviewer="x").item(1)
+    assert list(differ["trace_id"]) == [changed.trace_id]
+    assert list(differ["source"]) == [changed.source_path] and changed.source_path
     baseline = report.pooled.pooled.kappa
     # improve-queue reviews that all disagree with the judge do not move the reported kappa
     improve = ReviewSession(results, gold, reviewer="bo", queue="improve")
@@ -446,7 +611,9 @@ def test_two_reviewers_on_overlapping_traces_give_their_agreement_per_mode(resul
     human = {m.code: m.human_kappa for m in report.modes}
     assert human[agreed] == pytest.approx(1.0)
     assert human[split_on] is not None and human[split_on] < 0.5
-    shown = CliRunner().invoke(main, ["validate", "--gold", str(gold), "--n-boot", "0", "--json"])
+    shown = CliRunner().invoke(
+        main, ["validate", "--gold", str(gold), "--n-boot", "0", "--json", "-o", str(tmp_path / "v2")]
+    )
     assert shown.exit_code == 0, shown.output
     modes = {m["code"]: m for m in json.loads(shown.stdout)["modes"]}
     assert modes[agreed]["human_kappa"] == pytest.approx(1.0)

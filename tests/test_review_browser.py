@@ -426,3 +426,70 @@ def test_a_page_of_another_origin_changes_nothing(browser: Browser, tmp_path: Pa
     finally:
         server.stop()
     assert not gold.exists() or gold.read_bytes() == b""
+
+
+# -- what a new reviewer ran into ---------------------------------------------------------------------
+
+BIDI = "\u202eevil\u202c"
+
+
+def test_esc_saves_the_note_steps_are_range_checked_and_the_status_is_the_traces(
+    browser: Browser, tmp_path: Path
+) -> None:
+    results = write_results(tmp_path, 3, extra=" " + BIDI)
+    gold = tmp_path / "gold.jsonl"
+    server = Server(results, gold, tmp_path / "server.log")
+    try:
+        page, problems = _open(browser, server.url)
+        # Esc leaves the note field and keeps the note: saved, as Enter would
+        page.keyboard.press("n")
+        page.keyboard.type("looked twice " + BIDI)
+        page.keyboard.press("Escape")
+        _settle(page)
+        shown = _shown(page)
+        assert shown["state"].startswith("saved"), shown
+        assert (
+            shown["note"] == "saved note: looked twice \\u202eevil\\u202c"
+        )  # the override shown, not obeyed
+        # a first failing step the trace does not have is refused, and the page says why
+        page.keyboard.press("s")
+        page.keyboard.type("99")
+        page.keyboard.press("Enter")
+        _settle(page)
+        state = _shown(page)["state"]
+        assert state.startswith("NOT saved") and "not a step of this trace" in state, state
+        # the transcript shows BiDi controls as escapes: "evil" never drawn as "live"
+        text = page.inner_text("#transcript")
+        assert "\\u202eevil\\u202c" in text and "\u202e" not in text
+        page.keyboard.press("a")
+        _settle(page)
+        assert _shown(page)["state"].startswith("saved")
+        page.keyboard.press("j")  # the next trace's header says nothing of the last one's saves
+        _settle(page)
+        shown = _shown(page)
+        assert shown["position"] == 1 and shown["state"] == "", shown
+        assert problems == [], problems
+    finally:
+        server.stop()
+    events = list(iter_events(gold))
+    assert [e.value for e in events if e.field == "note"] == ["looked twice " + BIDI]  # kept as typed
+    assert not [e for e in events if e.field == "first_step"]
+
+
+def test_a_plain_text_trace_is_titled_by_its_source_file(browser: Browser, tmp_path: Path) -> None:
+    results = write_results(tmp_path, 2)
+    lines = []
+    for i, line in enumerate(results.read_text(encoding="utf-8").splitlines()):
+        row = json.loads(line)
+        row["trace_id"] = "sha256:" + f"{i:x}" * 64  # what a plain-text trace is called
+        lines.append(json.dumps(row))
+    results.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    names = {Path(json.loads(line)["source"]["path"]).name for line in lines}
+    server = Server(results, tmp_path / "gold.jsonl", tmp_path / "server.log")
+    try:
+        page, problems = _open(browser, server.url)
+        title = page.inner_text("#transcript h3")
+        assert any(title.startswith(name + " ") for name in names) and "sha256:" in title, (title, names)
+        assert problems == [], problems
+    finally:
+        server.stop()

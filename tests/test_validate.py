@@ -31,6 +31,8 @@ pytestmark = pytest.mark.corpus  # the label sets, read from the corpus beside t
 
 
 def _kappa(tp: int, fp: int, fn: int, tn: int) -> float | None:
+    if 0 in (tp + fp, fn + tn, tp + fn, fp + tn):
+        return None  # one side never varies: kappa is not estimable (never a 0 with a [0, 0] CI)
     denominator = (tp + fp) * (fp + tn) + (tp + fn) * (fn + tn)
     return None if denominator == 0 else 2 * (tp * tn - fn * fp) / denominator
 
@@ -150,7 +152,14 @@ def test_scripted_judge_gives_the_kappas_known_in_advance(fake_validation):
     assert by_code[ALWAYS_PRESENT].status == by_code[ALWAYS_ABSENT].status == "weak"
     assert by_code["3.3"].status == "trusted"  # 5 positives, copied exactly
     assert by_code["2.4"].status == "not measurable"  # no positive in any gold
-    assert f"{ALWAYS_PRESENT} (0.00), {ALWAYS_ABSENT} (0.00): do not trust this judge for them" in report.verdict
+    assert by_code[ALWAYS_ABSENT].kappa_reason == "judge never says present"
+    assert by_code[ALWAYS_PRESENT].kappa_reason == "judge always says present"
+    assert by_code[ALWAYS_ABSENT].kappa_low is None and by_code[ALWAYS_ABSENT].kappa_high is None
+    assert (
+        f"{ALWAYS_PRESENT} (kappa not estimable: judge always says present), "
+        f"{ALWAYS_ABSENT} (kappa not estimable: judge never says present): do not trust this judge for them"
+    ) in report.verdict
+    assert "0.00, 0.00" not in report.verdict
     assert "Not measurable here (no positive in the gold): 2.4" in report.verdict
 
 
@@ -175,7 +184,10 @@ def test_outputs_are_written_and_a_rerun_calls_nothing(fake_validation, tmp_path
     summary = json.loads((out / "summary.json").read_text())
     assert summary["schema_version"] == "mast-validation/1" and summary["verdict"] == report.verdict
     page = (out / "report.html").read_text()
-    assert "<circle class='kappa' data-code='1.2'" in page
+    assert "<circle class='kappa' data-code='3.3'" in page
+    # a mode whose kappa is not estimable gets no point (it would sit at 0 with a zero-width CI)
+    assert f"<circle class='kappa' data-code='{ALWAYS_ABSENT}'" not in page
+    assert "– (judge never says present)" in page
     assert not re.search(r"(src|href)=['\"]?https?:", page)  # self-contained: nothing fetched
     endpoint = report.judge["params"]["endpoint"]  # the same endpoint (its server is gone: nothing may be asked)
     with FakeLLMServer(ScriptedJudge()) as server:

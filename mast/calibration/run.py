@@ -337,8 +337,8 @@ def paired_figures(
     """Kappa of the current and the candidate run against the gold on ``code``, and the paired bootstrap difference.
 
     The bootstrap resamples *traces* once for both runs (:func:`mast.evaluation.metrics.bootstrap_weights`),
-    so the difference is the definition's, not the sample's; kappa is :func:`metrics_from_counts`'s,
-    the same as every other kappa mast reports. ``family``: how many modes are tested on the same
+    so the difference is the definition's, not the sample's; kappa is :func:`metrics_from_counts`'s
+    with ``estimable_only=False``: a run that never flags the mode counts as kappa 0, the baseline to beat. ``family``: how many modes are tested on the same
     traces; the difference's CI is also given at level ``1 - 0.05 / family`` (Bonferroni).
     """
     from mast.evaluation.metrics import bootstrap_weights, metrics_from_counts
@@ -360,14 +360,14 @@ def paired_figures(
         return figures
     cells_a = _onehot(np.array([r[1] for r in rows], dtype=bool), g)
     cells_b = _onehot(np.array([r[2] for r in rows], dtype=bool), g)
-    kappa_a = metrics_from_counts(cells_a.sum(axis=0))["kappa"]
-    kappa_b = metrics_from_counts(cells_b.sum(axis=0))["kappa"]
+    kappa_a = metrics_from_counts(cells_a.sum(axis=0), estimable_only=False)["kappa"]
+    kappa_b = metrics_from_counts(cells_b.sum(axis=0), estimable_only=False)["kappa"]
     figures.kappa_before, figures.kappa_after = _num(kappa_a), _num(kappa_b)
     figures.diff = _num(kappa_b - kappa_a)
     if n_boot:
         weights = bootstrap_weights(len(rows), n_boot, seed)
-        boot_a = metrics_from_counts(weights @ cells_a)["kappa"]
-        boot_b = metrics_from_counts(weights @ cells_b)["kappa"]
+        boot_a = metrics_from_counts(weights @ cells_a, estimable_only=False)["kappa"]
+        boot_b = metrics_from_counts(weights @ cells_b, estimable_only=False)["kappa"]
         figures.ci_before, figures.ci_after = _interval(boot_a), _interval(boot_b)
         figures.ci_diff = _interval(boot_b - boot_a)
         if family > 1:

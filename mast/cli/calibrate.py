@@ -147,7 +147,8 @@ def command(
         write_line(
             f"at most {result.proposal_calls} proposal calls + {result.judge_calls} judge calls, "
             f"~{result.input_tokens:,} input / ~{result.output_tokens:,} output tokens, {cost} "
-            "(dry run: nothing was called; answers in the cache cost nothing)"
+            "(dry run: nothing was called; answers in the cache cost nothing; re-asks of an invalid answer "
+            "are not counted)"
         )
         for note in result.notes:
             write_line(terminal_safe(f"note: {note}"))

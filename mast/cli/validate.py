@@ -210,6 +210,8 @@ def command(
 
 
 def _mode_table(result: ValidationReport) -> None:
+    from mast.validation.page import kappa_figure  # the page's own rule: "– (reason)" when not estimable
+
     output = result.output_dir
     table = Table(title="Agreement with the human gold, per mode (kappa with 95% bootstrap CI)")
     for column in ("mode", "cells", "positives", "precision", "recall", "kappa [CI]", "humans", "status"):
@@ -221,14 +223,23 @@ def _mode_table(result: ValidationReport) -> None:
             str(m.positives),
             _f(m.precision),
             _f(m.recall),
-            f"{_f(m.kappa)} [{_f(m.kappa_low)}, {_f(m.kappa_high)}]",
+            kappa_figure(m.kappa, m.kappa_low, m.kappa_high, m.kappa_reason),
             _f(m.human_kappa),
             m.status,
         )
     stdout.print(table)
     stdout.print(result.verdict, markup=False, highlight=False)
+    split = result.reviewer_disagreements
+    if split:
+        stdout.print(
+            f"{plural(len(split), 'cell')} where reviewers disagree, left out of the gold: "
+            f"see {output}/reviewer_disagreements.csv",
+            markup=False,
+            highlight=False,
+        )
+    extra = ", reviewer_disagreements.csv" if result.judge.get("kind") == "gold" else ""
     stdout.print(
-        f"wrote {output}/summary.json, per_mode.csv, disagreements.csv, verdict.txt, report.html",
+        f"wrote {output}/summary.json, per_mode.csv, disagreements.csv{extra}, verdict.txt, report.html",
         markup=False,
         highlight=False,
     )

@@ -2,8 +2,11 @@
 
 Point estimates come from scikit-learn. A metric whose denominator is zero is *undefined* and is
 reported as ``None`` (JSON ``null``), never as 0: precision with no predicted positives, recall with
-no gold positives, F1 with neither, Cohen's kappa when both sides give every cell the same label
-(chance agreement 1).
+no gold positives, F1 with neither. Cohen's kappa is *not estimable* when either side gives every
+cell the same label (the judge never, or always, says present; the gold never, or always, has the
+mode): it would be 0 (or undefined) whatever the other side does, and its bootstrap CI would be a
+zero-width ``[0, 0]``. :func:`kappa_not_estimable` says why, in words the app, the CLI and the
+reports all show.
 
 Confidence intervals resample **traces** with replacement (all modes of a trace move together, so
 within-trace correlation is kept), recompute every metric from the resampled counts, and take the
@@ -75,24 +78,51 @@ def binary_metrics(tp: int, fp: int, fn: int, tn: int) -> dict[str, float | None
         out["recall"] = float(recall_score(gold, pred, zero_division=np.nan))
     if 2 * tp + fp + fn:
         out["f1"] = float(f1_score(gold, pred, zero_division=np.nan))
-    if _chance_agreement(tp, fp, fn, tn) < 1.0:
+    if kappa_not_estimable(tp, fp, fn, tn) is None:
         out["kappa"] = float(cohen_kappa_score(gold, pred, labels=[False, True]))
     out["gold_rate"] = (tp + fn) / n
     out["pred_rate"] = (tp + fp) / n
     return out
 
 
-def _chance_agreement(tp: int, fp: int, fn: int, tn: int) -> float:
-    n = tp + fp + fn + tn
-    gold_pos, pred_pos = (tp + fn) / n, (tp + fp) / n
-    return gold_pos * pred_pos + (1 - gold_pos) * (1 - pred_pos)
+def kappa_not_estimable(
+    tp: float, fp: float, fn: float, tn: float, *, judge: str = "judge", gold: str = "gold"
+) -> str | None:
+    """Why Cohen's kappa cannot be estimated from these counts, or None when it can.
+
+    Kappa needs variation on both sides: when one side labels every cell alike it is 0 (or 0/0)
+    whatever the other does, so it says nothing, and a bootstrap CI of it is a meaningless ``[0, 0]``.
+
+    Example:
+        >>> kappa_not_estimable(0, 0, 3, 12)
+        'judge never says present'
+        >>> kappa_not_estimable(2, 1, 3, 12) is None
+        True
+    """
+    if tp + fp + fn + tn == 0:
+        return "no cell compared"
+    if tp + fp == 0:
+        return f"{judge} never says present"
+    if fn + tn == 0:
+        return f"{judge} always says present"
+    if tp + fn == 0:
+        return f"no positive in the {gold}"
+    if fp + tn == 0:
+        return f"every cell present in the {gold}"
+    return None
 
 
-def metrics_from_counts(counts: npt.NDArray[np.floating] | npt.NDArray[np.integer]) -> dict[str, npt.NDArray[np.float64]]:
+def metrics_from_counts(
+    counts: npt.NDArray[np.floating] | npt.NDArray[np.integer], *, estimable_only: bool = True
+) -> dict[str, npt.NDArray[np.float64]]:
     """The same metrics, vectorised over any leading axes of ``counts[..., (tp, fp, fn, tn)]``.
 
     Undefined entries are NaN. Used for bootstrap resamples, where calling scikit-learn per
     resample would be slow; a test checks it agrees with :func:`binary_metrics`.
+
+    ``estimable_only=False`` keeps the 0 of a side with no variation where chance agreement is
+    below 1 (calibration's paired difference: a judge that never flags a mode is the baseline a
+    new definition must beat, at 0). Every figure mast *shows* as a kappa uses the default.
     """
     c = np.asarray(counts, dtype=float)
     tp, fp, fn, tn = c[..., 0], c[..., 1], c[..., 2], c[..., 3]
@@ -105,7 +135,9 @@ def metrics_from_counts(counts: npt.NDArray[np.floating] | npt.NDArray[np.intege
         gold_rate = np.where(n > 0, (tp + fn) / n, np.nan)
         pred_rate = np.where(n > 0, (tp + fp) / n, np.nan)
         chance = gold_rate * pred_rate + (1 - gold_rate) * (1 - pred_rate)
-        kappa = np.where((n > 0) & (chance < 1 - 1e-12), (accuracy - chance) / (1 - chance), np.nan)
+        # Not estimable (NaN) when either side has no variation: see kappa_not_estimable.
+        varied = (tp + fp > 0) & (fn + tn > 0) & (tp + fn > 0) & (fp + tn > 0) if estimable_only else n > 0
+        kappa = np.where(varied & (chance < 1 - 1e-12), (accuracy - chance) / (1 - chance), np.nan)
     return {"accuracy": accuracy, "precision": precision, "recall": recall, "f1": f1, "kappa": kappa,
             "gold_rate": gold_rate, "pred_rate": pred_rate}
 

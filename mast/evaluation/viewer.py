@@ -37,6 +37,7 @@ from typing import Any, TextIO
 
 import pandas as pd
 
+from mast._render import neutralise_bidi
 from mast.diagnosis import Diagnosis, Evidence
 from mast.errors import MastError
 from mast.redact import Redactor, current_redactor
@@ -325,6 +326,7 @@ _LEFT_OUT = (
 
 
 def _step(index: int, agent: str | None, text: str, evidence: list[Evidence]) -> dict[str, Any]:
+    text = neutralise_bidi(text)  # the quotes come scrubbed (neutralised alike), so they still match
     spans = [span for e in evidence if (span := locate(text, e.quote)) is not None]
     text, spans = _cap(text, spans)
     return {"i": index, "agent": agent, "text": text, "marks": sorted(spans)}
@@ -404,7 +406,8 @@ class _TranscriptReader:
         redactor = self._redactors[ips]
 
         def scrub(text: str) -> str:
-            return redactor.redact(text).text if text else text
+            # Redacted, then BiDi controls shown as escapes: a page never draws text other than the trace's.
+            return neutralise_bidi(redactor.redact(text).text) if text else text
 
         recorded = params.get("redact_patterns")
         withheld = None

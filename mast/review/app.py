@@ -28,8 +28,10 @@ from typing import Any
 from aiohttp import web
 
 from mast._outputs import csp_policy
+from mast._render import neutralise_bidi
 from mast.errors import MastError, UsageError
 from mast.evaluation.viewer import TraceRows
+from mast.gold import reviewer_disagreements
 from mast.review.page import SCRIPT, STYLE, mode_keys
 from mast.review.session import ReviewSession
 
@@ -221,9 +223,15 @@ class ReviewServer:
             "row": self._rows.row(session.diagnosis(position)),
             "judge": item.judge,
             "judge_first": {"step": item.first_step, "agent": item.first_agent},
-            "values": session.values(position),
+            "values": self._values(position),
             "reviewed": session.reviewed(position),
         }
+
+    def _values(self, position: int) -> dict[str, Any]:
+        """The reviewer's values, with the note as the page shows it (BiDi controls as visible escapes)."""
+        values = self.session.values(position)
+        values["note_shown"] = neutralise_bidi(values["note"]) if isinstance(values["note"], str) else None
+        return values
 
     async def _trace(self, request: web.Request) -> web.Response:
         return web.json_response(self.trace_payload(self._position(request.match_info["position"])))
@@ -238,11 +246,17 @@ class ReviewServer:
         if not isinstance(body, dict) or not isinstance(body.get("changes"), list):
             raise web.HTTPBadRequest(reason="expected {position, changes: [...]}")
         position = self._position(str(body.get("position")))
-        events = self.session.record(position, [c for c in body["changes"] if isinstance(c, dict)])
+        changes = [c for c in body["changes"] if isinstance(c, dict)]
+        steps = None
+        if any(c.get("field") == "first_step" for c in changes):
+            # The trace's own step numbers (when its transcript can be read): a first failing step is one of them.
+            row = self._rows.row(self.session.diagnosis(position))
+            steps = [int(s["i"]) for s in row["steps"]] or None
+        events = self.session.record(position, changes, steps=steps)
         return web.json_response(
             {
                 "saved": len(events),
-                "values": self.session.values(position),
+                "values": self._values(position),
                 "reviewed": self.session.reviewed(position),
                 "next_unreviewed": self.session.resume_position(),
             }
@@ -252,7 +266,12 @@ class ReviewServer:
         session = self.session
         done = sum(1 for p in range(len(session)) if session.reviewed(p))
         return web.json_response(
-            {"reviewed": done, "total": len(session), "modes": [s.as_dict() for s in session.stats()]}
+            {
+                "reviewed": done,
+                "total": len(session),
+                "modes": [s.as_dict() for s in session.stats()],
+                "reviewer_disagreements": reviewer_disagreements(session.cells.values()),
+            }
         )
 
 

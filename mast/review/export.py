@@ -2,8 +2,9 @@
 
 - :func:`gold_frame`: the current cells of a gold file as a long label table (one row per trace,
   mode and reviewer), with the queue and the trace's source beside them.
-- :func:`write_gold_csv`: that table as ``trace_id,code,present,annotator,queue,source_path,source_record``,
-  which :func:`mast.evaluation.read_labels` reads as the ``long`` form.
+- :func:`write_gold_csv`: that table as ``trace_id,code,present,annotator,queue,source_path,source_record,
+  note,first_step,first_agent``, which :func:`mast.evaluation.read_labels` reads as the ``long`` form
+  (the reviewer's note and first-failure correction ride along; the reader ignores them).
 - :func:`write_scout`: an Inspect Scout validation set, one case per trace: ``id`` (the trace id, as
   Scout keys a transcript) and ``target`` (mode code -> true/false, the reviewers' majority; ties and
   ``unsure`` left out). CSV spells the target as ``target_<code>`` columns, as Scout's reader
@@ -39,7 +40,16 @@ _TARGET = "target_"
 def gold_frame(
     gold: str | os.PathLike[str], *, queues: tuple[Queue, ...] = ("random", "improve")
 ) -> pd.DataFrame:
-    """Every reviewer's current mode cells (``present``/``absent``; ``unsure`` left out) of ``queues``."""
+    """Every reviewer's current mode cells (``present``/``absent``; ``unsure`` left out) of ``queues``.
+
+    Each row also carries that reviewer's ``note``, ``first_step`` and ``first_agent`` for the trace
+    (empty when not given): columns the label readers ignore.
+    """
+    cells = current_cells(iter_events(gold))
+    extra: dict[tuple[str, str], dict[str, Any]] = {}
+    for (key, name, _, who), event in cells.items():
+        if name in ("note", "first_step", "first_agent"):
+            extra.setdefault((key, who), {})[name] = event.value
     rows = [
         {
             "trace_id": e.trace_id,
@@ -50,14 +60,20 @@ def gold_frame(
             "source_path": e.source_path or "",
             "source_record": e.source_record,
             "key": e.key,
+            "note": extra.get((e.key, e.reviewer), {}).get("note"),
+            "first_step": extra.get((e.key, e.reviewer), {}).get("first_step"),
+            "first_agent": extra.get((e.key, e.reviewer), {}).get("first_agent"),
         }
-        for e in current_cells(iter_events(gold)).values()
+        for e in cells.values()
         if e.field == "mode" and e.value in ("present", "absent") and e.queue in queues
     ]
-    columns = ["trace_id", "code", "present", "annotator", "queue", "source_path", "source_record", "key"]
-    return pd.DataFrame(rows, columns=columns).sort_values(
-        ["trace_id", "code", "annotator"], kind="stable", ignore_index=True
-    )
+    columns = [
+        "trace_id", "code", "present", "annotator", "queue", "source_path", "source_record", "key",
+        "note", "first_step", "first_agent",
+    ]  # fmt: skip
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["first_step"] = frame["first_step"].astype("Int64")  # a step number, never 2.0
+    return frame.sort_values(["trace_id", "code", "annotator"], kind="stable", ignore_index=True)
 
 
 def write_gold_csv(

@@ -76,7 +76,9 @@ function marked(step){
 function drawTrace(){
   const t = cur, r = t.row;
   const first = r.first_failure, cited = new Set(r.modes.flatMap((m) => m.evidence.map((e) => e.step)));
-  $('transcript').innerHTML = `<h3>${esc(r.id)}</h3><p class="note">${esc(r.source)} · judge ${esc(r.judge)}</p>` +
+  // A plain-text trace's id is its content hash: it is titled by its source file, the hash beside it.
+  const title = r.id.startsWith('sha256:') && r.source ? `${esc(r.source.split('/').pop())} <span class="note">${esc(r.id.slice(0, 19))}…</span>` : esc(r.id);
+  $('transcript').innerHTML = `<h3>${title}</h3><p class="note">${esc(r.source)} · judge ${esc(r.judge)}</p>` +
     (r.task ? `<p><b>Task:</b> ${esc(r.task.slice(0, 2000))}</p>` : '') +
     (r.summary ? `<p><b>Judge's summary:</b> ${esc(r.summary)}</p>` : '') +
     (r.note ? `<p class="note">${esc(r.note)}</p>` : '') +
@@ -85,6 +87,7 @@ function drawTrace(){
   const jf = t.judge_first;
   $('first').innerHTML = `<p><b>First failure</b> (judge: ${jf.step == null ? 'no step' : 'step ' + esc(jf.step)}${jf.agent ? ', agent ' + esc(jf.agent) : ''}${first && first.code ? ', ' + esc(first.code) : ''})</p>` +
     `<label>step <input id="first-step" type="number" min="0" size="5"></label> <label>agent <input id="first-agent" type="text" size="16"></label>`;
+  if (r.steps.length) $('first-step').max = Math.max(...r.steps.map((s) => s.i));
   $('first-step').value = t.values.first_step ?? '';
   $('first-agent').value = t.values.first_agent ?? '';
   $('note-box').innerHTML = `<label>note<textarea id="note"></textarea></label><div id="note-saved" class="note"></div>`;
@@ -110,7 +113,7 @@ function drawVerdicts(){
   }).join('');
   $('verdicts').innerHTML = `<table><thead><tr><th>key</th><th>mode</th><th>judge</th><th>you</th></tr></thead><tbody>${rows}</tbody></table>` +
     `<p><button type="button" id="accept">accept the judge's verdicts (a)</button> <button type="button" id="prev">previous (k)</button> <button type="button" id="next">next (j)</button></p>`;
-  $('note-saved').textContent = t.values.note ? 'saved note: ' + t.values.note.slice(0, 200) : '';
+  $('note-saved').textContent = t.values.note ? 'saved note: ' + t.values.note_shown.slice(0, 200) : '';
 }
 // Loads: the last one asked for wins (j j j goes three traces on, whatever order the answers come in).
 let target = pos, loadSeq = 0, loading = 0;
@@ -119,7 +122,10 @@ async function load(p){
   const seq = ++loadSeq; target = p; loading += 1;
   try {
     const t = await api(`/api/trace/${p}`);
-    if (seq === loadSeq) { cur = t; pos = p; drawTrace(); }
+    if (seq === loadSeq) {
+      if (!cur || cur.position !== p) state(pending ? 'saving…' : '', true);  // the status is this trace's
+      cur = t; pos = p; drawTrace();
+    }
   } catch (e) { if (seq === loadSeq) { target = pos; state('NOT loaded: ' + e.message, false); } }
   finally { loading -= 1; }
 }
@@ -138,7 +144,8 @@ function save(changes){
       const out = await api('/api/save', {position: p, changes});
       for (const c of changes) if (c.field === 'mode' && wanted(p, c.code) === out.values.modes[c.code]) asked.delete(p + ' ' + c.code);
       if (cur && cur.position === p) { cur.values = out.values; cur.reviewed = out.reviewed; drawVerdicts(); }
-      state(`saved (${out.saved} change${out.saved === 1 ? '' : 's'})`, true);
+      if (cur && cur.position === p) state(`saved (${out.saved} change${out.saved === 1 ? '' : 's'})`, true);
+      else if (pending === 1) state('', true);  // a save of the trace left behind: not this one's status
       stats();
     } catch (e) {
       for (const key of [...asked.keys()]) if (key.startsWith(p + ' ')) asked.delete(key);
@@ -158,11 +165,18 @@ async function stats(){
   loading += 1;
   try { s = await api('/api/stats'); } catch (e) { return; }  // the save's own state says what went wrong
   finally { loading -= 1; }
-  const f = (x) => x == null ? '–' : x.toFixed(2);
+  const f = (x) => x == null ? '–' : (Math.abs(x) < 0.005 ? 0 : x).toFixed(2);  // never -0.00
   $('stats').innerHTML = `<p class="note">${s.reviewed} of ${s.total} traces reviewed by you</p><table><thead><tr><th>mode</th><th>cells</th><th>kappa [95% CI]</th><th>more for ±0.1</th></tr></thead><tbody>` +
-    s.modes.filter((m) => m.n).map((m) => `<tr data-code="${esc(m.code)}"><td>${esc(m.code)}</td><td>${m.n}</td><td>${f(m.kappa)} [${f(m.low)}, ${f(m.high)}]</td><td>${m.more == null ? '–' : '~' + m.more}</td></tr>`).join('') + '</tbody></table>';
+    s.modes.filter((m) => m.n).map((m) => `<tr data-code="${esc(m.code)}"><td>${esc(m.code)}</td><td>${m.n}</td><td>${m.reason ? '– (' + esc(m.reason) + ')' : f(m.kappa) + ' [' + f(m.low) + ', ' + f(m.high) + ']'}</td><td>${m.more == null ? 'cannot be estimated yet' : '~' + m.more}</td></tr>`).join('') + '</tbody></table>' +
+    (s.reviewer_disagreements.length ? `<p class="note">${s.reviewer_disagreements.length} cell(s) where reviewers disagree (left out of the gold):</p><ul class="split">` +
+      s.reviewer_disagreements.map((d) => `<li>${esc(d.trace_id)} ${esc(d.code)}: ${esc(d.values)}</li>`).join('') + '</ul>' : '');
 }
 function field(id){ return id === 'first-step' ? 'first_step' : id === 'first-agent' ? 'first_agent' : 'note'; }
+function commit(el){
+  if (!cur) return;
+  const name = field(el.id), value = fieldValue(el);
+  if (value !== (cur.values[name] ?? null)) save([{field: name, value}]);
+}
 function fieldValue(el){
   if (el.id === 'first-step') { return el.value === '' ? null : parseInt(el.value, 10); }
   return el.value === '' ? null : el.value;
@@ -170,7 +184,8 @@ function fieldValue(el){
 document.addEventListener('keydown', (ev) => {
   const el = ev.target;
   if (el && (el.tagName === 'INPUT' || el.tagName === 'TEXTAREA')) {
-    if (ev.key === 'Escape') { el.blur(); ev.preventDefault(); }
+    // Esc leaves the field and keeps what was typed: a changed value is saved, as Enter does.
+    if (ev.key === 'Escape') { ev.preventDefault(); commit(el); el.blur(); }
     else if (ev.key === 'Enter' && !ev.shiftKey) { ev.preventDefault(); save([{field: field(el.id), value: fieldValue(el)}]); el.blur(); }
     return;
   }

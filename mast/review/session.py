@@ -32,7 +32,12 @@ from pydantic import ValidationError
 
 from mast.diagnosis import Diagnosis
 from mast.errors import EvaluationError, ResultsFileError, UsageError
-from mast.evaluation.metrics import bootstrap_weights, metrics_from_counts, percentile_interval
+from mast.evaluation.metrics import (
+    bootstrap_weights,
+    kappa_not_estimable,
+    metrics_from_counts,
+    percentile_interval,
+)
 from mast.gold import MODE_VALUES, GoldEvent, GoldStore, Queue, current_cells, iter_events, trace_key
 from mast.results import iter_lines, iter_numbered, parse_line
 from mast.taxonomy import Taxonomy, load_taxonomy
@@ -69,7 +74,11 @@ class ModeStats:
     low: float | None
     high: float | None
     more_for_target: int | None
-    """Roughly how many more reviewed traces narrow the CI to ±:data:`TARGET_HALF_WIDTH` (0: already)."""
+    """Roughly how many more reviewed traces narrow the CI to ±:data:`TARGET_HALF_WIDTH` (0: already).
+
+    None when it cannot be estimated yet (kappa not estimable, see :attr:`reason`)."""
+    reason: str | None = None
+    """Why kappa is not estimable (e.g. ``judge never says present``); None when it is."""
 
     def as_dict(self) -> dict[str, Any]:
         """For the app's JSON."""
@@ -81,6 +90,7 @@ class ModeStats:
             "low": self.low,
             "high": self.high,
             "more": self.more_for_target,
+            "reason": self.reason,
         }
 
 
@@ -250,19 +260,28 @@ class ReviewSession:
         """The first trace of the queue this reviewer has not finished (the last one when all are)."""
         return next((p for p in range(len(self)) if not self.reviewed(p)), len(self) - 1)
 
-    def record(self, position: int, changes: list[dict[str, Any]]) -> list[GoldEvent]:
+    def record(
+        self, position: int, changes: list[dict[str, Any]], *, steps: list[int] | None = None
+    ) -> list[GoldEvent]:
         """Append the reviewer's changes to the gold (on disk when this returns) and return the events.
 
         Each change is ``{"field": "mode", "code": "1.3", "value": "present"}`` (or ``accept``:
         the judge's value for every mode not yet set), ``{"field": "first_step", "value": 4}``, ...
+        ``steps`` are the trace's step numbers, when known: a first failing step must be one of them.
 
         Raises:
-            UsageError: a change of an unknown field, code or value (nothing of the batch is written).
+            UsageError: a change of an unknown field, code or value, or a step the trace does not
+                have (nothing of the batch is written).
         """
         item = self.item(position)
         events = []
         for change in changes:
             events.extend(self._events(item, change))
+        for event in events:
+            if event.field == "first_step" and event.value is not None and steps and event.value not in steps:
+                raise UsageError(
+                    f"step {event.value} is not a step of this trace (its steps are {min(steps)} to {max(steps)})"
+                )
         assert self._store is not None
         self._store.append(events)
         for event in events:
@@ -357,7 +376,10 @@ def live_stats(
         counts = cube[:, j, :]
         n = int(counts.sum())
         kappa = float(point["kappa"][j])
-        bounds = intervals[j]
+        tp, fp, fn, tn = (float(v) for v in counts.sum(axis=0))
+        reason = kappa_not_estimable(tp, fp, fn, tn, gold="reviews") if n else None
+        # Not estimable: no CI (it would be a zero-width [0, 0]) and no count of reviews still needed.
+        bounds = None if reason is not None or math.isnan(kappa) else intervals[j]
         more: int | None = None
         if bounds is not None and n:
             reviewed = int((counts.sum(axis=1) > 0).sum())
@@ -369,10 +391,11 @@ def live_stats(
                 code=code,
                 n=n,
                 positives=int(counts[:, 0].sum() + counts[:, 2].sum()),
-                kappa=None if math.isnan(kappa) else kappa,
+                kappa=None if reason is not None or math.isnan(kappa) else kappa,
                 low=bounds[0] if bounds else None,
                 high=bounds[1] if bounds else None,
                 more_for_target=more,
+                reason=reason,
             )
         )
     return out

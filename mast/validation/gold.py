@@ -29,7 +29,7 @@ import pandas as pd
 from mast.errors import EvaluationError, UsageError
 from mast.evaluation.core import evaluate
 from mast.evaluation.labels import label_table, read_labels
-from mast.gold import GoldEvent, current_cells, iter_events, label_rows
+from mast.gold import GoldEvent, current_cells, iter_events, label_rows, reviewer_disagreements
 from mast.taxonomy import Taxonomy, load_taxonomy
 from mast.validation.models import SetResult, ValidationReport
 from mast.validation.verdict import mode_findings, verdict_text
@@ -97,7 +97,8 @@ def validate_gold(
         results: predictions to measure instead of the judge values recorded in the gold.
         split: measure only the ``dev`` or ``test`` traces of :func:`split_traces`.
         split_seed: the split's seed.
-        output: folder for summary.json, per_mode.csv, disagreements.csv, verdict.txt, report.html
+        output: folder for summary.json, per_mode.csv, disagreements.csv, reviewer_disagreements.csv
+            (cells the reviewers disagree on, left out of the gold), verdict.txt, report.html
             (``None``: write nothing).
         n_boot: bootstrap resamples.
         seed: the bootstrap's seed.
@@ -157,10 +158,12 @@ def validate_gold(
         sets=[result],
         pooled=report,
         modes=mode_findings(report, human),
+        reviewer_disagreements=reviewer_disagreements(events),
     )
     validation.verdict = verdict_text(validation) + (f" ({note})" if note else "")
     if output is not None:
         out = Path(output)
         out.mkdir(parents=True, exist_ok=True)
-        write_outputs(validation, out)
+        sources = {e.trace_id: e.source_path for e in events if e.source_path}
+        write_outputs(validation, out, sources=sources)
     return validation

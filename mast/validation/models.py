@@ -50,6 +50,8 @@ class ModeFinding(_Model):
     kappa: float | None = None
     kappa_low: float | None = None
     kappa_high: float | None = None
+    kappa_reason: str | None = None
+    """Why kappa is not estimable here (e.g. ``judge never says present``); None when it is."""
     human_kappa: float | None = None
     """Fleiss' kappa among the annotators on the same cells, where several annotators exist."""
     status: ModeStatus
@@ -91,6 +93,8 @@ class ValidationReport(_Model):
     """All mode-labelled sets together (trace ids prefixed by set)."""
     modes: list[ModeFinding] = Field(default_factory=list)
     references: list[Reference] = Field(default_factory=list)
+    reviewer_disagreements: list[dict[str, str]] = Field(default_factory=list)
+    """Gold cells where reviewers disagree (``trace_id``, ``key``, ``code``, ``values``): left out of the gold."""
     verdict: str = ""
 
 

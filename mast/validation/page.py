@@ -28,6 +28,18 @@ def figure(value: float | None) -> str:
     return f"{value:z.2f}"
 
 
+def kappa_figure(kappa: float | None, low: float | None, high: float | None, reason: str | None = None) -> str:
+    """Kappa with its CI as the page and ``mast validate`` show it; ``– (reason)`` when not estimable.
+
+    A kappa that cannot be estimated (one side never varies) is never shown as a zero-width CI.
+    """
+    if reason:
+        return f"– ({reason})"
+    if low is None or high is None:
+        return figure(kappa)
+    return f"{figure(kappa)} [{figure(low)}, {figure(high)}]"
+
+
 _f = figure
 
 
@@ -75,7 +87,7 @@ def render_validation_page(report: ValidationReport) -> str:
     modes = "".join(
         f"<tr data-code='{html.escape(m.code)}'><td>{html.escape(m.code)} {html.escape(m.name)}</td><td>{m.n}</td>"
         f"<td>{m.positives}</td><td>{_f(m.base_rate)}</td><td>{_f(m.precision)}</td><td>{_f(m.recall)}</td>"
-        f"<td>{_f(m.f1)}</td><td>{_f(m.kappa)} [{_f(m.kappa_low)}, {_f(m.kappa_high)}]</td><td>{_f(m.human_kappa)}</td>"
+        f"<td>{_f(m.f1)}</td><td>{html.escape(kappa_figure(m.kappa, m.kappa_low, m.kappa_high, m.kappa_reason))}</td><td>{_f(m.human_kappa)}</td>"
         f"<td class='{m.status.split()[0]}'>{html.escape(m.status)}</td><td>{html.escape(m.note)}</td></tr>"
         for m in report.modes
     )

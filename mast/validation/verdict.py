@@ -9,6 +9,7 @@ is flagged, since its CI is wide whatever the point estimate says.
 
 from __future__ import annotations
 
+from mast.evaluation.metrics import kappa_not_estimable
 from mast.evaluation.report import EvaluationReport, ModeAgreement
 from mast.validation.models import ModeFinding, ModeStatus, ValidationReport
 
@@ -23,10 +24,16 @@ def _status(entry: ModeAgreement, positives: int) -> tuple[ModeStatus, str]:
         return "not measurable", "no trace in the gold has this mode: agreement says nothing about finding it"
     kappa = entry.kappa
     ci = entry.ci.get("kappa")
-    if positives < FEW_POSITIVES:
-        return "few positives", f"only {positives} positive cell(s) in the gold: the CI is wide"
+    reason = kappa_not_estimable(entry.tp, entry.fp, entry.fn, entry.tn)
+    if reason is not None and reason.startswith("judge"):
+        # The humans found it but the judge never varies: nothing to estimate, and nothing to trust.
+        return "weak", f"kappa not estimable: {reason}; do not trust this judge for this mode"
+    if reason is not None:
+        return "not measurable", f"kappa not estimable: {reason}"
     if kappa is None:
         return "not measurable", "kappa undefined on these cells"
+    if positives < FEW_POSITIVES:
+        return "few positives", f"only {positives} positive cell(s) in the gold: the CI is wide"
     if kappa >= TRUSTED and (ci is None or ci.low >= USABLE):
         return "trusted", ""
     if kappa >= USABLE:
@@ -42,12 +49,13 @@ def mode_findings(pooled: EvaluationReport, human: dict[str, float | None]) -> l
     for entry in pooled.per_mode:
         positives = entry.tp + entry.fn
         status, note = _status(entry, positives)
-        ci = entry.ci.get("kappa")
+        reason = kappa_not_estimable(entry.tp, entry.fp, entry.fn, entry.tn) if entry.n else None
+        ci = None if reason is not None else entry.ci.get("kappa")
         findings.append(ModeFinding(
             code=entry.code, name=entry.name, n=entry.n, positives=positives, base_rate=entry.gold_rate,
             precision=entry.precision, recall=entry.recall, f1=entry.f1, kappa=entry.kappa,
             kappa_low=ci.low if ci else None, kappa_high=ci.high if ci else None,
-            human_kappa=human.get(entry.code), status=status, note=note,
+            kappa_reason=reason, human_kappa=human.get(entry.code), status=status, note=note,
         ))
     return findings
 
@@ -76,7 +84,11 @@ def verdict_text(report: ValidationReport) -> str:
         parts.append(f"Usable with spot checks for {', '.join(by['usable'])}.")
     weak = [f for f in report.modes if f.status == "weak"]
     if weak:
-        parts.append("Below 0.4: " + ", ".join(f"{f.code} ({_k(f.kappa)})" for f in weak) + ": do not trust this judge for them.")
+        shown = (
+            f"{f.code} ({_k(f.kappa) if f.kappa_reason is None else 'kappa not estimable: ' + f.kappa_reason})"
+            for f in weak
+        )
+        parts.append("Below 0.4 or not estimable: " + ", ".join(shown) + ": do not trust this judge for them.")
     if by["few positives"]:
         parts.append(f"Too few positives to tell for {', '.join(by['few positives'])} (wide CIs).")
     if by["not measurable"]:

@@ -239,7 +239,8 @@ def test_report_evaluate_diff_and_validate_read_a_scan(scan: dict[str, Any], tmp
             results.append(d.model_copy(update={"failure_modes": modes}))
     done = runner.invoke(main, ["diff", str(scan_dir), str(edited), "--json"])
     assert done.exit_code == 0, done.output
-    diff = json.loads(done.output)
+    diff = json.loads(done.stdout)
+    assert "left out as not judged" in done.stderr  # the scan's one error is said, not counted
     assert diff["base"] == str(scan_dir)
     assert [(c["key"], c["code"], c["base"], c["new"]) for c in diff["changed"]] == [
         (negative, "2.6", True, False)

@@ -46,14 +46,18 @@ Pairing = Literal["auto", "paired", "unpaired"]
 __all__ = ["changed_traces", "diff", "holm", "worse_modes"]
 
 
-def _frame(source: RunSource, taxonomy: Taxonomy) -> pd.DataFrame:
+def _frame(source: RunSource, taxonomy: Taxonomy) -> tuple[pd.DataFrame, int]:
+    """The run's judged traces, and how many it holds that are not judged (errors, skips)."""
     from mast.analysis import mode_columns, results_frame
 
     frame = results_frame(source, taxonomy=taxonomy, role="pred")
+    left_out = 0
     if "status" in frame.columns:
-        frame = frame[frame["status"] == "judged"]
+        judged = frame["status"] == "judged"
+        left_out = int((~judged).sum())
+        frame = frame[judged]
     mode_columns(frame, taxonomy)
-    return frame.reset_index(drop=True)
+    return frame.reset_index(drop=True), left_out
 
 
 def _relative_paths(frame: pd.DataFrame) -> pd.Series | None:
@@ -180,7 +184,9 @@ def diff(
         base_high, n_new, new_present, new_prevalence, new_low, new_high, difference, diff_low,
         diff_high, p_value, p_holm, rose, fell``. ``attrs`` holds ``pairing`` (a sentence), ``key``,
         ``note`` (the multiple-comparison note), ``changed`` (see :func:`changed_traces`), ``judges``
-        (each run's judges) and ``judge_note`` (a sentence when they differ, else ``None``).
+        (each run's judges), ``judge_note`` (a sentence when they differ, else ``None``),
+        ``not_judged`` (``{"base": n, "new": n}``, the traces left out because they were not judged,
+        such as a Scout scan's errors) and ``not_judged_note`` (a sentence when any was, else ``None``).
 
     Raises:
         EvaluationError: unreadable runs, unknown codes, or ``pairing="paired"`` with no shared key.
@@ -190,7 +196,7 @@ def diff(
     if not 0 < level < 1:
         raise EvaluationError("level must be between 0 and 1")
     tax = taxonomy or load_taxonomy()
-    old, fresh = _frame(base, tax), _frame(new, tax)
+    (old, old_left), (fresh, fresh_left) = _frame(base, tax), _frame(new, tax)
     wanted = [c for c in tax.codes if c in old.columns and c in fresh.columns]
     if codes is not None:
         unknown = [c for c in codes if c not in wanted]
@@ -236,6 +242,10 @@ def diff(
             "look significant by chance if nothing changed; read p_holm (Holm-adjusted) before acting on one mode."
         ),
         "changed": changed,
+        "not_judged": {"base": old_left, "new": fresh_left},
+        "not_judged_note": (
+            f"left out as not judged (errors, skips): {old_left} trace(s) of the base run, {fresh_left} of the new"
+            if old_left or fresh_left else None),
     }
     return frame
 

@@ -456,3 +456,107 @@ def test_cline_detected_by_ts_stamps_and_by_file_name(tmp_path: Path) -> None:
     trace = load_trace(named)
     assert (trace.task, trace.trace_id) == ("run the tests", "1767258000000")
     assert [(r.call_id, r.is_error) for r in results(trace)] == [("t1", True)]
+
+
+def _task_only_history() -> list[dict[str, Any]]:
+    """A Cline conversation as a copied file: the <task> opens it, no <environment_details>, XML tools."""
+    return [
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nFix the bug in add.py\n</task>"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "I'll read it.\n<read_file>\n<path>add.py</path>\n</read_file>"}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[read_file for 'add.py'] Result:"},
+                {"type": "text", "text": "def add(a, b): return a - b"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "<attempt_completion>\n<result>\nFixed.\n</result>\n</attempt_completion>",
+                }
+            ],
+        },
+    ]
+
+
+def test_cline_file_opening_with_task_without_environment_details_is_cline(tmp_path: Path) -> None:
+    copied = tmp_path / "conversation.json"  # not named api_conversation_history.json
+    copied.write_text(json.dumps(_task_only_history()), encoding="utf-8")
+    assert detect_format(copied)[0].name == "cline"
+    trace = load_trace(copied)
+    assert (trace.source.format, trace.task, trace.final_output) == (
+        "cline",
+        "Fix the bug in add.py",
+        "Fixed.",
+    )
+    assert load_trace(copied, format="cline").task == "Fix the bug in add.py"
+    # a <task> alone, with no Cline tool after it, stays with the chat readers
+    plain = [m for m in _task_only_history() if m["role"] == "user"][:1] + [
+        {"role": "assistant", "content": [{"type": "text", "text": "Sure."}]}
+    ]
+    assert detect_format(plain)[0].name != "cline"
+
+
+def test_cline_format_error_says_what_is_missing(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps([{"role": "user", "content": "hello"}]), encoding="utf-8")
+    with pytest.raises(TraceFormatError, match="first user message opening with <task>") as caught:
+        load_trace(plain, format="cline")
+    assert "environment_details" in str(caught.value)
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps([*_task_only_history(), {"role": "system", "content": "x"}]), encoding="utf-8")
+    with pytest.raises(TraceFormatError, match="message 4 is not an Anthropic-style message"):
+        load_trace(odd, format="cline")
+
+
+def test_cline_attempt_completion_with_null_input_is_read(tmp_path: Path) -> None:
+    history = _task_only_history()[:1] + [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "add.py"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "def add(): ..."}],
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t2", "name": "attempt_completion", "input": None}],
+        },
+    ]
+    path = tmp_path / "conversation.json"
+    path.write_text(json.dumps(history), encoding="utf-8")
+    assert detect_format(path)[0].name == "cline"
+    trace = load_trace(path)
+    assert trace.source.format == "cline" and trace.final_output is None
+    assert [c.name for s in trace.steps for c in s.tool_calls] == ["read_file", "attempt_completion"]
+
+
+@pytest.mark.parametrize(
+    ("later", "final"),
+    [
+        (
+            "<plan_mode_respond>\n<response>\nIt subtracted; now it adds.\n</response>\n</plan_mode_respond>",
+            "It subtracted; now it adds.",
+        ),
+        ("It subtracted; now it adds.", "It subtracted; now it adds."),
+        ("Let me check.\n<read_file>\n<path>add.py</path>\n</read_file>", "Fixed."),
+    ],
+)
+def test_cline_final_answer_is_the_latest_assistant_answer(later: str, final: str) -> None:
+    history = [
+        *_task_only_history(),
+        {"role": "user", "content": [{"type": "text", "text": "<feedback>\nwhy?\n</feedback>"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": later}]},
+    ]
+    assert load_trace(history).final_output == final

@@ -451,11 +451,12 @@ def test_relabelling_does_not_touch_the_gold(tmp_path):
     assert hashlib.sha256(gold.read_bytes()).hexdigest() == before
 
 
-def _reviewed_gold(results: Path, gold: Path) -> None:
+def _reviewed_gold(results: Path, gold: Path, *, unsure: bool = True) -> None:
     session = ReviewSession(results, gold, reviewer="ana")
     for position in range(6):
         session.record(position, [{"field": "accept"}])
-    session.record(0, [{"field": "mode", "code": "3.3", "value": "unsure"}])
+    if unsure:
+        session.record(0, [{"field": "mode", "code": "3.3", "value": "unsure"}])
     session.record(1, [{"field": "mode", "code": "1.1", "value": "present"}])
     session.record(
         2,
@@ -501,13 +502,24 @@ def test_the_gold_reads_as_labels_and_exports_to_the_csv_evaluate_reads(results,
 @pytest.mark.parametrize("suffix", [".csv", ".json", ".yaml"])
 def test_scout_validation_sets_round_trip_to_identical_cells(results, tmp_path, suffix):
     gold = tmp_path / "gold.jsonl"
-    _reviewed_gold(results, gold)
+    _reviewed_gold(results, gold, unsure=suffix != ".csv")
+    if suffix == ".csv":
+        # Scout's CSV reader reads an empty label_<code> cell as true: a gold with a gap is refused as CSV
+        gapped = tmp_path / "gapped.jsonl"
+        _reviewed_gold(results, gapped)
+        with pytest.raises(UsageError, match="empty label_<code> cell"):
+            write_scout(gapped, tmp_path / "gapped.csv")
     scout = write_scout(gold, tmp_path / f"validation{suffix}", split="dev")
+    if suffix == ".csv":
+        header = scout.read_text().splitlines()[0].split(",")
+        assert (
+            header[0] == "id" and "label_1.1" in header and not any(h.startswith("target_") for h in header)
+        )
     if suffix == ".yaml":
         import yaml
 
         first = yaml.safe_load(scout.read_text())[0]
-        assert set(first) == {"id", "target", "split"} and first["target"]["1.1"] in (True, False)
+        assert set(first) == {"id", "labels", "split"} and first["labels"]["1.1"] in (True, False)
     back = read_scout(scout)
     mine = gold_frame(gold, queues=("random",))
     assert sorted(zip(back["trace_id"], back["code"], back["present"], strict=True)) == sorted(

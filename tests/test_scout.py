@@ -239,7 +239,8 @@ def test_report_evaluate_diff_and_validate_read_a_scan(scan: dict[str, Any], tmp
             results.append(d.model_copy(update={"failure_modes": modes}))
     done = runner.invoke(main, ["diff", str(scan_dir), str(edited), "--json"])
     assert done.exit_code == 0, done.output
-    diff = json.loads(done.output)
+    diff = json.loads(done.stdout)
+    assert "left out as not judged" in done.stderr  # the scan's one error is said, not counted
     assert diff["base"] == str(scan_dir)
     assert [(c["key"], c["code"], c["base"], c["new"]) for c in diff["changed"]] == [
         (negative, "2.6", True, False)
@@ -376,3 +377,146 @@ def test_a_scout_url_names_an_existing_database(tmp_path: Path) -> None:
         open_source(f"scout://{tmp_path / 'missing'}")
     with pytest.raises(UsageError, match="name the Scout database"):
         open_source("scout://")
+
+
+def _scan_folder(scans: Path) -> Path:
+    (found,) = sorted(scans.glob("scan_id=*"))
+    return found
+
+
+@pytest.mark.slow  # a real `scout scan -V` over the fixture's logs
+@pytest.mark.parametrize("suffix", [".yaml", ".csv"])
+def test_scout_validates_a_scan_against_a_validation_set_mast_wrote(
+    scan: dict[str, Any], tmp_path: Path, suffix: str
+) -> None:
+    import pyarrow.parquet as pq
+
+    from mast.gold import GoldEvent, GoldStore, trace_key
+    from mast.review.export import write_scout
+    from mast.taxonomy import load_taxonomy
+
+    # the offline detectors judge the fixture's transcripts; the gold agrees with them but for one cell
+    plain = tmp_path / "plain"
+    run_scout(
+        [
+            "scan",
+            "mast_judge/mast_scanner",
+            "-T",
+            str(scan["logs"]),
+            "--scans",
+            str(plain),
+            "-S",
+            "judge=detectors",
+            "--display",
+            "none",
+            "--max-processes",
+            "1",
+        ],
+        scan["env"],
+    )
+    found = {
+        r["transcript_id"]: {i["label"]: i["value"] for i in json.loads(r["value"])}
+        for r in pq.read_table(_scan_folder(plain) / "mast_scanner.parquet").to_pylist()
+    }
+    assert len(found) == 3
+    codes = [m.code for m in load_taxonomy().modes]
+    flipped = next(iter(sorted(found)))
+    events = [
+        GoldEvent(
+            key=trace_key(None, None, t),
+            trace_id=t,
+            field="mode",
+            code=c,
+            reviewer="ana",
+            queue="random",
+            value="present" if bool(values.get(c)) != (t == flipped and c == "3.1") else "absent",
+        )
+        for t, values in found.items()
+        for c in codes
+    ]
+    gold = tmp_path / "gold.jsonl"
+    with GoldStore(gold) as store:
+        store.append(events)
+    validation = write_scout(gold, tmp_path / f"validation{suffix}")
+
+    checked = tmp_path / "checked"
+    run_scout(
+        [
+            "scan",
+            "mast_judge/mast_scanner",
+            "-T",
+            str(scan["logs"]),
+            "--scans",
+            str(checked),
+            "-S",
+            "judge=detectors",
+            "-V",
+            f"mast_scanner:{validation}",
+            "--display",
+            "none",
+            "--max-processes",
+            "1",
+        ],
+        scan["env"],
+    )
+    folder = _scan_folder(checked)
+    assert not (folder / "_errors.jsonl").exists() or not (folder / "_errors.jsonl").read_text().strip()
+    rows = pq.read_table(folder / "mast_scanner.parquet").to_pylist()
+    assert [r["scan_error"] for r in rows] == [None, None, None]
+    valid = {r["transcript_id"]: json.loads(r["validation_result"]) for r in rows}
+    assert set(valid) == set(found)
+    for transcript, result in valid.items():
+        assert set(result) == set(codes)
+        assert {c for c, ok in result.items() if not ok} == ({"3.1"} if transcript == flipped else set())
+
+
+@pytest.mark.slow  # a real `scout scan` whose judge cannot be reached: every transcript is a Scout error
+def test_a_scan_whose_judge_failed_is_read_as_errors_not_judged(scan: dict[str, Any], tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from mast.cli import main
+    from mast.results import read_results
+
+    scans = tmp_path / "scans"
+    run_scout(
+        [
+            "scan",
+            "mast_judge/mast_scanner",
+            "-T",
+            str(scan["logs"]),
+            "--scans",
+            str(scans),
+            "-S",
+            "model=openai/fake-judge",
+            "-S",
+            "api_base=http://127.0.0.1:9/v1",
+            "-S",
+            "max_retries=0",
+            "-S",
+            "cache=false",
+            "-S",
+            "timeout=1",
+            "--display",
+            "none",
+            "--max-processes",
+            "1",
+        ],
+        scan["env"],
+    )
+    folder = _scan_folder(scans)
+    assert json.loads((folder / "_summary.json").read_text())["complete"] is False
+    read = read_results(folder)
+    assert len(read) == 3 and {d.status for d in read} == {"error"}
+    assert all("could not judge" in (d.error.message if d.error else "") for d in read)
+    gold = tmp_path / "gold.csv"
+    gold.write_text("trace_id,code,present\n" + "".join(f"{d.trace_id},2.6,false\n" for d in read))
+    done = CliRunner().invoke(main, ["evaluate", "--pred", str(folder), "--gold", str(gold), "--n-boot", "0"])
+    assert done.exit_code != 0 and "no (trace, mode) cell is assessed" in done.output
+    done = CliRunner().invoke(main, ["diff", str(scan["dir"]), str(folder), "--json"])
+    assert done.exit_code == 0, done.output
+    payload = json.loads(done.stdout)
+    rows = {row["code"]: row for row in payload["modes"]}
+    assert rows["2.6"]["n_base"] == 2 and rows["2.6"]["n_new"] == 0
+    # the fixture's scan holds one error too: both runs' left-out traces are said, not hidden
+    assert payload["not_judged"] == {"base": 1, "new": 3}
+    assert "not judged" in done.stderr and "3 of the new" in done.stderr

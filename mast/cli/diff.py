@@ -82,7 +82,7 @@ def command(
         payload: dict[str, Any] = {
             "base": base, "new": new, "pairing": result.attrs["pairing"], "key": result.attrs["key"],
             "level": level, "note": result.attrs["note"], "judges": result.attrs["judges"],
-            "judge_note": result.attrs["judge_note"],
+            "judge_note": result.attrs["judge_note"], "not_judged": result.attrs["not_judged"],
             "modes": [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
                       for row in result.to_dict("records")],
             "changed": changed.to_dict("records"), "fail_if_worse": watched, "worse": worse,
@@ -90,6 +90,8 @@ def command(
         write_line(orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY).decode())
     else:
         _print(result, changed, base, new, level, max_changed, worse)
+    if result.attrs.get("not_judged_note"):
+        click.echo(terminal_safe(f"mast: warning: {result.attrs['not_judged_note']}"), err=True)
     if worse:
         click.echo(terminal_safe(f"mast: significant rise in {', '.join(worse)} (threshold {threshold:g})"), err=True)
         sys.exit(EXIT_WORSE)

@@ -6,10 +6,14 @@
   note,first_step,first_agent``, which :func:`mast.evaluation.read_labels` reads as the ``long`` form
   (the reviewer's note and first-failure correction ride along; the reader ignores them).
 - :func:`write_scout`: an Inspect Scout validation set, one case per trace: ``id`` (the trace id, as
-  Scout keys a transcript) and ``target`` (mode code -> true/false, the reviewers' majority; ties and
-  ``unsure`` left out). CSV spells the target as ``target_<code>`` columns, as Scout's reader
-  expects; JSON and YAML as a ``target`` mapping. ``split`` is written when a split is given.
-- :func:`read_scout`: such a file back as a label table.
+  Scout keys a transcript) and ``labels`` (mode code -> true/false, the reviewers' majority; ties and
+  ``unsure`` left out). The mast scanner returns a *resultset* (one result per mode, labelled by its
+  code), and Scout validates a resultset against ``labels``, not ``target`` (a ``target`` mapping
+  wants a scanner whose value is a dict, so every transcript would be a Scout error): a label
+  ``true`` passes when the mode's result is present, ``false`` when it is absent or not returned.
+  CSV spells the labels as ``label_<code>`` columns, as Scout's reader expects; JSON and YAML as a
+  ``labels`` mapping. ``split`` is written when a split is given.
+- :func:`read_scout`: such a file back as a label table (``target`` sets, as older mast wrote, too).
 
 Example:
     >>> write_gold_csv("gold.jsonl", "gold.csv")            # doctest: +SKIP
@@ -35,6 +39,7 @@ from mast.taxonomy import Taxonomy, load_taxonomy
 
 SCOUT_SUFFIXES = (".csv", ".json", ".yaml", ".yml")
 _TARGET = "target_"
+_LABEL = "label_"
 
 
 def gold_frame(
@@ -111,17 +116,25 @@ def write_scout(
     votes = votes.dropna(subset=["present"])
     cases: list[dict[str, Any]] = []
     for trace_id, group in votes.groupby("trace_id", sort=True):
-        target_map = {str(c): bool(p) for c, p in zip(group["code"], group["present"], strict=True)}
-        case: dict[str, Any] = {"id": str(trace_id), "target": target_map}
+        labels = {str(c): bool(p) for c, p in zip(group["code"], group["present"], strict=True)}
+        case: dict[str, Any] = {"id": str(trace_id), "labels": labels}
         if split:
             case["split"] = split
         cases.append(case)
     out.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".csv":
+        codes = sorted({c for case in cases for c in case["labels"]})
+        gaps = [case["id"] for case in cases if len(case["labels"]) != len(codes)]
+        if gaps:
+            # Scout's CSV reader turns an empty label cell into true (present): refuse rather than write one
+            raise UsageError(
+                f"{out}: trace {gaps[0]} has no reviewed value for every mode, and Scout reads an empty "
+                "label_<code> cell of a CSV as present; write .yaml or .json instead"
+            )
         flat = [
             {
                 "id": c["id"],
-                **{_TARGET + k: v for k, v in c["target"].items()},
+                **{_LABEL + k: c["labels"][k] for k in codes},
                 **({"split": c["split"]} if split else {}),
             }
             for c in cases
@@ -137,16 +150,22 @@ def write_scout(
 def read_scout(
     source: str | os.PathLike[str], *, annotator: str = "scout", taxonomy: Taxonomy | None = None
 ) -> pd.DataFrame:
-    """A Scout validation set (CSV with ``target_<code>`` columns, JSON/YAML with a ``target`` mapping) as labels."""
+    """A Scout validation set as labels.
+
+    CSV with ``label_<code>`` (or ``target_<code>``) columns, JSON/YAML with a ``labels`` (or ``target``) mapping.
+    """
     path = Path(source)
     suffix = path.suffix.lower()
     try:
         if suffix == ".csv":
             table = pd.read_csv(path, dtype=str, keep_default_na=False)
+            prefix = _LABEL if any(k.startswith(_LABEL) for k in table.columns) else _TARGET
             records = [
                 {
                     "id": r["id"],
-                    "target": {k[len(_TARGET) :]: r[k] for k in table.columns if k.startswith(_TARGET)},
+                    "labels": {
+                        k[len(prefix) :]: r[k] for k in table.columns if k.startswith(prefix) and r[k] != ""
+                    },
                 }
                 for r in table.to_dict("records")
             ]
@@ -162,9 +181,10 @@ def read_scout(
         raise EvaluationError(f"{path}: a Scout validation set is a list of cases with id and target")
     rows = []
     for n, case in enumerate(records, start=1):
-        if not isinstance(case, dict) or "id" not in case or not isinstance(case.get("target"), dict):
-            raise EvaluationError(f"{path}: case {n} has no id and target mapping (one per mode code)")
-        for code, value in case["target"].items():
+        mapping = case.get("labels", case.get("target")) if isinstance(case, dict) else None
+        if not isinstance(case, dict) or "id" not in case or not isinstance(mapping, dict):
+            raise EvaluationError(f"{path}: case {n} has no id and labels mapping (one per mode code)")
+        for code, value in mapping.items():
             present = parse_present(value, where=f"{path} case {n}")
             if present is not None:
                 rows.append(

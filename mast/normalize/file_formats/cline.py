@@ -19,9 +19,14 @@ Cline calls tools two ways, both read:
 the same task) is not read: it repeats the conversation for the chat view.
 
 Detection needs Cline's own marks: the first message is a user message holding ``<task>`` and some
-user message holds ``<environment_details>``, or the file is named ``api_conversation_history.json``,
-or every message carries Cline's ``ts`` (epoch milliseconds) and a tool block is among them. Plain
-Anthropic message lists stay with ``anthropic_messages`` / ``openai_chat``.
+user message holds ``<environment_details>``, or the first user message *opens* with a whole
+``<task>...</task>`` (a copied or renamed file without the context blocks), or the file is named
+``api_conversation_history.json``, or every message carries Cline's ``ts`` (epoch milliseconds) and
+a tool block is among them. Plain Anthropic message lists stay with ``anthropic_messages`` /
+``openai_chat``.
+
+The final answer is the latest assistant answer: ``attempt_completion``'s ``result``, a
+``plan_mode_respond``'s ``response``, or an assistant text that calls no tool, whichever came last.
 """
 
 from __future__ import annotations
@@ -73,6 +78,8 @@ _RESULT_HEADER = re.compile(r"^\[([a-z_]+)(?: for '(.*?)')?\] Result:\s*", re.S)
 _FAILURE = ("The tool execution failed", "<error>", "The user denied this operation", "[ERROR]")
 _ENV = "<environment_details>"
 _TASK = re.compile(r"<task>\s*(.*?)\s*</task>", re.S)
+_ANSWERS = {"attempt_completion": "result", "plan_mode_respond": "response"}
+"""Tools whose argument is an answer to the user (the final answer when it is the latest)."""
 
 
 def _blocks(message: dict[str, Any]) -> list[Any]:
@@ -112,6 +119,59 @@ def is_history(value: Any) -> bool:
     ):
         return False
     return any(_ENV in t for m in value[:6] if m.get("role") == "user" for t in _texts(m))
+
+
+def _cline_tool(message: dict[str, Any]) -> bool:
+    """Whether a message calls one of Cline's tools (XML or native) or returns one's ``[tool] Result:``."""
+    for block in _blocks(message):
+        if not isinstance(block, dict):
+            continue
+        text = block.get("text") if isinstance(block.get("text"), str) else ""
+        if message.get("role") == "assistant" and (
+            _XML_CALL.search(text) or (block.get("type") == "tool_use" and block.get("name") in TOOLS)
+        ):
+            return True
+        if (
+            message.get("role") == "user"
+            and (found := _RESULT_HEADER.match(text))
+            and found.group(1) in TOOLS
+        ):
+            return True
+    return False
+
+
+def opens_with_task(value: Any) -> bool:
+    """Messages whose first (user) message opens with a whole ``<task>...</task>``, and that use a Cline tool.
+
+    A ``<task>`` alone is not enough (a plain Anthropic list may say it): one of Cline's tools, called
+    or answered, must follow.
+    """
+    if not _is_message_list(value) or value[0].get("role") != "user":
+        return False
+    texts = _texts(value[0])
+    if not (texts and texts[0].lstrip().startswith("<task>") and "</task>" in texts[0]):
+        return False
+    return any(_cline_tool(m) for m in value)
+
+
+def _not_cline(data: Any) -> str:
+    """Why ``data`` is not a Cline conversation, for the parse error."""
+    if not isinstance(data, list) or not data:
+        return "not a Cline api_conversation_history.json (needs a JSON list of messages)"
+    for n, m in enumerate(data):
+        if not (
+            isinstance(m, dict)
+            and m.get("role") in ("user", "assistant")
+            and isinstance(m.get("content"), str | list)
+        ):
+            return (
+                f"not a Cline api_conversation_history.json: message {n} is not an Anthropic-style message "
+                "(role user or assistant, content text or a list of blocks)"
+            )
+    return (
+        "not a Cline api_conversation_history.json (needs a first user message opening with <task>...</task>, "
+        f"<environment_details> in a user turn, Cline's ts on every message, or the name {FILE_NAME})"
+    )
 
 
 def _stamped(value: Any) -> bool:
@@ -216,13 +276,15 @@ class _Reader:
                 thoughts.append(text_of(block.get("thinking")) or "[redacted thinking]")
             elif kind == "tool_use":
                 calls.append(tool_call(str(block.get("name") or "?"), block.get("input"), block.get("id")))
+        answered = False
         for call in calls:
-            if (
-                call.name == "attempt_completion"
-                and isinstance(call.arguments, dict)
-                and call.arguments.get("result")
-            ):
-                self.final = str(call.arguments["result"]).strip()
+            key = _ANSWERS.get(call.name)
+            if key is not None and isinstance(call.arguments, dict) and call.arguments.get(key):
+                self.final = str(call.arguments[key]).strip()
+                answered = True
+        said = "\n".join(t for t in texts if t).strip()
+        if not answered and not calls and said:  # words to the user, no tool called: an answer too
+            self.final = said
         info = as_dict(message.get("modelInfo"))
         model = info.get("modelId") if isinstance(info.get("modelId"), str) else None
         if model and model not in self.models:
@@ -293,7 +355,7 @@ class ClineFormat(TraceFormat):
     example = '[{"role": "user", "content": [{"type": "text", "text": "<task>\\n...\\n</task>"}, {"type": "text", "text": "<environment_details>..."}]}, ...]'
 
     def detect(self, raw: RawInput) -> float:
-        """0.97 for Cline's marks, 0.95 for a message list named so, 0.85 for messages each stamped with ``ts``.
+        """0.97 for Cline's marks, 0.95 for a message list named so, 0.9 for one opening with ``<task>``, 0.85 for ``ts``.
 
         Cline's marks: ``<task>`` opens the first message and ``<environment_details>`` follows.
         """
@@ -304,15 +366,20 @@ class ClineFormat(TraceFormat):
             return 0.97
         if _named(raw) and _is_message_list(data):
             return 0.95
+        if opens_with_task(data):
+            return 0.9
         return 0.85 if _stamped(data) else 0.0
 
     def parse(self, raw: RawInput) -> Iterator[Trace | TraceFormatError]:
         """One trace per task file."""
         data = raw.data()
-        if not (is_history(data) or _stamped(data) or (_named(raw) and _is_message_list(data))):
-            raise raw.fail(
-                "not a Cline api_conversation_history.json (needs a message list opening with <task>, or one named so)"
-            )
+        if not (
+            is_history(data)
+            or opens_with_task(data)
+            or _stamped(data)
+            or (_named(raw) and _is_message_list(data))
+        ):
+            raise raw.fail(_not_cline(data))
         yield _trace(data, raw, self)
 
 

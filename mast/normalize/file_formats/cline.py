@@ -126,7 +126,8 @@ def _cline_tool(message: dict[str, Any]) -> bool:
     for block in _blocks(message):
         if not isinstance(block, dict):
             continue
-        text = block.get("text") if isinstance(block.get("text"), str) else ""
+        raw = block.get("text")
+        text = raw if isinstance(raw, str) else ""
         if message.get("role") == "assistant" and (
             _XML_CALL.search(text) or (block.get("type") == "tool_use" and block.get("name") in TOOLS)
         ):

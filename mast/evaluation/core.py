@@ -211,8 +211,11 @@ def _bootstrap(
     traces, cube = _count_cube(cells, codes)
     weights = bootstrap_weights(len(traces), n_boot, seed)
     resampled = np.einsum("bt,tmk->bmk", weights, cube)  # (n_boot, modes, 4)
-    mode_values = metrics_from_counts(resampled)
-    pooled_values = metrics_from_counts(resampled.sum(axis=1))
+    # A resample in which one side happens not to vary counts as kappa 0 (no agreement beyond chance),
+    # not as a missing replicate: dropping those would lift the lower bound exactly where the data are
+    # thinnest. Whether a figure is estimable at all is the point estimate's question (its CI is None).
+    mode_values = metrics_from_counts(resampled, estimable_only=False)
+    pooled_values = metrics_from_counts(resampled.sum(axis=1), estimable_only=False)
 
     def interval(values: np.ndarray, point: float | None) -> Interval | None:
         if point is None:

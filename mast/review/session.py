@@ -369,7 +369,9 @@ def live_stats(
     intervals: list[tuple[float, float] | None] = [None] * len(codes)
     if units and n_boot:
         resampled = np.einsum("bt,tmk->bmk", bootstrap_weights(len(units), n_boot, seed), cube)
-        kappas = metrics_from_counts(resampled)["kappa"]
+        kappas = metrics_from_counts(resampled, estimable_only=False)[
+            "kappa"
+        ]  # as mast.evaluation.core's CIs
         intervals = [percentile_interval(kappas[:, j]) for j in range(len(codes))]
     out = []
     for j, code in enumerate(codes):

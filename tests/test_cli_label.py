@@ -141,6 +141,14 @@ def test_dry_run_counts_and_estimates_without_a_request(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+def test_dry_run_with_the_detectors_says_no_llm_calls_not_a_zero_estimate(tmp_path: Path) -> None:
+    runs = chat_jsonl(tmp_path / "runs.jsonl", 3)
+    result = label(runs, "-o", tmp_path / "results.jsonl", "--judge", "detectors", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "no LLM calls" in result.stderr
+    assert "$0.0000" not in result.stderr and "est. input tokens" not in result.stderr
+
+
 def test_rerun_resumes_and_overwrite_starts_over(tmp_path: Path) -> None:
     runs = chat_jsonl(tmp_path / "runs.jsonl", 6)
     out = tmp_path / "results.jsonl"

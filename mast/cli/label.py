@@ -503,7 +503,10 @@ def _print_plan(dry: DryRunPlan, as_json: bool) -> None:
     table.add_row("to judge", str(dry.to_judge))
     if dry.unreadable or dry.files_skipped:
         table.add_row("unreadable records / files", f"{dry.unreadable} / {dry.files_skipped}")
-    if dry.estimated_input_tokens is not None:
+    if dry.model is None:
+        # Offline detectors call no model: tokens and "$0.0000" would read as an estimate of a call.
+        table.add_row("est. cost", "– (no LLM calls)")
+    elif dry.estimated_input_tokens is not None:
         cost = dry.estimated_cost_usd
         table.add_row("est. input tokens", f"{dry.estimated_input_tokens:,}")
         per_answer = (

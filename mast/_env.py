@@ -112,3 +112,45 @@ def env_number(
     if raw is None:
         return default
     return parse_number(name, raw, kind, minimum=minimum, min_open=min_open, maximum=maximum)
+
+
+# -- variables no CLI option is bound to --------------------------------------------------------------
+# Options bound to a variable are checked by click before a command runs. These few are read deep in a
+# call (judge spans on the first judge call, the poll interval when a batch is submitted), where a bad
+# value would surface only after traces were read and maybe judged; each has its reader here, used both
+# where it is read and by the CLI's start-up check (:func:`check_direct_variables`).
+
+JUDGE_SPANS_ENV = "MAST_OTEL_JUDGE_SPANS"
+"""Record an OpenTelemetry span per judge call (a boolean)."""
+BATCH_POLL_ENV = "MAST_BATCH_POLL_S"
+"""Seconds between two polls of a running provider batch (at least 0)."""
+LOCAL_THREADS_ENV = "MAST_LOCAL_THREADS"
+"""llama.cpp threads for the local model (a whole number, at least 1)."""
+
+
+def judge_spans_on() -> bool:
+    """``MAST_OTEL_JUDGE_SPANS``, off when unset."""
+    return env_bool(JUDGE_SPANS_ENV, False)
+
+
+def batch_poll_seconds(default: float) -> float:
+    """``MAST_BATCH_POLL_S``, ``default`` when unset."""
+    return env_number(BATCH_POLL_ENV, float, default, minimum=0)
+
+
+def local_threads() -> int | None:
+    """``MAST_LOCAL_THREADS``, ``None`` when unset (the caller then counts idle cores)."""
+    if env_value(LOCAL_THREADS_ENV) is None:
+        return None
+    return env_number(LOCAL_THREADS_ENV, int, 1, minimum=1)
+
+
+def check_direct_variables() -> None:
+    """Read every variable above once, so a bad value is one line before any work starts.
+
+    Raises:
+        UsageError: the first variable whose value is not understood.
+    """
+    judge_spans_on()
+    batch_poll_seconds(0.0)
+    local_threads()

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
 
-from mast._env import env_bool
+from mast._env import judge_spans_on
 from mast.diagnosis import Diagnosis
 from mast.errors import UsageError
 from mast.trace import Trace
@@ -185,7 +185,7 @@ def disable_judge_spans() -> None:
 
 
 def _tracer() -> Any:
-    if _JUDGE_TRACER is None and env_bool("MAST_OTEL_JUDGE_SPANS", False):
+    if _JUDGE_TRACER is None and judge_spans_on():
         enable_judge_spans()
     return _JUDGE_TRACER
 

@@ -4,6 +4,7 @@ litellm kept off the network, a lazy provider layer, and the cosmetic fixes)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ import orjson
 import pytest
 from click.testing import CliRunner, Result
 
+import mast
 from mast._env import parse_bool
 from mast._json import canonical_hash
 from mast.cli import main
@@ -337,6 +339,43 @@ def test_other_variables_are_read_strictly(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("MAST_TIMEOUT", "-5")
     with pytest.raises(UsageError, match="MAST_TIMEOUT='-5'"):
         JudgeConfig.from_options()
+
+
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [("MAST_OTEL_JUDGE_SPANS", "yes-please"), ("MAST_BATCH_POLL_S", "-1"), ("MAST_LOCAL_THREADS", "0")],
+)
+def test_a_variable_read_deep_in_a_call_is_refused_before_the_run_starts(
+    tmp_path: Path, var: str, value: str
+) -> None:
+    # The detectors make no judge call and no batch: before, these values were never read at all.
+    out = tmp_path / "results.jsonl"
+    result = _run(
+        "label",
+        Path(mast.__file__).parents[1] / "data" / "examples",
+        "-o",
+        out,
+        "--judge",
+        "detectors",
+        env={var: value},
+    )
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"{var}='{value}'" in lines[0]
+    assert not out.exists()
+
+
+def test_every_variable_mast_reads_outside_an_option_is_in_the_start_up_check() -> None:
+    import mast._env as env
+
+    checked = {getattr(env, name) for name in dir(env) if name.endswith("_ENV")}
+    # Variables read straight from the environment by name, not through an option's envvar=.
+    read = set()
+    for path in Path(mast.__file__).parent.rglob("*.py"):
+        text = path.read_text()
+        read |= set(re.findall(r"env_(?:bool|number|value)\(\s*\"(MAST_[A-Z_]+)\"", text))
+    assert read <= checked, f"read by name, not in mast._env's start-up check: {sorted(read - checked)}"
+    assert {"MAST_OTEL_JUDGE_SPANS", "MAST_BATCH_POLL_S", "MAST_LOCAL_THREADS"} <= checked
 
 
 # Every option bound to a variable (``envvar=``), found in the CLI itself: a new one is covered here

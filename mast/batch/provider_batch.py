@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import orjson
 
-from mast._env import env_number
+from mast._env import batch_poll_seconds
 from mast.batch.batch_state import BatchEntry, BatchState, BatchStore, ItemResult
 from mast.errors import JudgeAPIError, UsageError
 from mast.judge.backend import LiteLLMBackend
@@ -171,9 +171,7 @@ class BatchEngine:
         self.max_requests = max_requests
         self.max_bytes = max_bytes
         self.poll_interval = (
-            poll_interval
-            if poll_interval is not None
-            else env_number("MAST_BATCH_POLL_S", float, DEFAULT_POLL_S, minimum=0)
+            poll_interval if poll_interval is not None else batch_poll_seconds(DEFAULT_POLL_S)
         )
         self.on_progress = on_progress
         self.state: BatchState = store.load()

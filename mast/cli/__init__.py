@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from mast.__about__ import __version__
+from mast._env import check_direct_variables
 from mast._outputs import terminal_safe
 from mast.cli._shared import env_error
 from mast.errors import MastError, one_line
@@ -79,6 +80,9 @@ def main(ctx: click.Context, debug: bool) -> None:
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    # A hook must never fail its agent's event on mast's settings: its runner logs and skips instead.
+    if ctx.invoked_subcommand != "hooks":
+        check_direct_variables()
 
 
 def _register() -> None:

@@ -25,7 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from mast._env import env_number, env_value
+from mast._env import LOCAL_THREADS_ENV, local_threads
 from mast.errors import UsageError
 
 LOCAL_PREFIX = "local"
@@ -98,7 +98,7 @@ def gguf_for(model: str) -> Path:
     return path
 
 
-THREADS_ENV = "MAST_LOCAL_THREADS"
+THREADS_ENV = LOCAL_THREADS_ENV
 """Environment variable that fixes llama.cpp's thread count (else :func:`threads_for_now` chooses)."""
 
 
@@ -112,8 +112,9 @@ def threads_for_now() -> int:
     running when the server starts (``/proc/loadavg``'s running count, this one excluded), never more
     than the cores this process may use, never less than one.
     """
-    if env_value(THREADS_ENV) is not None:
-        return env_number(THREADS_ENV, int, 1, minimum=1)
+    given = local_threads()
+    if given is not None:
+        return given
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, cores - others_running())
 

@@ -329,6 +329,7 @@ def test_a_transcript_that_is_not_the_tools_own_is_skipped(tmp_path: Path, monke
              ("claude-code", str(link), "is a link to /etc/passwd"),
              ("claude-code", str(link_out), "is a link to"),
              ("claude-code", str(notes), "lies, outside"),
+             ("claude-code", f"{link.parent}/../../../../notes.jsonl", f"resolves to {notes},"),  # no link
              ("claude-code", str(outside), "lies, outside"),  # a real transcript, named directly
              ("claude-code", str(fifo), "not a regular file"),
              ("codex", str(CLAUDE), "lies, outside"),

@@ -743,7 +743,10 @@ def transcript_check(path: Path, tool: Tool | None, what: str) -> FileCheck:
     target = Path(check.target)
     roots = [root.resolve() for root in tool_roots(tool)]
     if not any(target.is_relative_to(root) for root in roots):
-        where = f"is a link to {target}" if target != Path(os.path.normpath(path.absolute())) else "lies"
+        # Said as it is: a link (the file or a folder above it), a `..` that leads out, or a plain path.
+        linked = any(part.is_symlink() for part in (path, *path.parents))
+        plain = ".." not in path.parts and target == Path(os.path.normpath(path.absolute()))
+        where = f"is a link to {target}" if linked else "lies" if plain else f"resolves to {target}"
         raise UsageError(f"{what} {where}, outside {', '.join(map(str, roots))}")
     try:
         fd = open_checked(path, check)

@@ -86,6 +86,14 @@ def test_a_missing_source_keeps_the_verdicts_and_says_why(labelled, tmp_path):
     assert row["modes"] == _embedded(trace_view_section([diagnosis]))[0]["modes"]
 
 
+def test_the_judges_warnings_are_on_the_page_escaped(labelled):
+    diagnosis = read_diagnoses(labelled)[0]
+    warning = "detectors flagged 1.3 (S4) but the LLM judged it absent <img src=x onerror=alert(1)>"
+    (row,) = _embedded(trace_view_section([diagnosis.model_copy(update={"warnings": [warning]})]))
+    assert row["warnings"] == [warning]
+    assert "`<p class=\"note warning\">warning: ${esc(w)}</p>`" in trace_view_section([diagnosis])
+
+
 def test_gold_votes_sit_next_to_the_prediction(labelled, tmp_path):
     report = tmp_path / "r.html"
     result = CliRunner().invoke(main, ["report", str(labelled), "--gold", str(EXAMPLES / "gold.csv"),

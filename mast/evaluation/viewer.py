@@ -314,6 +314,9 @@ def _view_row(
             "cached": usage.cached,
         },
         "judge": diagnosis.judge.model or diagnosis.judge.kind,
+        # What the judge's run noted about this answer (repaired quotes, detectors that disagree with
+        # the LLM under --judge both): shown with the verdicts, never only in the JSON.
+        "warnings": [scrub(w) for w in diagnosis.warnings],
         "modes": modes,
         "steps": steps,
     }
@@ -594,6 +597,7 @@ function open(key){
     `${r.error ? ' · ' + esc(r.error) : ''}</p>` +
     (r.task ? `<p><b>Task:</b> ${esc(r.task.slice(0, 2000))}</p>` : '') +
     (r.summary ? `<p><b>Summary:</b> ${esc(r.summary)}</p>` : '') +
+    (r.warnings || []).map((w) => `<p class="note warning">warning: ${esc(w)}</p>`).join('') +
     (ff ? `<p id="trace-first-failure"><b>First failure:</b> ${[ff.step != null ? 'step ' + esc(ff.step) : '', ff.agent ? 'agent ' + esc(ff.agent) : '', esc(ff.code || '')].filter(Boolean).join(', ')}${ff.explanation ? ': ' + esc(ff.explanation) : ''}</p>` : '') +
     `<p class="note">tokens ${u.input_tokens} in / ${u.output_tokens} out · cost ${u.cost_usd == null ? (u.llm_calls === 0 ? '$0.0000' : 'unknown') : '$' + u.cost_usd.toFixed(4)}` +
     ` · ${u.llm_calls} LLM call${u.llm_calls === 1 ? '' : 's'} · ${u.latency_s} s${u.cached ? ' · from cache' : ''}</p>` +

@@ -119,3 +119,47 @@ def test_second_pass_hits_are_redacted(text: str, secret: str) -> None:
 )
 def test_second_pass_near_misses_are_left_alone(text: str) -> None:
     assert Redactor().redact(text).text == text
+
+
+# Shapes a third independent attacker set leaked (issue 34, 2026-12-04), values invented here.
+_WRAPPED = (
+    "eyJhbGciOiAiUlMyNTYiLCAidHlwIjogIkpXVCJ9.eyJzdWIiOiAibWFzdC10aGlyZC1wYXNzIiwgImV4cCI6"
+    "IDE5MDAwMDAwMDB9.c2lnbmF0dXJlLW9mLWEtdG9rZW4td3JhcHBlZC1hdC1zZXZlbnR5LXNpeC1jb2x1bW5z"
+)
+_AT_76 = "\n".join(_WRAPPED[i : i + 76] for i in range(0, len(_WRAPPED), 76))
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (
+            "https://acme.webhook.office.com/webhookb2/1c2d3e4f-1111-2222-3333-444455556666@9a8b7c6d-aaaa-bbbb-cccc-"
+            "ddddeeeeffff/IncomingWebhook/Xk3Pq9Lm2Vb8Nc7Rt6Yw5Ze4Ua3Sd2Fg/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b/"
+            "V2Qm9ndXNTaWduYXR1cmVGb3JUZWFtcw",
+            "Xk3Pq9Lm2Vb8Nc7Rt6Yw5Ze4Ua3Sd2Fg",
+        ),
+        ("| name | value | source |\n|---|---|---|\n| DB_PASSWORD | rT5#kLm-9qZ | env |", "rT5#kLm-9qZ"),
+        ("$ ./migrate --db-host db --db-pass Vb8Nc7Rt6Yw5Ze --verbose", "Vb8Nc7Rt6Yw5Ze"),
+        ("$ tool login --user ops --pwd Lm2Vb8Nc7R", "Lm2Vb8Nc7R"),
+        (f"[auth] minted:\n{_AT_76}\n[auth] done", "mast-third-pass"),
+        ("I signed in to the admin panel with the password Qz7-Lp3Vw9Xk2 and it worked.", "Qz7-Lp3Vw9Xk2"),
+    ],
+)
+def test_third_pass_hits_are_redacted(text: str, secret: str) -> None:
+    redacted = Redactor().redact(text).text
+    assert secret not in redacted
+    if secret == "mast-third-pass":  # the payload is only readable once the lines are joined
+        assert not any(line in redacted for line in _AT_76.splitlines())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| password | string | The account's password |",
+        "$ gcc -O2 --bypass-cache --passthrough x.c && tool --pwd /home/ops",
+        "the password reset flow sends a link; set the password to PASSWORD_MIN_LENGTH or more",
+        "add an IncomingWebhook/ connector in Teams",
+    ],
+)
+def test_third_pass_near_misses_are_left_alone(text: str) -> None:
+    assert Redactor().redact(text).text == text

@@ -112,7 +112,7 @@ def _cli_program(match: re.Match[str], text: str) -> tuple[str, int, int] | None
 
 _CLI_FLAG = re.compile(
     r"-(?<![\w-].)-(?P<name>[a-z0-9_-]{0,30}?(?:password|passwd|passphrase|token|secret|api[_-]?key|access[_-]?key"
-    r"|secret[_-]?key|private[_-]?key|auth[_-]?key|client[_-]?secret))(?P<tail>[a-z0-9_-]{0,20})"
+    r"|secret[_-]?key|private[_-]?key|auth[_-]?key|client[_-]?secret|(?<=[-_])(?:pass|pwd)))(?P<tail>[a-z0-9_-]{0,20})"
     r"(?:(?P<sep>=)[\"']?(?P<secret>[^\s\"']{1,512})|[ \t]{1,4}[\"']?(?P<spaced>[^\s\"'\-][^\s\"']{0,511}))"
 )
 _FLAG_TAILS = frozenset({"", "-value", "_value", "s"})
@@ -126,7 +126,17 @@ def _cli_flag(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     if _placeholder(value):
         return None
     name = match.group("name")
-    kind = "password" if "pass" in name else "token" if "token" in name else "secret" if "secret" in name else "api_key"
+    if name.endswith("pwd") and value.startswith(("/", "~", "./", "../")):
+        return None  # --pwd /home/me: a working directory, not a password
+    kind = (
+        "password"
+        if "pass" in name or name.endswith("pwd")
+        else "token"
+        if "token" in name
+        else "secret"
+        if "secret" in name
+        else "api_key"
+    )
     return kind, start, end
 
 
@@ -244,11 +254,13 @@ def _path_token(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
     return "token", start, end
 
 
-# Teams incoming webhooks (old outlook.office.com and new webhookb2 hosts): the hex id and GUID after
-# /IncomingWebhook/ are the credential.
+# Teams incoming webhooks (old outlook.office.com and new webhookb2 hosts): what follows
+# /IncomingWebhook/ is the credential: a 32-character id (hex in old URLs; base62 in new ones, where
+# the creator's GUID must follow), the GUID and, in new URLs, a "V2" signature segment.
 _TEAMS_WEBHOOK = re.compile(
     r"(?:webhook\.office\.com/webhookb2|outlook\.office(?:365)?\.com/webhook)/[^\s/]{1,200}/IncomingWebhook/"
-    r"(?P<secret>[0-9a-fA-F]{32}(?:/[0-9a-fA-F\-]{36})?)"
+    r"(?P<secret>[0-9a-fA-F]{32}(?:/[0-9a-fA-F\-]{36})?(?:/V2[0-9A-Za-z_\-]{8,128})?"
+    r"|[0-9A-Za-z]{32}/[0-9a-fA-F\-]{36}(?:/V2[0-9A-Za-z_\-]{8,128})?)"
 )
 
 
@@ -309,6 +321,28 @@ def _prose_secret(match: re.Match[str], text: str) -> tuple[str, int, int] | Non
     if not is_generated(value) or _ID_SHAPED.fullmatch(value) or len(set(value)) < 16:
         return None  # a word run, a git sha, "secret of 0000..."
     return "secret", start, end
+
+
+# A password named in prose, then the password itself: "logged in with the password LW7D...",
+# "the passphrase is 'x9!...'". Unlike a 40-character secret, a password has no size, so the place
+# must be backed by the value's look: a generated-looking run (mixed letter case, digits or symbols),
+# never a plain word ("the password reset flow") or a constant's name.
+_PROSE_PASSWORD = re.compile(
+    r"(?:password|passwd|passphrase)(?:[ \t]{0,4}(?:is|was|of|to|as|=|:|=>|->)){0,2}[ \t]{1,4}[\"'`]?"
+    r"(?P<secret>[a-z0-9!#$%&*+\-/=?@^_~.]{8,64})(?![a-z0-9!#$%&*+\-/=?@^_~])"
+)
+
+
+def _prose_password(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
+    if match.start() > 0 and text[match.start() - 1].isalnum():
+        return None  # "newpassword": inside a word
+    start, end = match.span("secret")
+    while end > start and text[end - 1] == ".":
+        end -= 1  # the sentence's full stop
+    value = text[start:end]
+    if len(value) < 8 or _placeholder(value) or _ID_SHAPED.fullmatch(value) or not is_generated(value):
+        return None
+    return "password", start, end
 
 
 # --- configuration files (base64 blobs) ---------------------------------------------------------
@@ -385,6 +419,7 @@ def general_rules() -> tuple[Rule, ...]:
         Rule("secret", _NAMED_SETTING, check=_named_setting, needles=("ENV", "set"), name="named-setting"),
         Rule("secret", _K8S_ENV, check=_named_setting, needles=("value:",), name="k8s-env-value"),
         Rule("secret", _PROSE_SECRET, check=_prose_secret, lower=True, needles=("secret", "passw", "credential"), name="prose-secret"),
+        Rule("password", _PROSE_PASSWORD, check=_prose_password, lower=True, needles=("passw", "passph"), name="prose-password"),
         Rule("secret", _CONFIG_BLOB, check=_config_blob, lower=True, needles=_CONFIG_NAMES, name="config-blob"),
         Rule("private_key", _DER_KEY, needles=("MII", "MHc", "MC4"), name="der-private-key"),
     )

@@ -864,10 +864,12 @@ def _block_scalar(text: str, match: re.Match[str], kind: str) -> Iterable[Found]
 # --- tables ------------------------------------------------------------------------------------
 
 _BAR = "|│┃║"
+# A row: an optional bar, the key cell, the value cell, then (in a barred table) any further cells
+# ("| DB_PASSWORD | zSig... | env |"): a name and its value are the first two columns.
 _ROW = re.compile(
     r"^[ \t]{0,32}(?P<bar>[|│┃║])?[ \t]{0,32}(?P<key>[^\s|│┃║]{1,128})"
     r"(?:[ \t]{0,64}[|│┃║][ \t]{0,64}|[ \t]*\t[ \t]*|[ \t]{2,64})"
-    r"(?P<value>[^\s|│┃║]{1,4096})[ \t]{0,64}(?P<close>[|│┃║])?[ \t]{0,16}\r?$",
+    r"(?P<value>[^\s|│┃║]{1,4096})[ \t]{0,64}(?P<close>[|│┃║](?:[^\r\n|│┃║]{0,256}[|│┃║]){0,16})?[ \t]{0,16}\r?$",
     re.M,
 )
 
@@ -1076,6 +1078,37 @@ def _jwe(text: str, lowered: str) -> Iterable[Found]:
         yield "token", match.start(), match.end()
 
 
+# A JSON Web Token wrapped at a fixed width, as loggers and terminals print one: no line holds a whole
+# token, so the one-line JWT rule cannot see it, and lines that begin with the "." between its parts
+# do not look like tokens either. The lines are joined and the whole must read as a JWT.
+_WRAPPED_JWT = re.compile(r"(?<![A-Za-z0-9_\-.])eyJ[A-Za-z0-9_\-.]{16,}+\r?\n")
+_WRAPPED_LINE = re.compile(r"[ \t]{0,8}(?P<part>[A-Za-z0-9_\-.]{4,4096}+)[ \t]{0,8}\r?(?:\n|$)")
+_JOINED_JWT = re.compile(r"eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*")
+
+
+def _wrapped_jwt(text: str, lowered: str) -> Iterable[Found]:
+    read_to = 0
+    for match in _WRAPPED_JWT.finditer(text):
+        if match.start() < read_to:
+            continue
+        parts = [match.group(0).rstrip()]
+        end = match.start() + len(parts[0])
+        position = match.end()
+        width = len(parts[0])
+        for _ in range(256):  # a token of a megabyte is not a token: the walk is bounded
+            line = _WRAPPED_LINE.match(text, position)
+            if line is None or len(line.group("part")) > width:
+                break
+            parts.append(line.group("part"))
+            end = line.end("part")
+            position = line.end()
+            if len(line.group("part")) < width:
+                break  # the last, shorter line of the wrap
+        read_to = position
+        if len(parts) > 1 and _JOINED_JWT.match("".join(parts)):
+            yield "jwt", match.start(), end
+
+
 # --- entropy -------------------------------------------------------------------------------------
 
 _TOKEN = re.compile(r"[A-Za-z0-9+/_\-%]{24,}+={0,3}")
@@ -1244,6 +1277,7 @@ def placed_rules() -> tuple[Rule, ...]:
     return (
         _scan_rule("private_key", _armour, "placed-armour", needles=("BEGIN ", "Private-Lines:")),
         _scan_rule("token", _jwe, "placed-jwe", needles=("eyJ",)),
+        _scan_rule("jwt", _wrapped_jwt, "placed-wrapped-jwt", needles=("eyJ",)),
         _scan_rule("secret", _quoted_pairs, "placed-quoted-pair", needles=('":', "':", '" :', "' :", '\\":')),
         _scan_rule("secret", _name_values, "placed-name-value", needles=('alue"', 'String"')),
         _scan_rule("secret", _sensitive_values, "placed-sensitive", needles=("sensitive",)),

@@ -33,6 +33,8 @@ ONE_LINE_SHAPES = {
     "name/value pairs": '{"name":"DB_PASSWORD","value":"Tr0ub4dor&3xyz"},',
     "terraform sensitive outputs": '{"db":{"sensitive":true,"type":["object",{"pw":"string"}],"value":{"pw":"h2-r"}}},',
     "sensitive flags with no value": '"sensitive":true,"a":"b",',
+    "packed national-id labels": "bsn 46159499 ",
+    "digit groups": "6370 1329 8643 ",
 }
 REPLIES = {
     'a reply looping on {"': '{"',

@@ -32,6 +32,8 @@ Kinds found by default:
 ``iban``                  IBANs (country length and mod-97 check)
 ``ssn``                   US social security numbers
 ``ni_number``             UK National Insurance numbers
+``national_id``           national identity and tax numbers after their label or under a headed
+                          column, proven by their checksum (``python-stdnum``)
 ``passport``              passport numbers written after the word "passport"
 ``ipv4``                  IPv4 addresses, only with ``ips=True`` (IT traces need them)
 ========================  ==============================================================

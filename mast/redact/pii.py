@@ -465,11 +465,68 @@ _REGIONAL_PHONE = re.compile(
 )
 
 
+@lru_cache(maxsize=1)
+def _region_gates() -> tuple[tuple[str, re.Pattern[str], re.Pattern[str], str], ...]:
+    import phonenumbers
+
+    gates: list[tuple[str, re.Pattern[str], re.Pattern[str], str]] = []
+    for region in REGIONS:
+        metadata = phonenumbers.PhoneMetadata.metadata_for_region(region)
+        general = metadata.general_desc if metadata is not None else None
+        if metadata is None or general is None or not general.national_number_pattern:
+            gates.append((region, re.compile("(?!)"), re.compile(r"\d*"), ""))  # no metadata: no gate
+            continue
+        trunk = str(metadata.national_prefix_for_parsing or "(?!)")
+        country = str(metadata.country_code) if metadata.country_code else ""
+        gates.append((region, re.compile(trunk), re.compile(str(general.national_number_pattern)), country))
+    return tuple(gates)
+
+
+def _regions_for(digits: str) -> tuple[str, ...]:
+    """The regions whose numbering plan could hold these digits: a gate before phonenumbers' matcher.
+
+    The matcher costs about half a millisecond per region (it parses many sub-windows), so a page of
+    digit groups (ids, amounts, an Aadhaar table) took 30 s/MB. A valid number's national part always
+    matches its region's general pattern once the trunk prefix (and a country code written without
+    its "+") is taken off, so a run that matches none of them cannot be a match, and the matcher
+    runs only for the regions left: the same answers, at a fraction of the cost.
+    """
+    regions = []
+    for region, trunk, general, country in _region_gates():
+        variants = [digits]
+        if country and digits.startswith(country):
+            variants.append(digits[len(country) :])
+        for variant in list(variants):
+            prefix = trunk.match(variant)
+            if prefix is not None and prefix.end():
+                variants.append(variant[prefix.end() :])
+        if any(general.fullmatch(variant) for variant in variants):
+            regions.append(region)
+    return tuple(regions)
+
+
+def _prefix_present(number: Any) -> bool:
+    # phonenumbers' own VALID-leniency check; it is not public, so without it nothing is gated out
+    from phonenumbers import phonenumbermatcher
+
+    check = getattr(phonenumbermatcher, "_is_national_prefix_present_if_required", None)
+    return True if check is None else bool(check(number))
+
+
 @lru_cache(maxsize=4_096)
 def _regional_phone_ok(candidate: str) -> bool:
     import phonenumbers
 
-    for region in REGIONS:
+    for region in _regions_for("".join(c for c in candidate if c.isdigit())):
+        # A match that covers the whole run is the whole run parsed and verified as the matcher does
+        # (valid, and a trunk prefix where the region writes one): if that fails, the matcher, which
+        # also tries every inner window at four times the cost, cannot say yes.
+        try:
+            number = phonenumbers.parse(candidate, region, keep_raw_input=True)
+        except phonenumbers.NumberParseException:
+            continue
+        if not phonenumbers.is_valid_number(number) or not _prefix_present(number):
+            continue
         for found in phonenumbers.PhoneNumberMatcher(candidate, region, leniency=phonenumbers.Leniency.VALID):
             if found.start == 0 and found.end == len(candidate):
                 return True

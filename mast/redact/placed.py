@@ -40,12 +40,14 @@ read each candidate once, which keeps every rule linear in the text.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from mast.redact.rules import Rule, token_start
+from mast.redact.rules import Rule, is_generated, token_start
 
 __all__ = ["placed_rules", "secret_name"]
 
@@ -1109,6 +1111,45 @@ def _wrapped_jwt(text: str, lowered: str) -> Iterable[Found]:
             yield "jwt", match.start(), end
 
 
+# A "user:password" pair in base64 with no label, as `echo -n "$CREDS" | base64` or a pasted
+# Authorization value prints it: the encoded text looks like a short word run to the entropy rule,
+# so it is decoded, and it is a password when it reads as a name, a colon and a generated-looking
+# secret (not "host:8080", not "Content-Type:application/json").
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{12,684}+={0,2}(?![A-Za-z0-9+/=])")
+_CREDENTIAL_PAIR = re.compile(r"[\w.@+\-]{1,64}:(?P<secret>[!-~]{6,128})")
+
+
+def _base64_credentials(text: str, lowered: str) -> Iterable[Found]:
+    for match in _BASE64_RUN.finditer(text):
+        token = match.group(0)
+        if len(token) % 4:
+            continue
+        try:
+            decoded = base64.b64decode(token, validate=True).decode("ascii")
+        except (binascii.Error, ValueError):
+            continue
+        pair = _CREDENTIAL_PAIR.fullmatch(decoded)
+        if pair is None or "://" in decoded or not _random_secret(pair.group("secret")):
+            continue
+        yield "password", match.start(), match.end()
+
+
+def _random_secret(value: str) -> bool:
+    """A generated password: is_generated's, or a mixed-case run with no word in it (RsJUcCXWyS...)."""
+    if is_generated(value):
+        return True
+    if len(value) < 12 or not (any(c.isupper() for c in value) and any(c.islower() for c in value)):
+        return False
+    if re.search(r"[a-z]{5,}|[A-Z][a-z]{4,}", value):
+        return False  # "ChangeTheDefault": words
+    counts = Counter(value)
+    entropy = -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+    switches = sum(a.isupper() != b.isupper() for a, b in zip(value, value[1:], strict=False)) / (
+        len(value) - 1
+    )
+    return entropy >= min(3.5, 0.8 * math.log2(len(value))) and switches >= 0.3
+
+
 # --- entropy -------------------------------------------------------------------------------------
 
 _TOKEN = re.compile(r"[A-Za-z0-9+/_\-%]{24,}+={0,3}")
@@ -1291,5 +1332,6 @@ def placed_rules() -> tuple[Rule, ...]:
             "cookie", _fixed(_NETSCAPE, "cookie"), "placed-netscape-cookie", needles=("\tTRUE\t", "\tFALSE\t")
         ),
         _scan_rule("password", _crypt, "placed-crypt-hash", needles=("$",)),
+        _scan_rule("password", _base64_credentials, "placed-base64-credentials", min_digits=0),
         _scan_rule("secret", _entropy, "entropy"),
     )

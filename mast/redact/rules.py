@@ -502,8 +502,16 @@ def default_rules() -> tuple[Rule, ...]:
         Rule("phone", _PHONE, check=_phone, min_digits=10, name="phone-international"),
         *_general_rules(),
         *_more_rules(),
+        *_national_rules(),
         *_placed_rules(),
     )
+
+
+def _national_rules() -> tuple[Rule, ...]:
+    # National identity and tax numbers, by their label or column and their checksum (python-stdnum).
+    from mast.redact.national import national_rules
+
+    return national_rules()
 
 
 def _placed_rules() -> tuple[Rule, ...]:

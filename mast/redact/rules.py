@@ -419,12 +419,16 @@ def in_userinfo(text: str, start: int) -> bool:
 
     Looks back at most 256 characters, to the "://" of the same token with no "/", "?" or "#" between.
     """
-    at = start
-    while at > 2 and start - at < 256 and not text[at - 1].isspace():
-        if text[at - 1] in "/?#":
-            return text[at - 3 : at] == "://"
-        at -= 1
-    return False
+    # The nearest "/", "?" or "#" by rfind and one whitespace search after it, not a walk in Python
+    # character by character: on minified JSON every key is a candidate and the walk read 256 each.
+    low = max(2, start - 256)
+    mark = max(text.rfind("/", low, start), text.rfind("?", low, start), text.rfind("#", low, start))
+    if mark < 0 or _SPACE.search(text, mark + 1, start) is not None:
+        return False
+    return text[mark - 2 : mark + 1] == "://"
+
+
+_SPACE = re.compile(r"\s")  # the same characters as str.isspace
 
 
 def _email(match: re.Match[str], text: str) -> tuple[str, int, int] | None:

@@ -227,6 +227,7 @@ class GitleaksRules:
         found: list[tuple[str, int, int]] = []
         size = len(text)
         hits: dict[str, list[int] | None] = {}
+        verdicts: dict[tuple[int | str, ...], bool] = {}
         for rule in rules:
             if size <= _WHOLE or not rule.keywords:
                 regions = [(0, size)]
@@ -244,12 +245,19 @@ class GitleaksRules:
                         match = next(iter(rule.regex.finditer(longer)), None)
                         if match is None:
                             continue
-                    span = self._check(rule, match, text, offset)
+                    span = self._check(rule, match, text, offset, verdicts)
                     if span is not None:
                         found.append((rule.kind, *span))
         return found
 
-    def _check(self, rule: GitleaksRule, match: Any, text: str, offset: int) -> tuple[int, int] | None:
+    def _check(
+        self,
+        rule: GitleaksRule,
+        match: Any,
+        text: str,
+        offset: int,
+        verdicts: dict[tuple[int | str, ...], bool],
+    ) -> tuple[int, int] | None:
         match_start, match_end = (offset + i for i in match.span())
         while match_end > match_start and text[match_end - 1] == "\n":
             match_end -= 1  # gitleaks trims newlines off the match
@@ -265,21 +273,13 @@ class GitleaksRules:
         ):
             return None
         secret = text[start:end]
-        if rule.entropy and shannon_entropy(secret) <= rule.entropy:
-            return None
         if rule.lead:
             lead_start = match_start
             while lead_start > 0 and match_start - lead_start < 50 and text[lead_start - 1] in _LEAD_CHARS:
                 lead_start -= 1
             match_start = lead_start
         matched = text[match_start:match_end]
-        if _ID_SHAPED.fullmatch(secret) and (
-            rule.id.startswith("generic") or matched.strip(" \t\r\n'\"`;,") == secret
-        ):
-            # A bare SHA, span id or UUID that no provider prefix names: traces are full of them.
-            return None
-        if rule.id.startswith("generic") and _names_pagination(text[max(0, match_start - 32) : start]):
-            return None  # "NextToken": ..., "continuationToken": ...: a cursor, nobody's credential
+        before = text[max(0, match_start - 32) : start]
         line = ""
         if self._line_allow or any(a.target == "line" for a in rule.allow):
             # No newline within the window: the window's edge, never the start of the text (a
@@ -289,10 +289,31 @@ class GitleaksRules:
             line_start = newline + 1 if newline >= 0 else window_start
             line_end = text.find("\n", match_end, match_end + _LINE_WINDOW)
             line = text[line_start : line_end if line_end >= 0 else min(len(text), match_end + _LINE_WINDOW)]
-        for allow in (*self.global_allow, *rule.allow):
-            if allow.accepts(secret, matched, line):
-                return None
-        return start, end
+        # The rest depends on these texts only: a text repeating one finding (a run of "token=..."
+        # pairs) pays for the entropy, pagination and allow-list checks once per distinct finding.
+        key = (id(rule), secret, matched, before, line)
+        rejected = verdicts.get(key)
+        if rejected is None:
+            if len(verdicts) >= _VERDICTS:
+                verdicts.clear()  # bounded: each key holds up to 2 KB of line
+            rejected = verdicts[key] = self._rejects(rule, secret, matched, before, line)
+        return None if rejected else (start, end)
+
+    def _rejects(self, rule: GitleaksRule, secret: str, matched: str, before: str, line: str) -> bool:
+        if rule.entropy and shannon_entropy(secret) <= rule.entropy:
+            return True
+        if _ID_SHAPED.fullmatch(secret) and (
+            rule.id.startswith("generic") or matched.strip(" \t\r\n'\"`;,") == secret
+        ):
+            # A bare SHA, span id or UUID that no provider prefix names: traces are full of them.
+            return True
+        if rule.id.startswith("generic") and _names_pagination(before):
+            return True  # "NextToken": ..., "continuationToken": ...: a cursor, nobody's credential
+        return any(allow.accepts(secret, matched, line) for allow in (*self.global_allow, *rule.allow))
+
+
+_VERDICTS = 4_096
+"""Distinct findings whose verdict one :meth:`GitleaksRules.findings` call keeps."""
 
 
 _NAME_BEFORE = re.compile(r"([A-Za-z][A-Za-z0-9_\-]{0,64})[\"'\s]*[:=]{1,2}[>\s\"'`]*$")

@@ -321,7 +321,9 @@ def _is_code_reference(value: str) -> bool:
     return _CODE_REFERENCE.match(value) is not None and not any(_is_generated(part) for part in value.split("."))
 
 
+@lru_cache(maxsize=1024)
 def _is_pagination(name: str) -> bool:
+    # Cached: a key name, never a value; dense text asks again for the same few names.
     from mast.redact.placed import is_pagination
 
     return is_pagination(name)
@@ -400,7 +402,7 @@ def _assignment(match: re.Match[str], text: str) -> tuple[str, int, int] | None:
             lowered in _PROSE or value.isalpha() and (value.islower() or value[1:].islower()) and len(value) <= 16
         ):
             return None  # "Password: is incorrect", "Password: mismatch": a word, not a password
-    elif any(c.isspace() for c in value) or len(value) < 8 or not (any(c.isdigit() for c in value) or len(value) >= 20):
+    elif _SPACE.search(value) is not None or len(value) < 8 or not (len(value) >= 20 or _has_digit(value)):
         return None  # tokens and keys are long, unbroken and rarely all letters ("secret: db-credentials")
     return kind, start, end
 
@@ -429,6 +431,14 @@ def in_userinfo(text: str, start: int) -> bool:
 
 
 _SPACE = re.compile(r"\s")  # the same characters as str.isspace
+_ASCII_DIGIT = re.compile(r"[0-9]")
+
+
+def _has_digit(value: str) -> bool:
+    """``any(c.isdigit() for c in value)``, by one search when ``value`` is ASCII (dense text asks per match)."""
+    if value.isascii():
+        return _ASCII_DIGIT.search(value) is not None
+    return any(c.isdigit() for c in value)
 
 
 def _email(match: re.Match[str], text: str) -> tuple[str, int, int] | None:

@@ -38,8 +38,10 @@ __all__ = [
     "csp_meta",
     "csp_policy",
     "csv_text",
+    "read_csv",
     "spreadsheet_cell",
     "spreadsheet_safe",
+    "spreadsheet_value",
     "terminal_safe",
     "write_csv",
 ]
@@ -49,9 +51,25 @@ FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def spreadsheet_cell(value: Any) -> Any:
-    """``value`` with a ``'`` in front when it is text a spreadsheet would read as a formula; else as is."""
-    if isinstance(value, str) and value.startswith(FORMULA_LEADS):
+    """``value`` with a ``'`` in front when it is text a spreadsheet would read as a formula; else as is.
+
+    Text that already starts with ``'`` before a formula lead (``'=x``) gets one more, so that
+    :func:`spreadsheet_value` can tell the escape from the text and give every value back.
+    """
+    if isinstance(value, str) and value.lstrip("'").startswith(FORMULA_LEADS):
         return "'" + value
+    return value
+
+
+def spreadsheet_value(value: Any) -> Any:
+    """The inverse of :func:`spreadsheet_cell`: ``'=x`` back to ``=x``; any other value as is.
+
+    Only a ``'`` before a formula lead (after any further ``'``) is the escape, so every text survives
+    a write and a read unchanged (``'abc`` stays ``'abc``; ``'=x`` is written ``''=x`` and comes back).
+    A spreadsheet reads it the same way: a cell typed as ``'=x`` is the text ``=x``.
+    """
+    if isinstance(value, str) and value.startswith("'") and value.lstrip("'").startswith(FORMULA_LEADS):
+        return value[1:]
     return value
 
 
@@ -85,6 +103,20 @@ def csv_text(frame: pd.DataFrame) -> str:
     buffer = io.StringIO()
     spreadsheet_safe(frame).to_csv(buffer, index=False, lineterminator=_ROW_END)
     return buffer.getvalue()
+
+
+def read_csv(path: str | os.PathLike[str], *, sep: str = ",") -> pd.DataFrame:
+    """A CSV (or TSV) as text cells, with the spreadsheet escape :func:`write_csv` adds taken off.
+
+    Every cell is a string (empty cells are ``""``, never NaN): ids such as ``007`` or ``NA`` stay
+    what they were. Reading mast's own CSV back gives the frame that was written.
+    """
+    import pandas as pd
+
+    frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
+    frame = frame.map(spreadsheet_value)
+    frame.columns = [spreadsheet_value(c) for c in frame.columns]
+    return frame
 
 
 # C0 and C1 control characters, DEL, and the Unicode controls that reorder or hide text

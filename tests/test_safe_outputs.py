@@ -15,7 +15,14 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from mast._outputs import FORMULA_LEADS, spreadsheet_cell, terminal_safe
+from mast._outputs import (
+    FORMULA_LEADS,
+    read_csv,
+    spreadsheet_cell,
+    spreadsheet_value,
+    terminal_safe,
+    write_csv,
+)
 from mast.cli import main
 from mast.diagnosis import Diagnosis, Evidence, FirstFailure, JudgeInfo, ModeVerdict
 from mast.taxonomy import load_taxonomy
@@ -48,6 +55,39 @@ def test_spreadsheet_cell_escapes_every_formula_lead_and_nothing_else():
         assert spreadsheet_cell(lead + "1") == "'" + lead + "1"
     assert spreadsheet_cell("plain text") == "plain text"
     assert spreadsheet_cell(-0.5) == -0.5  # numbers stay numbers
+
+
+# Texts whose escape could be confused with the text itself: a leading quote before a formula lead
+# must come back as written, and one before anything else is not an escape at all.
+AMBIGUOUS = ["'abc", "'=x", "''=x", "'", "''", "", "-", "'-2", "plain", "a'=b", "'\t=1"]
+
+
+def test_every_text_comes_back_from_the_csv_mast_writes_as_it_was(tmp_path):
+    texts = HOSTILE + AMBIGUOUS
+    for text in texts:
+        assert spreadsheet_value(spreadsheet_cell(text)) == text
+    frame = pd.DataFrame({"trace_id": texts, "=note": texts[::-1]})
+    write_csv(frame, tmp_path / "t.csv")
+    assert _formula_cells(tmp_path / "t.csv") == []
+    back = read_csv(tmp_path / "t.csv")
+    assert list(back.columns) == ["trace_id", "=note"]
+    assert back["trace_id"].tolist() == texts and back["=note"].tolist() == texts[::-1]
+
+
+def test_a_gold_csv_with_formula_leading_ids_matches_the_results_it_labels(tmp_path):
+    from mast.evaluation.core import evaluate
+    from mast.evaluation.labels import read_labels
+
+    ids = [t for t in HOSTILE if t == t.strip()]  # label readers strip ids; these four need no strip
+    diagnoses = [_hostile_diagnosis(t) for t in ids]
+    code = load_taxonomy().modes[0].code
+    gold = pd.DataFrame({"trace_id": ids, "code": code, "present": 1, "annotator": "-reviewer"})
+    write_csv(gold, tmp_path / "gold.csv")
+    labels = read_labels(tmp_path / "gold.csv", role="gold")
+    assert sorted(labels["trace_id"]) == sorted(ids)  # not "'=HYPERLINK(...": the escape is gone
+    assert set(labels["annotator"]) == {"-reviewer"}
+    report = evaluate(diagnoses, tmp_path / "gold.csv", n_boot=0)
+    assert report.n_cells == len(ids) and report.pooled.tp == len(ids)
 
 
 @pytest.mark.parametrize("form", ["wide", "long"])

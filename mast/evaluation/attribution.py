@@ -28,6 +28,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from mast._outputs import read_csv
 from mast.diagnosis import Diagnosis
 from mast.errors import EvaluationError
 from mast.evaluation.judges import require_one_judge
@@ -48,7 +49,11 @@ def agent_key(name: str | None) -> str:
 
 
 def _step(value: Any, where: str) -> int | None:
-    if value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, float) and np.isnan(value)):
+    if (
+        value is None
+        or (isinstance(value, str) and not value.strip())
+        or (isinstance(value, float) and np.isnan(value))
+    ):
         return None
     try:
         number = int(str(value).strip())
@@ -106,19 +111,28 @@ def read_attribution_gold(
         if path.is_dir() or path.suffix.lower() == ".json":
             return read_who_and_when(path)
         if path.suffix.lower() in (".csv", ".tsv"):
-            frame = pd.read_csv(path, sep="\t" if path.suffix.lower() == ".tsv" else ",", dtype=str, keep_default_na=False)
+            frame = read_csv(path, sep="\t" if path.suffix.lower() == ".tsv" else ",")
         elif path.suffix.lower() in (".jsonl", ".ndjson"):
             frame = pd.read_json(path, lines=True, dtype=False)
         else:
-            raise EvaluationError(f"{path}: attribution gold must be Who&When JSON, a folder of them, CSV or JSONL")
+            raise EvaluationError(
+                f"{path}: attribution gold must be Who&When JSON, a folder of them, CSV or JSONL"
+            )
         return _gold_frame(frame.to_dict("records"), str(path))
     rows = []
     for trace in source:
         labels = trace.labels
         if "mistake_agent" not in labels:
             continue
-        rows.append({"trace_id": trace.trace_id, "agent": labels["mistake_agent"], "step": labels.get("mistake_step"),
-                     "path": trace.source.path, "n_steps": len(trace.steps)})
+        rows.append(
+            {
+                "trace_id": trace.trace_id,
+                "agent": labels["mistake_agent"],
+                "step": labels.get("mistake_step"),
+                "path": trace.source.path,
+                "n_steps": len(trace.steps),
+            }
+        )
     if not rows:
         raise EvaluationError("no trace carries attribution labels (labels['mistake_agent'])")
     return _gold_frame(rows, "traces")
@@ -130,12 +144,20 @@ def _gold_frame(rows: Sequence[Mapping[Any, Any]], source: str) -> pd.DataFrame:
         where = f"{source} row {n}"
         if not row.get("trace_id") or not row.get("agent"):
             raise EvaluationError(f"{where}: attribution gold needs trace_id and agent")
-        clean.append({column: row.get(column) for column in GOLD_COLUMNS} | {
-            "trace_id": str(row["trace_id"]), "agent": str(row["agent"]), "step": _step(row.get("step"), where)})
+        clean.append(
+            {column: row.get(column) for column in GOLD_COLUMNS}
+            | {
+                "trace_id": str(row["trace_id"]),
+                "agent": str(row["agent"]),
+                "step": _step(row.get("step"), where),
+            }
+        )
     frame = pd.DataFrame.from_records(clean, columns=list(GOLD_COLUMNS))
     duplicated = frame["trace_id"].duplicated()
     if duplicated.any():
-        raise EvaluationError(f"{source}: trace {frame['trace_id'][duplicated].iloc[0]} appears twice in the gold")
+        raise EvaluationError(
+            f"{source}: trace {frame['trace_id'][duplicated].iloc[0]} appears twice in the gold"
+        )
     frame["step"] = frame["step"].astype("Int64")
     frame.attrs["source"] = source
     return frame
@@ -206,8 +228,11 @@ def evaluate_attribution(
     ci: dict[str, Interval | None] = {}
     if n_boot and rows:
         weights = bootstrap_weights(len(rows), n_boot, seed)
-        for name, series, mask in (("agent_accuracy", agent, np.ones(len(rows), bool)),
-                                   ("step_accuracy", exact, has_step), ("step_within_k_accuracy", within, has_step)):
+        for name, series, mask in (
+            ("agent_accuracy", agent, np.ones(len(rows), bool)),
+            ("step_accuracy", exact, has_step),
+            ("step_within_k_accuracy", within, has_step),
+        ):
             w = weights[:, mask]
             with np.errstate(invalid="ignore", divide="ignore"):
                 resampled = (w @ series[mask]) / w.sum(axis=1)
@@ -233,7 +258,9 @@ def _row(trace_id: str, gold: Mapping[Any, Any], diagnosis: Diagnosis, k: int) -
     gold_step = None if pd.isna(gold["step"]) else int(gold["step"])
     first = diagnosis.first_failure
     if first is None or (first.agent is None and first.step is None):
-        return AttributionRow(trace_id=trace_id, gold_agent=gold["agent"], gold_step=gold_step, status="abstained")
+        return AttributionRow(
+            trace_id=trace_id, gold_agent=gold["agent"], gold_step=gold_step, status="abstained"
+        )
     step_ok = first.step is not None and gold_step is not None and first.step == gold_step
     near = first.step is not None and gold_step is not None and abs(first.step - gold_step) <= k
     return AttributionRow(

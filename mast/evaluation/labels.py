@@ -55,6 +55,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from mast._outputs import read_csv
 from mast.diagnosis import Diagnosis, ModeVerdict
 from mast.errors import EvaluationError
 from mast.results import is_results_path, is_scout_scan, iter_results, read_results
@@ -500,7 +501,7 @@ def _read_tabular(path: Path) -> pd.DataFrame:
                 raise EvaluationError(f"{path}: expected a JSON list of label rows")
             return pd.DataFrame.from_records(data)
         sep = "\t" if path.suffix.lower() == ".tsv" else ","
-        frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
+        frame = read_csv(path, sep=sep)
         # Errors name the physical file line (the header is line 1): blank lines, which pandas
         # skips, and quoted cells spanning lines are counted by the csv module's own line count.
         starts = _record_lines(path, sep)

@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from mast._outputs import write_csv
+from mast._outputs import read_csv, write_csv
 from mast.errors import EvaluationError, UsageError
 from mast.evaluation.agreement import majority_vote
 from mast.evaluation.labels import label_table, parse_present
@@ -158,7 +158,7 @@ def read_scout(
     suffix = path.suffix.lower()
     try:
         if suffix == ".csv":
-            table = pd.read_csv(path, dtype=str, keep_default_na=False)
+            table = read_csv(path)
             prefix = _LABEL if any(k.startswith(_LABEL) for k in table.columns) else _TARGET
             records = [
                 {

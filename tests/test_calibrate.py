@@ -304,6 +304,7 @@ def test_the_report_is_written_and_escaped(run: Any) -> None:
     out = run["root"] / "out"
     data = json.loads((out / "report.json").read_text())
     assert {m["code"]: m["decision"] for m in data["modes"]}["1.1"] == "accepted"
+    assert data["multiple_comparisons"].startswith("2 modes were tested on the same test split")
     page = (out / "report.html").read_text()
     assert "&lt;changes&gt;" in page and "<changes>" not in page
     assert "kappa before [CI]" in page
@@ -383,6 +384,13 @@ def test_the_cli_runs_from_the_cache_and_a_budget_stop_resumes(run: Any, tmp_pat
     done = CliRunner().invoke(main, args)
     assert done.exit_code == 0, done.output
     assert "1.1  accepted" in done.output
+    assert "modes were tested on the same test split" in done.output
+    # --json carries the same warning the terminal printed (a rerun: every answer from the cache)
+    again = CliRunner().invoke(main, [*args, "--json"])
+    assert again.exit_code == 0, again.output
+    printed = json.loads(again.stdout)
+    assert printed["totals"]["calls"] == 0
+    assert "modes were tested on the same test split" in printed["multiple_comparisons"]
 
 
 def test_options_are_checked(run: Any, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import os
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -153,10 +154,21 @@ def report_html(result: CalibrationResult) -> str:
     )
 
 
+def report_data(result: CalibrationResult) -> dict[str, Any]:
+    """The result as ``report.json`` and ``mast calibrate --json`` give it.
+
+    Its fields, and the warning about multiple comparisons that the terminal and the page print
+    (``None`` when no mode was tested).
+    """
+    data = result.model_dump(mode="json")
+    data["multiple_comparisons"] = multiple_comparisons(result) if result.tested else None
+    return data
+
+
 def outputs(result: CalibrationResult, taxonomy: Taxonomy, output: Path) -> None:
     """``taxonomy.yaml``, ``report.json`` and ``report.html`` in ``output``."""
     output.mkdir(parents=True, exist_ok=True)
     taxonomy_file(taxonomy, output / "taxonomy.yaml")
-    data = result.model_dump(mode="json")
+    data = report_data(result)
     (output / "report.json").write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
     (output / "report.html").write_text(report_html(result), encoding="utf-8")

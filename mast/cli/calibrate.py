@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -154,7 +155,9 @@ def command(
             write_line(terminal_safe(f"note: {note}"))
         return
     if as_json:
-        write_line(result.model_dump_json())
+        from mast.calibration.write import report_data
+
+        write_line(json.dumps(report_data(result)))
     else:
         from mast.calibration.write import multiple_comparisons
 

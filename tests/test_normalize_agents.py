@@ -182,6 +182,32 @@ def test_codex_in_memory_lines_and_broken_lines(tmp_path: Path) -> None:
         load_trace(broken)
 
 
+def test_codex_task_is_the_typed_prompt_not_the_user_items_codex_wrote_before_it() -> None:
+    # Newer rollouts write context blocks as user items before the prompt, with markers that change
+    # between versions (or that a redacting exporter removed); the user_message event is the prompt.
+    def item(role: str, text: str) -> dict[str, Any]:
+        return {"timestamp": "2026-02-01T10:00:00Z", "type": "response_item",
+                "payload": {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}}
+
+    context = "Repository notes: run make before committing. " * 20
+    lines = [
+        {"timestamp": "2026-02-01T10:00:00Z", "type": "session_meta", "payload": {"id": "s2", "cwd": "/w"}},
+        item("user", context),
+        {"timestamp": "2026-02-01T10:00:00Z", "type": "event_msg", "payload": {"type": "task_started"}},
+        item("user", "rename the config loader"),
+        {"timestamp": "2026-02-01T10:00:01Z", "type": "event_msg", "payload": {"type": "user_message", "message": "rename the config loader"}},
+        item("assistant", "Renamed."),
+    ]
+    trace = load_trace(lines)
+    assert trace.task == "rename the config loader"
+    assert [s.content for s in trace.steps if s.role == "user"] == [context, "rename the config loader"]  # nothing lost
+    # An event whose text no item repeats still names the task, and is kept as the user's step.
+    lines[4]["payload"]["message"] = "[prompt redacted by the exporter]"
+    assert load_trace(lines).task == "[prompt redacted by the exporter]"
+    # Without user_message events, the first user item is the task, as before.
+    assert load_trace([x for x in lines if x["type"] != "event_msg"]).task == context
+
+
 # --- SWE-agent ------------------------------------------------------------------------------------
 
 SWE = "swe_agent_traj"
@@ -407,6 +433,33 @@ def test_agents_sdk_run_state_handoffs() -> None:
     assert unpaired(trace) == (set(), set())
     assert trace.final_output == "Refunded 10 USD." and trace.task == "I was charged twice"
     assert trace.usage is not None and trace.usage.total_tokens == 120
+
+
+def test_agents_sdk_js_state_follows_an_agent_run_as_a_tool_that_is_paused_inside() -> None:
+    # The JavaScript SDK keeps the paused run of an agent used as a tool as its own serialised state.
+    def call(agent: str, call_id: str, name: str, arguments: str) -> dict[str, Any]:
+        raw = {"type": "function_call", "id": f"fc_{call_id}", "callId": call_id, "name": name, "arguments": arguments}
+        return {"type": "tool_call_item", "rawItem": raw, "agent": {"name": agent}}
+
+    inner = {
+        "$schemaVersion": "1.2", "currentAgent": {"name": "Checker"}, "originalInput": "check the invoice",
+        "generatedItems": [
+            call("Checker", "c2", "lookup_invoice", '{"id": 7}'),
+            {**call("Checker", "c2", "lookup_invoice", '{"id": 7}'), "type": "tool_approval_item", "toolName": "lookup_invoice"},
+        ],
+    }
+    state = {
+        "$schemaVersion": "1.2", "currentAgent": {"name": "Desk"}, "originalInput": "is invoice 7 paid?",
+        "generatedItems": [call("Desk", "c1", "checker_tool", '{"input": "check the invoice"}')],
+        "pendingAgentToolRuns": {"checker_tool:c1": json.dumps(inner), "broken_tool:c9": "{not json"},
+        "currentStep": {"type": "next_step_interruption"},
+    }
+    trace = load_trace(state)
+    assert [a.name for a in trace.agents] == ["Desk", "Checker"]
+    assert [(s.agent, [c.name for c in s.tool_calls]) for s in trace.steps if s.tool_calls] == [
+        ("Desk", ["checker_tool"]), ("Checker", ["lookup_invoice"])]
+    assert trace.metadata["pending_approvals"] == ["c2"] and trace.final_output is None
+    assert all("pendingAgentToolRuns" not in str(s.content) for s in trace.steps)
 
 
 def _span_export() -> list[dict[str, Any]]:

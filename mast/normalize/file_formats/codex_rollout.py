@@ -10,7 +10,9 @@ The same utterance is often written twice, once as a ``response_item`` and once 
 ``event_msg``; the response item wins and the event is only used when it has no twin (some
 rollouts hold the user's messages only as events). Context Codex injects into the conversation
 (``AGENTS.md`` instructions, ``<environment_context>``, developer permission notes) becomes
-``system`` steps, never the task. Command exit codes from ``exec_command_end`` events and from the
+``system`` steps, never the task. Where the rollout has ``user_message`` events, the first one
+names the task (user items before it are blocks Codex wrote, whatever their markers); else the
+first user item that is not injected context does. Command exit codes from ``exec_command_end`` events and from the
 tool output text mark failed calls as errors.
 """
 
@@ -103,6 +105,8 @@ class _Rollout:
         self.item_texts: set[tuple[str, str]] = set()
         self.reasoning_texts: set[str] = set()
         self.command_ends: dict[str, dict[str, Any]] = {}
+        self.first_prompt: str | None = None
+        """The first ``user_message`` event's text: what the user typed, where Codex writes such events."""
 
     def build(self, source: Any) -> Trace:
         self._index()
@@ -141,6 +145,10 @@ class _Rollout:
                 self.reasoning_texts.add(text_of(payload.get("summary")).strip())
             elif kind == "event_msg" and sub in ("exec_command_end", "patch_apply_end") and payload.get("call_id"):
                 self.command_ends[str(payload["call_id"])] = payload
+            elif kind == "event_msg" and sub == "user_message" and self.first_prompt is None:
+                text = text_of(payload.get("message")).strip()
+                if text and not _is_injected(text):
+                    self.first_prompt = text
 
     # -- line handlers ----------------------------------------------------------------------
 
@@ -192,7 +200,9 @@ class _Rollout:
             self._user(text, when, ref, extra)
 
     def _user(self, text: str, when: datetime | None, ref: str, extra: dict[str, Any]) -> None:
-        if self.task is None:
+        # Newer rollouts carry user items Codex wrote itself before the prompt (context blocks whose
+        # markers vary by version); the user_message event is what was typed, so it names the task.
+        if self.task is None and (self.first_prompt is None or text.strip() == self.first_prompt):
             self.task = text
         self._add(Step(index=0, kind="message", agent="user", role="user", recipient=AGENT, content=text, started_at=when, source_ref=ref, attributes=extra))
 

@@ -19,6 +19,7 @@ messages; such traces say so in a warning.
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import Any, Literal
@@ -45,8 +46,11 @@ _CAMEL = {
     "targetAgent": "target_agent",
     "toolName": "tool_name",
     "callId": "call_id",
+    "pendingAgentToolRuns": "pending_agent_tool_runs",
 }
-_STATE_DUPLICATES = ("generated_items", "session_items", "original_input", "model_responses", "last_model_response", "last_processed_response")
+_STATE_DUPLICATES = ("generated_items", "session_items", "original_input", "model_responses", "last_model_response", "last_processed_response", "pending_agent_tool_runs")
+_MAX_NESTED = 8
+"""How deep agents run as tools inside agents are followed (each level is a serialised run state)."""
 
 
 def _snake(value: Any) -> Any:
@@ -97,9 +101,7 @@ def _state_trace(state: dict[str, Any], source: SourceInfo) -> Trace:
             timeline.add(msg, source_ref="/original_input")
     calls: dict[str, Step] = {}
     pending: list[str] = []
-    for position, item in enumerate(state.get("generated_items") or []):
-        if isinstance(item, dict):
-            _state_item(timeline, item, f"/generated_items/{position}", calls, pending)
+    _state_items(timeline, state, "", calls, pending, 0)
     if not timeline.steps:
         raise TraceFormatError("run state holds no input and no generated items", path=source.path)
     usage_data = as_dict(as_dict(state.get("context")).get("usage"))
@@ -119,6 +121,35 @@ def _state_trace(state: dict[str, Any], source: SourceInfo) -> Trace:
         warnings=[f"run paused for human approval of {len(pending)} tool call(s); the trace ends there"] if pending else [],
         trace_id=str(trace_info.get("id") or ""), framework="openai-agents", status="unknown", metadata=metadata,
     )
+
+
+def _state_items(timeline: Timeline, state: dict[str, Any], ref: str, calls: dict[str, Step], pending: list[str], depth: int) -> None:
+    """The state's generated items, then those of each agent it runs as a tool and that is still pending."""
+    for position, item in enumerate(state.get("generated_items") or []):
+        if isinstance(item, dict):
+            _state_item(timeline, item, f"{ref}/generated_items/{position}", calls, pending)
+    for key, nested in _nested_states(state, depth):
+        _state_items(timeline, nested, f"{ref}/pending_agent_tool_runs/{key}", calls, pending, depth + 1)
+
+
+def _nested_states(state: dict[str, Any], depth: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The run states of agents used as tools whose run is paused inside this one (``agent.asTool()``).
+
+    The JavaScript SDK keeps each as its own serialised run state, a JSON string keyed by
+    ``tool:call id``; an entry that does not parse as a run state is left in no step.
+    """
+    runs = state.get("pending_agent_tool_runs")
+    if not isinstance(runs, dict) or depth >= _MAX_NESTED:
+        return
+    for key, value in runs.items():
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                continue
+        nested = _snake(value)
+        if _is_state(nested):
+            yield str(key), nested
 
 
 def _state_item(timeline: Timeline, item: dict[str, Any], ref: str, calls: dict[str, Step], pending: list[str]) -> None:

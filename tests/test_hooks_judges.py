@@ -54,6 +54,24 @@ def test_each_judge_has_its_own_results_file_in_the_project_folder(monkeypatch: 
     )
 
 
+def test_one_model_behind_two_endpoints_is_two_judges_and_the_name_holds_no_credential(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A fake server first, the real provider later, under one model name: two files, never one
+    # file the second endpoint is refused from (which had stopped the hook labelling for good).
+    local = hooks.judge_name({"model": "openai/gpt-4o-mini", "api_base": "http://127.0.0.1:9/v1"})
+    other = hooks.judge_name({"model": "openai/gpt-4o-mini", "api_base": "http://127.0.0.1:8/v1"})
+    plain = hooks.judge_name({"model": "openai/gpt-4o-mini"})
+    assert len({local, other, plain}) == 3 and plain == "openai-gpt-4o-mini"
+    assert local.startswith("openai-gpt-4o-mini-via-127.0.0.1-9-")
+    keyed = hooks.judge_name({"model": "m", "api_base": "https://user:s3cret@gw.example:8443/v1?key=abc"})
+    assert "s3cret" not in keyed and "abc" not in keyed and keyed.startswith("m-via-gw.example-8443-")
+    # the same endpoint written with or without credentials or a trailing slash is one judge
+    assert keyed == hooks.judge_name({"model": "m", "api_base": "https://gw.example:8443/v1/"})
+    monkeypatch.setenv("MAST_API_BASE", "http://127.0.0.1:9/v1")  # the agent's environment names it
+    assert hooks.judge_name({"model": "openai/gpt-4o-mini"}) == local
+
+
 def test_detectors_then_a_model_are_kept_apart_and_report_and_diff_read_the_folder(
     transcript: Path, tmp_path: Path
 ) -> None:
@@ -75,20 +93,18 @@ def test_detectors_then_a_model_are_kept_apart_and_report_and_diff_read_the_fold
         )
     assert "labelled" in line, line
     files = sorted(p.name for p in folder.glob("*.jsonl"))
-    assert files == ["detectors.jsonl", "openai-fake-judge.jsonl"]
+    assert files == ["detectors.jsonl", f"{hooks.judge_name(judge)}.jsonl"]
+    assert files[1].startswith("openai-fake-judge-via-127.0.0.1-")
     assert all(len(_lines(folder / name)) == 1 for name in files)
 
     runner = CliRunner()
     made = runner.invoke(main, ["report", str(folder), "-o", str(tmp_path / "r.html"), "--n-boot", "0"])
     assert made.exit_code == 0, made.output
-    assert "openai-fake-judge.jsonl" in made.output and "one per judge" in made.output
+    assert files[1] in made.output and "one per judge" in made.output
     compared = runner.invoke(main, ["diff", str(folder), str(folder), "--json"])
     assert compared.exit_code == 0, compared.output
     payload = json.loads(compared.output.splitlines()[-1])
-    assert (
-        Path(payload["base"]).name == "detectors.jsonl"
-        and Path(payload["new"]).name == "openai-fake-judge.jsonl"
-    )
+    assert Path(payload["base"]).name == "detectors.jsonl" and Path(payload["new"]).name == files[1]
 
 
 def test_the_mixed_file_advice_applies_to_hooks() -> None:
@@ -168,7 +184,7 @@ def test_hooks_with_one_output_file_refuse_a_second_judge_at_the_hook_and_in_the
     other = configured_judge(
         JudgeConfig.from_options(model="openai/fake", api_base="http://127.0.0.1:9/v1")
     ).info
-    assert _other_judge(results, other) is not None
+    assert _other_judge(results, other, chosen=True) is not None
     again = _label_now(
         session, "s1", results, {"model": "openai/fake", "api_base": "http://127.0.0.1:9/v1"}, "claude_code"
     )

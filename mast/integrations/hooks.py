@@ -125,10 +125,31 @@ def judge_name(judge: Mapping[str, str | None] | None = None) -> str:
     else:
         name = f"jury-{hashlib.sha256(str(jury).encode()).hexdigest()[:8]}" if jury else str(model)
         name += "+detectors" if kind == "both" else ""
+        api_base = options.get("api_base") or os.environ.get("MAST_API_BASE")
+        if api_base and not jury:
+            name += _endpoint_suffix(api_base)
     taxonomy = options.get("taxonomy") or os.environ.get("MAST_TAXONOMY")
     if taxonomy:
         name += f"-{Path(taxonomy).stem}"
     return _file_name(name) or "judge"
+
+
+def _endpoint_suffix(api_base: str) -> str:
+    """``-via-HOST-PORT-HASH`` for an endpoint: one model name served by two endpoints is two judges.
+
+    Built from the endpoint without its credentials or query (never written into a file name).
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(api_base.strip())
+        port = parts.port
+    except ValueError:
+        return "-via-" + hashlib.sha256(api_base.encode()).hexdigest()[:6]
+    host = parts.hostname or "endpoint"
+    public = f"{parts.scheme}://{host}{f':{port}' if port else ''}{parts.path.rstrip('/')}"
+    digest = hashlib.sha256(public.encode()).hexdigest()[:6]
+    return f"-via-{host}{f'-{port}' if port else ''}-{digest}"
 
 
 def _file_name(text: str) -> str:
@@ -763,16 +784,22 @@ def transcript_check(path: Path, tool: Tool | None, what: str) -> FileCheck:
     return check
 
 
-def _other_judge(results: Path, info: Any) -> str | None:
+def _other_judge(results: Path, info: Any, *, chosen: bool) -> str | None:
     """Why ``results`` cannot take this judge's results (it holds another judge's), else ``None``."""
     from mast.batch.mixing import check_one_judge
 
     try:
         check_one_judge(results, info)
-    except UsageError:
+    except UsageError as exc:
+        if chosen:
+            return (
+                f"{results} holds results of another judge; give each judge its own -o, or leave -o out "
+                "(the default folder keeps one results file per judge)"
+            )
+        # The default file is named by model, endpoint and taxonomy; what differs is another setting.
         return (
-            f"{results} holds results of another judge; give each judge its own -o, or leave -o out "
-            "(the default folder keeps one results file per judge)"
+            f"{results} holds results of the same model judged with other settings "
+            f"({error_line(exc).removeprefix('mast: ')}); move that file away to start afresh"
         )
     return None
 
@@ -807,7 +834,8 @@ def handle_event(
             results, f"session {event.session_id} ({event.event}): {error_line(exc).removeprefix('mast: ')}"
         )
         raise
-    if output is not None and (mixed := _other_judge(results, info)):
+    if mixed := _other_judge(results, info, chosen=output is not None):
+        _log_line(results, f"session {event.session_id} ({event.event}) not labelled: {mixed}")
         return f"mast: session {event.session_id} ({event.event}) not labelled: {mixed}"
     spawn_labeller(event, results, quiet, judge)
     when = "now" if event.final or quiet <= 0 else f"once its transcript is quiet for {quiet:g}s"
@@ -939,7 +967,7 @@ def _label_now(
     written: list[Any] = []
     out = _open_results(results, LOCK_WAIT_S)
     try:
-        mixed = _other_judge(results, judge.info)
+        mixed = _other_judge(results, judge.info, chosen=not results.is_relative_to(hooks_dir()))
         if mixed:  # one judge per results file, as `mast label` keeps it (the default folder does)
             return f"session {session_id}: not labelled: {mixed}"
         # The transcript is read under the results file's lock: a process that waited for the lock

@@ -109,7 +109,7 @@ def _corpus_helpers(module: Any) -> list[str]:
 
 # The fixtures that start a real system (a server, Ray, a browser, an Inspect or Scout run), by the
 # module that defines them: a test that requests one, directly or through another fixture, is marked
-# ``system`` at collection, so the quick loop (``-m "not slow and not faults and not system"``) leaves
+# ``system`` at collection, so the quick loop (``-m "not slow and not faults and not system and not spawns"``) leaves
 # it out without each test having to say so. A test that starts a system inside its own body says so
 # with ``@pytest.mark.system``.
 SYSTEM_FIXTURES = {

@@ -265,6 +265,7 @@ def test_batch_status_and_cancel_then_rerun_recovers_the_cancelled_items(tmp_pat
     assert len(lines(out)) == 4 and "saved $" in rerun.stderr
 
 
+@pytest.mark.spawns
 def test_batch_api_keeps_labels_selection_and_fail_on(tmp_path: Path) -> None:
     out = tmp_path / "results.jsonl"
     with FakeLLMServer(verdicts_by_content) as server:
@@ -275,6 +276,7 @@ def test_batch_api_keeps_labels_selection_and_fail_on(tmp_path: Path) -> None:
     assert result["trace_id"] == "weather-loop" and result["usage"]["batch_api"]
 
 
+@pytest.mark.spawns
 def test_dry_run_with_batch_api_estimates_online_and_batch_cost(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "mast", "label", str(DATA), "-o", str(tmp_path / "r.jsonl"), "--model", MODEL,

@@ -110,6 +110,7 @@ def test_caps_are_named_in_the_one_line_errors(tmp_path):
     assert literal_items("[[], [], {'a': 1}]") > 4 and MAX_LITERAL_ITEMS < 2_700_000
 
 
+@pytest.mark.spawns
 def test_label_on_a_folder_of_bombs_stays_under_500_mb_and_goes_on(tmp_path):
     bombs = build_bombs(tmp_path / "bombs")
     out = tmp_path / "results.jsonl"

@@ -231,6 +231,7 @@ def test_table_output_and_export(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and ".csv or .parquet" in bad.stderr
 
 
+@pytest.mark.spawns
 @pytest.mark.timeout(900)
 def test_ctrl_c_stops_cleanly_after_writing_what_finished(tmp_path: Path) -> None:
     runs = chat_jsonl(tmp_path / "runs.jsonl", 8)

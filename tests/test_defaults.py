@@ -70,6 +70,7 @@ _NETWORK_AUDIT = textwrap.dedent(
 )
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize(
     "first_import",
     [
@@ -110,6 +111,7 @@ def test_litellm_never_reaches_the_network_on_import_or_lookups(first_import: st
     assert "ATTEMPTS []" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
 
 
+@pytest.mark.spawns
 def test_a_whole_call_to_a_hugging_face_model_sends_nothing_but_the_call(tmp_path: Path) -> None:
     """litellm looks a huggingface/ model up on the hub inside every call; only the call may go out."""
     trace = tmp_path / "run.json"

@@ -44,6 +44,7 @@ def _classify(server: FakeLLMServer, cache: Path) -> dict[str, object]:
     return result
 
 
+@pytest.mark.spawns
 def test_a_cached_classify_never_imports_litellm(tmp_path: Path) -> None:
     with FakeLLMServer() as server:
         first = _classify(server, tmp_path / "cache")

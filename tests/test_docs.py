@@ -19,6 +19,8 @@ import pytest
 from mast.__about__ import __version__
 from mast.cli import main
 
+pytestmark = pytest.mark.spawns  # fresh mast processes and builds: outside the quick loop
+
 REPO = Path(__file__).resolve().parent.parent
 
 pytest.importorskip("mkdocs")

@@ -197,6 +197,7 @@ def _core_closure() -> set[str]:
     return seen
 
 
+@pytest.mark.spawns
 def test_the_quick_start_then_report_needs_nothing_outside_the_core_dependencies(tmp_path: Path) -> None:
     """Every installed package outside the core dependencies is made unimportable, as after a plain install."""
     import re
@@ -592,6 +593,7 @@ def test_diff_and_report_base_print_no_statsmodels_warning(tmp_path: Path) -> No
         assert report.exit_code == 0, report.output
 
 
+@pytest.mark.spawns
 def test_the_batch_api_leftover_coroutine_warning_is_not_printed(tmp_path: Path) -> None:
     probe = (
         "import gc, mast.judge.batch_api\n"

@@ -45,12 +45,14 @@ def resolved() -> dict[str, dict[str, list[object]]]:
     return {order: _resolve(setup) for order, setup in ORDERS.items()}
 
 
+@pytest.mark.spawns
 def test_every_public_name_resolves_the_same_in_any_import_order(resolved):
     baseline = resolved["plain"]
     for order, names in resolved.items():
         assert names == baseline, f"import order {order!r} changes what public names are"
 
 
+@pytest.mark.spawns
 def test_evaluate_is_the_function_after_the_subpackage_was_imported(resolved):
     for order, names in resolved.items():
         kind, is_callable, module = names["evaluate"]

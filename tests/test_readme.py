@@ -22,6 +22,8 @@ from click.testing import CliRunner
 from mast.cli import main
 from mast.testing import FakeLLMServer
 
+pytestmark = pytest.mark.spawns  # fresh mast processes and builds: outside the quick loop
+
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 DOCS = sorted((REPO / "docs").rglob("*.md"))

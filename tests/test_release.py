@@ -7,7 +7,7 @@ package is missing); nothing else is downloaded.
 - the wheel alone, in a fresh venv, labels an example trace copied to an empty folder: prompts and
   taxonomy come from inside the wheel, and the wheel holds no test or third-party data;
 - the sdist, unpacked in an empty folder, runs its own tests. The fast tier only
-  (the quick loop, ``-m "not slow and not faults and not system"``): the whole suite there would double the slow tier's time, and the
+  (the quick loop, ``-m "not slow and not faults and not system and not spawns"``): the whole suite there would double the slow tier's time, and the
   slow and fault tests run from the checkout anyway.
 """
 
@@ -104,6 +104,6 @@ def test_the_unpacked_sdist_passes_its_fast_tests(dist: tuple[Path, Path], tmp_p
     carried = ["tests/test_self_contained.py", "tests/test_sample_corpus.py", "tests/test_foundation.py",
                "tests/test_evaluate.py", "tests/test_evaluate_labels.py", "tests/test_evaluate_attribution.py"]
     out = run(sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-              "-m", "not slow and not faults and not system", *carried, cwd=root, env=env, timeout=3000)
+              "-m", "not slow and not faults and not system and not spawns", *carried, cwd=root, env=env, timeout=3000)
     summary = out.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "error" not in summary, summary

@@ -17,7 +17,7 @@ from mast.integrations.scout import build_scan
 __all__ = ["mast_scanner"]
 
 
-@scanner(messages="all", name="mast_scanner")
+@scanner(messages="all", events=["model"], name="mast_scanner")
 def mast_scanner(
     model: str | None = None,
     judge: str | None = None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -138,7 +139,8 @@ def test_scout_scan_writes_per_mode_values_with_message_references(scan: dict[st
     assert refs == [{"type": "message", "cite": "[S3]", "id": quoted}]
     assert "[S3]" in found.loc["2.6", "explanation"] and QUOTE in found.loc["2.6", "explanation"]
     assert [r["id"] for r in json.loads(found.loc["3.2", "message_references"])] == [tool_error, quoted]
-    assert found.loc["diagnosis", "value"] == "2.6,3.2"
+    # the diagnosis item names the codes in its answer and has no value, so Scout does not count it
+    assert found.loc["diagnosis", "answer"] == "2.6,3.2" and found.loc["diagnosis", "value"] is None
     # Scout's expanded frame leaves a resultset item's metadata out: the Parquet row holds it whole
     metadata = _raw_items(scan["dir"], "negative")["diagnosis"]["metadata"]
     assert (
@@ -148,7 +150,7 @@ def test_scout_scan_writes_per_mode_values_with_message_references(scan: dict[st
     assert metadata["first_failure"]["step"] == 3
 
     clean = by_task["sum"].set_index("label")
-    assert clean.loc["diagnosis", "value"] == "none" and not any(
+    assert clean.loc["diagnosis", "answer"] == "none" and not any(
         bool(v) for k, v in clean["value"].items() if k != "diagnosis"
     )
 
@@ -156,6 +158,20 @@ def test_scout_scan_writes_per_mode_values_with_message_references(scan: dict[st
     failed = by_task["product"]
     assert len(failed) == 1 and "could not judge" in str(failed["scan_error"].iloc[0])
     assert failed["value"].isna().all() or (failed["value"] == None).all()  # noqa: E711 - a null value, no verdict
+
+
+@pytest.mark.slow  # the scan fixture: a real `inspect eval` and a real `scout scan`
+def test_scouts_summary_counts_each_mode_found_as_one_result(scan: dict[str, Any]) -> None:
+    from inspect_scout import scan_status
+
+    # Scout's "results" are a resultset's items with a positive value: here the modes found (2.6 and
+    # 3.2 on the negative sample, none on the sum one); the error is counted as an error, not a result.
+    for summary in (
+        scan_status(str(scan["dir"])).summary.scanners["mast_scanner"],
+        json.loads((scan["dir"] / "_summary.json").read_text())["scanners"]["mast_scanner"],
+    ):
+        counts = summary if isinstance(summary, dict) else summary.model_dump()
+        assert (counts["scans"], counts["results"], counts["errors"]) == (3, 2, 1)
 
 
 # -- a scan read back as mast results (mast.integrations.scout_results) -----------------------------
@@ -275,6 +291,86 @@ def test_report_evaluate_diff_and_validate_read_a_scan(scan: dict[str, Any], tmp
     assert measured["results"] == str(scan_dir) and measured["n_judged"] == 2
     # the gold lacks the scan's 2.6: one false positive
     assert (pooled["n"], pooled["tp"], pooled["fp"], pooled["fn"]) == (28, 1, 1, 0)
+
+
+LAST_WORDS = {
+    "sum": "so the answer is 4.",
+    "negative": "so I guess the answer is 3.",
+    "product": "3 * 4 = 12.",
+}
+"""The last message of each sample of the fixture's log (``tests/_inspect_tasks.py``)."""
+
+
+def _report_rows(page: str) -> dict[str, dict[str, Any]]:
+    found = re.search(r"<script type='application/json' id='mast-traces'>(.*?)</script>", page, re.S)
+    assert found
+    return {row["id"]: row for row in json.loads(found.group(1))}
+
+
+@pytest.mark.slow  # a real `scout scan` over a copy of the fixture's log
+def test_the_report_of_a_scan_shows_each_transcript_through_its_hash(
+    scan: dict[str, Any], tmp_path: Path
+) -> None:
+    import pyarrow.parquet as pq
+    from click.testing import CliRunner
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    from mast.cli import main
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (original,) = scan["logs"].glob("*.eval")
+    log_path = logs / original.name
+    log_path.write_bytes(original.read_bytes())
+    scans = tmp_path / "scans"
+    run_scout(
+        [
+            "scan",
+            "mast_judge/mast_scanner",
+            "-T",
+            str(logs),
+            "--scans",
+            str(scans),
+            "-S",
+            "judge=detectors",
+            "--display",
+            "none",
+            "--max-processes",
+            "1",
+        ],
+        scan["env"],
+    )
+    folder = _scan_folder(scans)
+    sample_of = {
+        r["transcript_id"]: r["transcript_task_id"]
+        for r in pq.read_table(folder / "mast_scanner.parquet").to_pylist()
+    }
+    assert sorted(sample_of.values()) == sorted(LAST_WORDS)
+
+    def report() -> dict[str, dict[str, Any]]:
+        out = tmp_path / "report.html"
+        done = CliRunner().invoke(main, ["report", str(folder), "-o", str(out), "--n-boot", "0"])
+        assert done.exit_code == 0, done.output
+        return _report_rows(out.read_text())
+
+    rows = report()
+    assert set(rows) == set(sample_of)
+    for transcript, row in rows.items():
+        texts = [step["text"] for step in row["steps"]]
+        assert row["note"] is None and texts and texts[-1].endswith(LAST_WORDS[sample_of[transcript]])
+
+    # a log changed since the scan: that sample's transcript is refused by the hash, the others still show
+    log = read_eval_log(str(log_path))
+    assert log.samples is not None
+    changed = next(s for s in log.samples if s.id == "negative")
+    changed.messages[-1].content = "The tool failed, so the answer is 2."
+    write_eval_log(log, str(log_path))
+    rows = report()
+    for transcript, row in rows.items():
+        if sample_of[transcript] == "negative":
+            assert not row["steps"] and "content hash" in row["note"]
+        else:
+            assert row["steps"][-1]["text"].endswith(LAST_WORDS[sample_of[transcript]])
 
 
 def test_reading_a_scan_without_scout_says_how_to_install(
@@ -415,7 +511,7 @@ def test_scout_validates_a_scan_against_a_validation_set_mast_wrote(
         scan["env"],
     )
     found = {
-        r["transcript_id"]: {i["label"]: i["value"] for i in json.loads(r["value"])}
+        r["transcript_id"]: {i["label"]: i.get("value") for i in json.loads(r["value"])}
         for r in pq.read_table(_scan_folder(plain) / "mast_scanner.parquet").to_pylist()
     }
     assert len(found) == 3

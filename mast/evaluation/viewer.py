@@ -387,6 +387,8 @@ class _TranscriptReader:
 
     def __init__(self, patterns: tuple[tuple[str, str], ...] = (), *, results: Path | None = None) -> None:
         self._files: OrderedDict[str, list[Trace] | str] = OrderedDict()
+        # each cached file's traces by content hash, built on the first result that names no record
+        self._by_hash: dict[str, dict[str, Trace]] = {}
         self._results_dir = results.parent if results is not None else None
         self._patterns = patterns
         self._fingerprint: str | None = None
@@ -469,17 +471,25 @@ class _TranscriptReader:
         else:
             self._files[path] = self._read(path, diagnosis.source.format)
             if len(self._files) > _CACHED_FILES:
-                self._files.popitem(last=False)
+                self._by_hash.pop(self._files.popitem(last=False)[0], None)
         traces = self._files[path]
         if isinstance(traces, str):
             return None, traces
-        record = diagnosis.source.record or 0
+        record = diagnosis.source.record
         candidates = [t for t in traces if t.trace_id == diagnosis.trace_id]
-        if 0 <= record < len(traces):
-            candidates.append(traces[record])
+        if 0 <= (record or 0) < len(traces):
+            candidates.append(traces[record or 0])
         for trace in candidates:
             if trace.content_hash() == diagnosis.trace_hash:
                 return trace, None
+        if record is None and diagnosis.trace_hash:
+            # A result that names the file but not its place in it (a Scout scan names the Inspect log
+            # and its own transcript id) is found by the hash alone: the same check, over every trace.
+            if path not in self._by_hash:
+                self._by_hash[path] = {t.content_hash(): t for t in reversed(traces)}
+            found = self._by_hash[path].get(diagnosis.trace_hash)
+            if found is not None:
+                return found, None
         return None, (
             f"{path}: no trace in the file has the judged trace's content hash "
             "(changed or not the judged file): transcript not shown"

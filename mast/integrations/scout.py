@@ -12,8 +12,9 @@ or build it in Python::
 
     scan([mast_scanner(model="openai/gpt-4.1-mini")], transcripts="./logs")
 
-The scanner judges each transcript's messages (read exactly as ``mast normalize`` reads an Inspect
-log sample) with mast's judge options: ``model``, ``judge`` (``detectors`` for the offline
+The scanner judges each transcript's messages with its ``model`` events (read exactly as ``mast
+normalize`` reads an Inspect log sample, so the trace hash is the log sample's and ``mast report``
+finds the transcript in the log) with mast's judge options: ``model``, ``judge`` (``detectors`` for the offline
 detectors, the default with no model), ``jury``, ``taxonomy`` and any other
 :class:`~mast.judge.config.JudgeConfig` field; ``MAST_*`` variables fill the rest. Long
 transcripts are mast's to handle: the judge splits a transcript that does not fit its model's
@@ -24,9 +25,10 @@ It returns a Scout *resultset*, one :class:`~inspect_scout.Result` per label:
 * one per assessed mode, ``label`` the code (``2.6``), ``value`` ``True`` when present, the mode's
   reason and evidence quotes in ``explanation`` (``[S3] "..."``), and ``references`` to the cited
   messages (their ``cite`` is the ``[S3]`` of the explanation, so Scout View links it);
-* one labelled ``diagnosis``: ``value`` the codes found (``2.6,3.2``) or ``none``, the whole
-  explanation, a reference to the first failure's message, and ``metadata["mast"]``, the
-  :class:`~mast.diagnosis.Diagnosis` as JSON (:mod:`mast.integrations.scout_results` reads it back).
+* one labelled ``diagnosis``: ``answer`` the codes found (``2.6,3.2``) or ``none`` and no ``value``
+  (Scout's summary counts the items with a positive value as its *results*: the modes found, once
+  each), the whole explanation, a reference to the first failure's message, and ``metadata["mast"]``,
+  the :class:`~mast.diagnosis.Diagnosis` as JSON (:mod:`mast.integrations.scout_results` reads it back).
 
 A transcript the judge could not judge (provider down, unreadable answer, budget) raises
 :class:`~mast.errors.JudgeError`, which Scout records as the transcript's *error* (``scan_error``),
@@ -114,7 +116,9 @@ def diagnosis_results(diagnosis: Diagnosis, trace: Trace) -> list[Result]:
     results.append(
         Result(
             label=DIAGNOSIS_LABEL,
-            value=",".join(diagnosis.present_codes) or "none",
+            # No value: Scout's summary counts a resultset's items with a positive value as its
+            # results, so the per-mode items already count each mode found; the codes are the answer.
+            value=None,
             answer=",".join(diagnosis.present_codes) or "none",
             explanation=explanation_of(diagnosis),
             references=_references([first.step if first is not None else None], ids),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +21,8 @@ from test_batch_inputs import chat_jsonl
 from mast.batch import read_results
 from mast.cli import main
 from mast.testing import FakeLLMServer, Reply
+
+EXAMPLES = Path(__file__).parents[1] / "data" / "examples"
 
 
 def label(*args: Any) -> Result:
@@ -99,9 +102,37 @@ def test_summary_marks_modes_the_judge_did_not_assess(tmp_path: Path) -> None:
         cells = [c.strip() for c in row.strip("│").split("│")]
         if code in report["mode_assessed"]:
             count, n = report["mode_counts"].get(code, 0), report["mode_assessed"][code]
-            assert cells[2:] == [str(count), str(n), f"{count / n:.0%}"]
+            assert cells[2:5] == [str(count), str(n), f"{count / n:.0%}"]
         else:
-            assert cells[2:] == ["—", "—", "—"]  # not "0 / 0%": nothing was assessed
+            assert cells[2:5] == ["—", "—", "—"]  # not "0 / 0%": nothing was assessed
+
+
+def test_summary_counts_the_detectors_hints_fresh_and_resumed(tmp_path: Path) -> None:
+    examples = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, examples)
+    out = tmp_path / "results.jsonl"
+    args = (examples, "-o", out, "--judge", "detectors", "--json")
+    first = label(*args)
+    assert first.exit_code == 0, first.output
+    written = read_results(out)
+    hinted: dict[str, int] = {}
+    for diagnosis in written:
+        for verdict in diagnosis.failure_modes:
+            if verdict.hints and not verdict.present:
+                hinted[verdict.code] = hinted.get(verdict.code, 0) + 1
+    assert hinted  # the examples hold signs of modes the detectors leave to a model judge
+    for result, resumed in ((first, 0), (label(*args), len(written))):
+        report = orjson.loads(result.stdout.strip().splitlines()[-1])
+        assert (report["mode_hinted"], report["resumed"]) == (hinted, resumed)
+        header = next(line for line in result.stderr.splitlines() if line.startswith("┃ mode"))
+        assert [c.strip() for c in header.strip("┃").split("┃")][-1] == "hints"
+        rows = {
+            line.split()[1]: [c.strip() for c in line.strip("│").split("│")]
+            for line in result.stderr.splitlines()
+            if line.startswith("│ ") and line.split()[1][:1].isdigit()
+        }
+        assert {code: int(cells[5]) for code, cells in rows.items() if cells[5]} == hinted
+        assert "hints: traces in which the offline detectors saw signs" in result.stderr
 
 
 @pytest.mark.parametrize(

@@ -90,6 +90,17 @@ def test_ray_and_local_engines_give_the_same_verdicts_and_ray_resumes(
     assert again.resumed == 7 and again.statuses["judged"] == 7
 
 
+def test_ray_counts_the_detectors_hints_as_the_local_engine_does(ray_session: None, tmp_path: Path) -> None:
+    examples = Path(__file__).parents[1] / "data" / "examples"
+    detectors = JudgeConfig.from_options(judge="detectors")
+    local = label([examples], tmp_path / "local.jsonl", config=detectors)
+    on_ray = label([examples], tmp_path / "ray.jsonl", config=detectors, engine="ray", engine_options={"actors": 2})
+    again = label([examples], tmp_path / "ray.jsonl", config=detectors, engine="ray", engine_options={"actors": 2})
+    assert local.mode_hinted  # the examples hold signs of modes the detectors leave to a model judge
+    assert on_ray.mode_hinted == local.mode_hinted and on_ray.mode_counts == local.mode_counts
+    assert again.resumed == again.total and again.mode_hinted == local.mode_hinted
+
+
 def _judge_actor_pids() -> list[int]:
     """This test run's judge actors: descendants of this process (the local Ray's raylet starts them).
 

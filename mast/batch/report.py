@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,6 +46,9 @@ class BatchReport(BaseModel):
     mode_assessed: dict[str, int] = Field(default_factory=dict)
     """Judged traces in which each mode was assessed (present or absent, not ``None``): the
     denominator of its prevalence. The offline detectors assess only some modes."""
+    mode_hinted: dict[str, int] = Field(default_factory=dict)
+    """Judged traces in which the offline detectors saw signs of a mode not found present (their
+    hints: a mode they leave to a model judge, or one the model judged absent)."""
     input_tokens: int = 0
     """Tokens sent in this run."""
     output_tokens: int = 0
@@ -90,7 +94,9 @@ class BatchReport(BaseModel):
             return 1
         return 0
 
-    def count(self, status: str, outcome: Outcome, present: list[str], assessed: list[str]) -> None:
+    def count(
+        self, status: str, outcome: Outcome, present: list[str], assessed: list[str], hinted: Sequence[str] = ()
+    ) -> None:
         """Count one result by its status and modes (running counts: no result is kept)."""
         self.statuses[status] = self.statuses.get(status, 0) + 1
         if outcome == "resumed":
@@ -101,13 +107,16 @@ class BatchReport(BaseModel):
             self.mode_assessed[code] = self.mode_assessed.get(code, 0) + 1
         for code in present:
             self.mode_counts[code] = self.mode_counts.get(code, 0) + 1
+        for code in hinted:
+            self.mode_hinted[code] = self.mode_hinted.get(code, 0) + 1
 
     def count_diagnosis(self, diagnosis: Diagnosis, outcome: Outcome) -> None:
         """Count a result held whole: status, modes and (judged now, or copied) its usage."""
         judged = diagnosis.status == "judged"
         assessed = [v.code for v in diagnosis.failure_modes if judged and v.present is not None]
         present = [v.code for v in diagnosis.failure_modes if judged and v.present]
-        self.count(diagnosis.status, outcome, present, assessed)
+        hinted = [v.code for v in diagnosis.failure_modes if judged and v.hints and not v.present]
+        self.count(diagnosis.status, outcome, present, assessed, hinted)
         usage = diagnosis.usage
         if outcome == "duplicate":
             self.cached += int(usage.cached)

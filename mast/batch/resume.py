@@ -74,6 +74,7 @@ class _Verdict(BaseModel):
     model_config = ConfigDict(extra="ignore")
     code: str
     present: bool | None = None
+    hints: list[str] | None = None
 
 
 class _KeyFields(BaseModel):
@@ -99,6 +100,8 @@ class Done:
     """Bit mask of the modes present (bits as :attr:`ResumeIndex.codes`)."""
     assessed: int
     """Bit mask of the modes assessed."""
+    hinted: int = 0
+    """Bit mask of the modes not present that the detectors hinted at."""
 
 
 @dataclass
@@ -152,16 +155,19 @@ class ResumeIndex:
         return index
 
     def _entry(self, offset: int, fields: _KeyFields) -> Done:
-        present = assessed = 0
+        present = assessed = hinted = 0
         if fields.status == "judged":
             for verdict in fields.failure_modes:
-                if verdict.present is None:
+                if verdict.present is None and not verdict.hints:
                     continue
                 bit = 1 << self.codes.setdefault(verdict.code, len(self.codes))
-                assessed |= bit
+                if verdict.present is not None:
+                    assessed |= bit
                 if verdict.present:
                     present |= bit
-        return Done(offset, fields.status, present, assessed)
+                elif verdict.hints:
+                    hinted |= bit
+        return Done(offset, fields.status, present, assessed, hinted)
 
     def modes(self, mask: int) -> list[str]:
         """The mode codes of a bit mask."""

@@ -450,7 +450,13 @@ class BatchRunner:
             diagnosis = self.results_file.read_at(done.offset)
             if self.keep_results:
                 self._kept[item.index] = diagnosis
-        self.report.count(done.status, "resumed", self._index.modes(done.present), self._index.modes(done.assessed))
+        self.report.count(
+            done.status,
+            "resumed",
+            self._index.modes(done.present),
+            self._index.modes(done.assessed),
+            self._index.modes(done.hinted),
+        )
         self._notify(item, diagnosis, "resumed")
 
     def _lookup(self, key: ContentKey) -> Diagnosis:

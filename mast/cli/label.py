@@ -59,6 +59,10 @@ MAX_ERROR_LINES = 20
 """Errors printed one per line as they happen; the rest are counted in the summary."""
 NOT_ASSESSED = "—"
 """Shown for a mode no judged trace was assessed for (the detectors cover only some modes)."""
+HINTS_CAPTION = (
+    "\nhints: traces in which the offline detectors saw signs of a mode that is not found present"
+    " (not verdicts: `mast classify` or the results show them)"
+)
 
 
 @click.command("label")
@@ -563,7 +567,8 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
         modes = Table(
             title=f"failure modes in {plural(judged, 'judged trace')}",
             title_justify="left",
-            caption=f"share: of the traces in which the mode was assessed; {NOT_ASSESSED} not assessed by this judge",
+            caption=f"share: of the traces in which the mode was assessed; {NOT_ASSESSED} not assessed by this judge"
+            + (HINTS_CAPTION if report.mode_hinted else ""),
             caption_justify="left",
         )
         modes.add_column("mode")
@@ -571,13 +576,16 @@ def _print_summary(report: BatchReport, config: JudgeConfig, jsonl: Path, output
         modes.add_column("traces", justify="right")
         modes.add_column("assessed", justify="right")
         modes.add_column("share", justify="right")
+        if report.mode_hinted:
+            modes.add_column("hints", justify="right")
         for mode in taxonomy.modes:
+            hinted = [str(report.mode_hinted.get(mode.code, 0) or "")] if report.mode_hinted else []
             assessed = report.mode_assessed.get(mode.code, 0)
             if not assessed:
-                modes.add_row(mode.code, mode.name, NOT_ASSESSED, NOT_ASSESSED, NOT_ASSESSED)
+                modes.add_row(mode.code, mode.name, NOT_ASSESSED, NOT_ASSESSED, NOT_ASSESSED, *hinted)
                 continue
             count = report.mode_counts.get(mode.code, 0)
-            modes.add_row(mode.code, mode.name, str(count), str(assessed), f"{count / assessed:.0%}")
+            modes.add_row(mode.code, mode.name, str(count), str(assessed), f"{count / assessed:.0%}", *hinted)
         stderr.print(modes)
 
     if report.message and report.stopped != "interrupted":  # Ctrl-C was said when it was pressed

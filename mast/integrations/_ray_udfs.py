@@ -23,8 +23,9 @@ from mast.trace import Trace
 
 RESULT_COLUMNS = ("trace_id", "trace_hash", "status", "outcome", "source_path", "source_format", "source_record",
                   "judge_model", "input_tokens", "output_tokens", "cost_usd", "llm_calls", "cached", "error", "diagnosis",
-                  "worker_pid")
-"""Flat columns of a result row (besides one ``mode_<code>`` column per failure mode)."""
+                  "worker_pid", "hinted")
+"""Flat columns of a result row (besides one ``mode_<code>`` column per failure mode); ``hinted``
+holds the codes, comma-separated, of the modes not present that the detectors hinted at."""
 
 
 # -- reading (Ray tasks) ------------------------------------------------------------------------------
@@ -200,6 +201,7 @@ class TraceJudge:
             "judge_model": d.judge.model, "input_tokens": d.usage.input_tokens, "output_tokens": d.usage.output_tokens,
             "cost_usd": d.usage.cost_usd, "llm_calls": d.usage.llm_calls, "cached": d.usage.cached,
             "error": d.error.message if d.error else None, "diagnosis": d.model_dump_json(), "worker_pid": os.getpid(),
+            "hinted": ",".join(v.code for v in d.failure_modes if v.hints and not v.present),
         }
         for verdict in d.failure_modes:
             row[f"mode_{verdict.code}"] = verdict.present

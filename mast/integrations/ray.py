@@ -344,7 +344,11 @@ class _Writer:
             self.report.total += 1
             done = self.index.done[key]
             self.report.count(
-                done.status, "resumed", self.index.modes(done.present), self.index.modes(done.assessed)
+                done.status,
+                "resumed",
+                self.index.modes(done.present),
+                self.index.modes(done.assessed),
+                self.index.modes(done.hinted),
             )
         else:
             self.report.total += 1
@@ -397,6 +401,7 @@ class _Writer:
             kind,
             [c for c, v in modes if judged and v],
             [c for c, v in modes if judged and v is not None],
+            [c for c in str(row.get("hinted") or "").split(",") if c and judged],
         )
         if kind != "judged":
             return

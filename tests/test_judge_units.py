@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -263,6 +266,39 @@ def test_cache_roundtrip_info_and_clear(tmp_path: Path) -> None:
     assert info.entries == 1 and info.size_bytes > 0 and info.path.parent == tmp_path
     assert cache.clear() == 1
     assert cache.get("k") is None and cache.info().entries == 0
+
+
+def test_cache_waits_out_a_file_sqlite_calls_locked_without_its_busy_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite says "database is locked" at once, busy timeout or not, to a connection that opens while
+    # the last other one is closing (cleaning up the WAL): a race no test can time, so its answer is
+    # made to come twice, as it does under parallel workers, and then the file is free again.
+    cache = JudgeCache(tmp_path)
+    cache.put("k", {"x": 1})
+    real = JudgeCache._connect
+    refusals = {"left": 2}
+
+    @contextmanager
+    def busy_twice(self: JudgeCache) -> Iterator[sqlite3.Connection]:
+        if refusals["left"]:
+            refusals["left"] -= 1
+            raise sqlite3.OperationalError("database is locked")
+        with real(self) as db:
+            yield db
+
+    monkeypatch.setattr(JudgeCache, "_connect", busy_twice)
+    assert cache.get("k") == {"x": 1} and refusals["left"] == 0
+    refusals["left"] = 2
+    cache.put_fact("window", {"context_window": 8192})
+    assert cache.get_fact("window") == {"context_window": 8192}
+
+    def broken(self: JudgeCache) -> Iterator[sqlite3.Connection]:
+        raise sqlite3.OperationalError("no such table: entries")
+
+    monkeypatch.setattr(JudgeCache, "_connect", contextmanager(broken))
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):  # not a busy moment: said at once
+        cache.get("k")
 
 
 def _writer(directory: str, worker: int) -> None:

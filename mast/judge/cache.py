@@ -20,11 +20,11 @@ import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 import platformdirs
@@ -129,6 +129,17 @@ class CacheInfo:
     size_bytes: int
 
 
+T = TypeVar("T")
+
+_BUSY_WAIT_S = 10.0
+"""How long a cache operation waits out a busy database file before it fails."""
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
 class JudgeCache:
     """A key -> JSON store in one sqlite file, safe under concurrent writers."""
 
@@ -154,10 +165,29 @@ class JudgeCache:
         finally:
             connection.close()
 
+    def _with_db(self, operation: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``operation`` on a fresh connection, again after a short wait while the file is busy.
+
+        SQLite answers "database is locked" at once, without its busy timeout, when a connection
+        opens while the last other connection is closing (and cleaning up the WAL) or recovering
+        it: with one connection per operation and many writers, that happens. A cache is shared by
+        parallel workers, so a busy moment is waited out (about ``_BUSY_WAIT_S`` in all), not an error.
+        """
+        waited, pause = 0.0, 0.005
+        while True:
+            try:
+                with self._connect() as db:
+                    return operation(db)
+            except sqlite3.OperationalError as exc:
+                if waited >= _BUSY_WAIT_S or not _is_busy(exc):
+                    raise
+            time.sleep(pause)
+            waited += pause
+            pause = min(pause * 2, 0.25)
+
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored value, or ``None`` when absent or unreadable."""
-        with self._connect() as db:
-            row = db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()
+        row = self._with_db(lambda db: db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone())
         if row is None:
             return None
         try:
@@ -169,16 +199,16 @@ class JudgeCache:
     def put(self, key: str, value: dict[str, Any]) -> None:
         """Store ``value`` under ``key`` (last writer wins; writers of one key write the same answer)."""
         blob = orjson.dumps(value)
-        with self._connect() as db:
-            db.execute(
+        self._with_db(
+            lambda db: db.execute(
                 "INSERT OR REPLACE INTO entries (key, value, created_at) VALUES (?, ?, ?)",
                 (key, blob, time.time()),
             )
+        )
 
     def get_fact(self, key: str) -> dict[str, Any] | None:
         """A remembered model fact (:mod:`mast.judge.deferred`), or ``None``; never counted as a judgement."""
-        with self._connect() as db:
-            row = db.execute("SELECT value FROM facts WHERE key = ?", (key,)).fetchone()
+        row = self._with_db(lambda db: db.execute("SELECT value FROM facts WHERE key = ?", (key,)).fetchone())
         try:
             value = orjson.loads(row[0]) if row is not None else None
         except orjson.JSONDecodeError:
@@ -187,18 +217,19 @@ class JudgeCache:
 
     def put_fact(self, key: str, value: dict[str, Any]) -> None:
         """Remember a model fact under ``key``."""
-        with self._connect() as db:
-            db.execute(
+        blob = orjson.dumps(value)
+        self._with_db(
+            lambda db: db.execute(
                 "INSERT OR REPLACE INTO facts (key, value, created_at) VALUES (?, ?, ?)",
-                (key, orjson.dumps(value), time.time()),
+                (key, blob, time.time()),
             )
+        )
 
     def info(self) -> CacheInfo:
         """Location, entry count and size on disk (data file plus WAL)."""
         if not self.path.exists():
             return CacheInfo(path=self.path, entries=0, size_bytes=0)
-        with self._connect() as db:
-            entries = int(db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+        entries = self._with_db(lambda db: int(db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]))
         size = sum(p.stat().st_size for p in self.directory.glob(CACHE_FILE + "*") if p.is_file())
         return CacheInfo(path=self.path, entries=entries, size_bytes=size)
 
@@ -206,9 +237,12 @@ class JudgeCache:
         """Delete every entry; return how many there were."""
         if not self.path.exists():
             return 0
-        with self._connect() as db:
+
+        def delete_all(db: sqlite3.Connection) -> int:
             removed = int(db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
             db.execute("DELETE FROM entries")
             db.execute("DELETE FROM facts")
             db.execute("VACUUM")
-        return removed
+            return removed
+
+        return self._with_db(delete_all)

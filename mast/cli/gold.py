@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from mast.cli._shared import stdout
+from mast.cli._shared import stderr, stdout
 from mast.errors import UsageError
 
 
@@ -46,6 +46,8 @@ def export(gold: str, output: str, kind: str, split: str | None, with_improve: b
     OUTPUT a phoenix:// or mlflow:// URL: one HUMAN annotation (MLflow: feedback) per trace, mode
     and reviewer, with the reviewer's note, on the store's trace of the same id; run again, it
     updates them in place. Every queue and `unsure` go too (the store keeps what was said).
+    A trace the store does not hold is named on stderr, its labels left out, and the exit
+    status is 1; the other traces' labels are written.
     """
     from mast.review.export import write_gold_csv, write_scout
     from mast.sources import is_source_url, public_url
@@ -54,11 +56,15 @@ def export(gold: str, output: str, kind: str, split: str | None, with_improve: b
         from mast.review.stores import export_gold
 
         report = export_gold(gold, output)
+        for line in report.skipped:
+            stderr.print(f"mast: {line}", markup=False, highlight=False)
         stdout.print(
             f"wrote {report.cells} human labels on {report.traces} traces to {public_url(output)}",
             markup=False,
             highlight=False,
         )
+        if report.skipped:
+            raise SystemExit(1)  # labels the user made did not all arrive: a script must see it
         return
 
     queues: tuple[str, ...] = ("random", "improve") if with_improve else ("random",)

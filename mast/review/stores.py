@@ -43,7 +43,7 @@ _FALSE = {"absent", "false", "no", "0"}
 
 @dataclass
 class StoreReport:
-    """What an export or import did."""
+    """What an export did: ``skipped`` names each trace the store does not hold (its cells not written)."""
 
     traces: int = 0
     cells: int = 0
@@ -77,6 +77,24 @@ def _cells(gold: str | os.PathLike[str]) -> list[_Cell]:
         for e in current.values()
         if e.field == "mode" and e.code and e.value in ("present", "absent", "unsure")
     ]
+
+
+def _held_only(cells: list[_Cell], held: set[str], url: str, report: StoreReport) -> list[_Cell]:
+    """The cells on traces the store holds; one ``skipped`` line per trace it lacks.
+
+    A gold file can outlive the store's copy of a trace (a retention policy, another project, a
+    trace reviewed from a file): writing its cells would fail the whole request, so they are left
+    out and said.
+    """
+    lacking: dict[str, int] = {}
+    for c in cells:
+        if c.trace_id not in held:
+            lacking[c.trace_id] = lacking.get(c.trace_id, 0) + 1
+    for trace_id, count in lacking.items():
+        report.skipped.append(
+            f"{trace_id}: not in {public_url(url)}; its {count} label{'s' if count != 1 else ''} not written"
+        )
+    return [c for c in cells if c.trace_id in held]
 
 
 def _name(tax: Taxonomy, code: str) -> str:
@@ -129,7 +147,15 @@ def export_gold(gold: str | os.PathLike[str], url: str, *, taxonomy: Taxonomy | 
 
 def _to_phoenix(cells: list[_Cell], url: str, tax: Taxonomy) -> StoreReport:
     from mast.integrations.phoenix import log_trace_annotations
+    from mast.sources.phoenix import PhoenixSource
 
+    report = StoreReport()
+    source = PhoenixSource(url)
+    try:
+        counts = source.span_counts(sorted({c.trace_id for c in cells}))
+    finally:
+        source.close()
+    cells = _held_only(cells, {t for t, n in counts.items() if n}, url, report)
     rows: list[dict[str, Any]] = []
     for c in cells:
         result: dict[str, Any] = {"label": c.value}
@@ -153,19 +179,22 @@ def _to_phoenix(cells: list[_Cell], url: str, tax: Taxonomy) -> StoreReport:
             }
         )
     log_trace_annotations(url, rows)
-    return StoreReport(traces=len({c.trace_id for c in cells}), cells=len(rows))
+    report.traces, report.cells = len({c.trace_id for c in cells}), len(rows)
+    return report
 
 
 def _to_mlflow(cells: list[_Cell], url: str, tax: Taxonomy) -> StoreReport:
     from mast.integrations.mlflow import Feedback, FeedbackWriter
 
     names = {_name(tax, code) for code in tax.codes}
-    by_trace: dict[tuple[str, str], list[_Cell]] = {}
-    for c in cells:
-        by_trace.setdefault((c.trace_id, c.reviewer), []).append(c)
     writer = FeedbackWriter(url)
     report = StoreReport()
     try:
+        wanted_ids = sorted({c.trace_id for c in cells})
+        held = {str((t.get("trace_info") or {}).get("trace_id")) for t in writer.api.traces(wanted_ids)}
+        by_trace: dict[tuple[str, str], list[_Cell]] = {}
+        for c in _held_only(cells, held, url, report):
+            by_trace.setdefault((c.trace_id, c.reviewer), []).append(c)
         for (trace_id, reviewer), group in sorted(by_trace.items()):
             wanted = [
                 Feedback(

@@ -326,6 +326,49 @@ def test_redaction_is_off_only_by_a_recognised_word_and_the_run_says_so(
     assert Diagnosis.model_validate_json(off.stdout).judge.params["redact"] is False
 
 
+def test_the_detectors_record_redaction_and_a_run_with_it_on_keeps_no_quote_written_without(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "run.json"
+    secret = "AKIA" + "Q3EGRN6TZ7WXPY4B"
+    trace.write_text(
+        orjson.dumps(
+            {
+                "messages": [
+                    {"role": "user", "content": "Deploy the service."},
+                    {"role": "assistant", "content": f"Deploying with key {secret}."},
+                    {"role": "tool", "content": "Error: permission denied"},
+                    {"role": "assistant", "content": f"Deploying with key {secret}."},
+                    {"role": "tool", "content": "Error: permission denied"},
+                    {"role": "assistant", "content": f"Deploying with key {secret}."},
+                ]
+            }
+        ).decode()
+    )
+    results = tmp_path / "results.jsonl"
+    off = _run("label", trace, "--judge", "detectors", "-o", results, env={"MAST_REDACT": "off"})
+    assert off.exit_code == 0, off.output
+    (row,) = [Diagnosis.model_validate_json(line) for line in results.read_text().splitlines()]
+    assert row.judge.params["redact"] is False and secret in results.read_text()  # quoted as read, as asked
+    # A run with redaction on does not take those quotes as its own results.
+    on = _run("label", trace, "--judge", "detectors", "-o", results)
+    assert on.exit_code != 0 and "another judge or settings" in on.stderr, on.output
+    fresh = tmp_path / "fresh.jsonl"
+    assert _run("label", trace, "--judge", "detectors", "-o", fresh).exit_code == 0
+    (redacted,) = [Diagnosis.model_validate_json(line) for line in fresh.read_text().splitlines()]
+    assert redacted.judge.params["redact"] is True and secret not in fresh.read_text()
+    # A default run's results file from a release that recorded no redaction settings stays its own.
+    older = tmp_path / "older.jsonl"
+    older.write_text(
+        fresh.read_text().replace(',"redact":true,"redact_ips":false,"redact_patterns":null', "")
+    )
+    assert '"redact"' not in older.read_text()
+    again = _run("label", trace, "--judge", "detectors", "-o", older)
+    assert again.exit_code == 0, again.output
+    assert re.search(r"of which resumed\W+1\b", again.stderr + again.stdout), again.output
+    assert len(older.read_text().splitlines()) == 1
+
+
 def test_other_variables_are_read_strictly(monkeypatch: pytest.MonkeyPatch) -> None:
     from mast.judge.local import threads_for_now
     from mast.otel import _tracer

@@ -35,6 +35,12 @@ RESOLVED_PER_TRACE = frozenset({"structured_output"})
 """``judge.params`` the judge records as configured in its identity but as resolved per trace (the
 structured-output mode that answered): left out of :func:`judge_fingerprint`, like the cache key does."""
 
+IMPLIED_WHEN_UNRECORDED: dict[str, object] = {"redact": True, "redact_ips": False, "redact_patterns": None}
+"""``judge.params`` that results of earlier releases lack (the detectors recorded no redaction
+settings), read as the defaults those runs had, so that a default run's results file stays its own
+after an upgrade. The one thing lost: an older detectors file written with ``--no-redact`` reads as
+redacted."""
+
 
 def judge_fingerprint(info: JudgeInfo, params: Collection[str] | None = None) -> str:
     """Hash of what identifies a judge's answers: kind, model, prompt, taxonomy and answer parameters.
@@ -50,7 +56,7 @@ def judge_fingerprint(info: JudgeInfo, params: Collection[str] | None = None) ->
     """
     payload = info.model_dump(mode="json", exclude={"strategy"})
     keep = (set(payload["params"]) if params is None else set(params)) - RESOLVED_PER_TRACE
-    payload["params"] = {k: payload["params"].get(k) for k in sorted(keep)}
+    payload["params"] = {k: payload["params"].get(k, IMPLIED_WHEN_UNRECORDED.get(k)) for k in sorted(keep)}
     return canonical_hash(payload)
 
 

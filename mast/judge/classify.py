@@ -258,7 +258,15 @@ class Judge:
     def info(self) -> JudgeInfo:
         """What every diagnosis of this judge records as ``judge``, before per-trace details (strategy, windows)."""
         if self.config.kind == "detectors":
-            return detectors.detectors_judge_info(self.taxonomy)
+            info = detectors.detectors_judge_info(self.taxonomy)
+            # The detectors' quotes are stored redacted or as read: the record says which, and resume
+            # compares it, so quotes a --no-redact run wrote are not kept by a run with redaction on.
+            info.params.update(
+                redact=self.config.redact,
+                redact_ips=self.config.redact_ips,
+                redact_patterns=self.config.redact_patterns_fingerprint(),
+            )
+            return info
         return judge_info(self.config, self.prompts, self.taxonomy)
 
     def learn_answer_tokens(self, diagnoses: Iterable[Diagnosis]) -> None:
@@ -304,6 +312,7 @@ class Judge:
 
     def _detectors_only(self, trace: Trace, started: float) -> Diagnosis:
         diagnosis = detectors.detectors_diagnosis(trace, self.taxonomy)
+        diagnosis.judge = self.info
         if self.config.redact:  # the detectors quote the trace as read: what is stored is redacted
             redactor = current_redactor(ips=self.config.redact_ips, patterns=tuple(self.config.redact_patterns))
             scrub_diagnosis(diagnosis, lambda text: redactor.redact(text).text if text else text)

@@ -87,6 +87,8 @@ def write_report(
 ) -> Path:
     """Write the report to ``output`` as it is drawn (beside it, then renamed over it).
 
+    ``notices`` (a list) receives a line when traces are shown without their transcript.
+
     A results file is read as a stream (once, and once more for ``gold``): what is held is a compact
     row per trace (:class:`~mast.evaluation.digest.ResultsDigest`, ~0.3 KB) and the figures, never
     the diagnoses; the per-trace rows go to a spool file (see :class:`~mast.evaluation.viewer.TraceView`).
@@ -114,6 +116,7 @@ def _write_page(
     taxonomy: Taxonomy | None = None,
     base: str | os.PathLike[str] | Iterable[Diagnosis] | None = None,
     redact_patterns: tuple[tuple[str, str], ...] = (),
+    notices: list[str] | None = None,
 ) -> None:
     from mast.evaluation.core import evaluate
 
@@ -164,6 +167,11 @@ def _write_page(
         )
         view.write_section(out)
         out.write("</body></html>\n")
+        if notices is not None and view.unshown:
+            # The page says it on each trace; the terminal says it once, so nobody has to click to find out.
+            notices.append(
+                f"{plural(view.unshown, 'trace')} shown without a transcript; the first: {view.first_unshown}"
+            )
     finally:
         view.close()
 

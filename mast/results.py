@@ -51,7 +51,7 @@ from pydantic import ValidationError
 
 from mast.diagnosis import Diagnosis, ModeVerdict
 from mast.errors import ResultsFileError, UsageError
-from mast.integrations.scout_results import is_scan
+from mast.integrations.scout_results import incomplete_scan, is_scan
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -131,6 +131,11 @@ def results_files(folder: str | os.PathLike[str]) -> list[Path]:
 def is_scout_scan(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a Scout scan folder, read as results (Scout is not imported to tell)."""
     return is_scan(path)
+
+
+def incomplete_scout_scan(path: str | os.PathLike[str]) -> str | None:
+    """Why a folder that looks like a Scout scan is not one (it lacks ``_scan.json``), else ``None``."""
+    return incomplete_scan(path)
 
 
 def is_results_path(path: str | os.PathLike[str]) -> bool:

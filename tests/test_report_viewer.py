@@ -86,6 +86,20 @@ def test_a_missing_source_keeps_the_verdicts_and_says_why(labelled, tmp_path):
     assert row["modes"] == _embedded(trace_view_section([diagnosis]))[0]["modes"]
 
 
+def test_the_terminal_says_once_how_many_traces_are_shown_without_their_transcript(labelled, tmp_path):
+    diagnoses = read_diagnoses(labelled)
+    gone = {"path": str(tmp_path / "gone.json"), "absolute_path": None, "results_relative_path": None}
+    moved = [d.model_copy(update={"source": d.source.model_copy(update=gone)}) for d in diagnoses[:2]]
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(d.model_dump_json() + "\n" for d in [*moved, *diagnoses[2:]]))
+    done = CliRunner().invoke(main, ["report", str(results), "-o", str(tmp_path / "r.html"), "--n-boot", "0"])
+    assert done.exit_code == 0, done.output
+    (line,) = [text for text in done.stderr.splitlines() if "without a transcript" in text]
+    assert line.startswith("mast: 2 traces shown without a transcript; the first: ") and "gone.json" in line
+    whole = CliRunner().invoke(main, ["report", str(labelled), "-o", str(tmp_path / "w.html"), "--n-boot", "0"])
+    assert whole.exit_code == 0 and "without a transcript" not in whole.stderr, whole.output
+
+
 def test_the_judges_warnings_are_on_the_page_escaped(labelled):
     diagnosis = read_diagnoses(labelled)[0]
     warning = "detectors flagged 1.3 (S4) but the LLM judged it absent <img src=x onerror=alert(1)>"

@@ -616,3 +616,21 @@ def test_a_scan_whose_judge_failed_is_read_as_errors_not_judged(scan: dict[str, 
     # the fixture's scan holds one error too: both runs' left-out traces are said, not hidden
     assert payload["not_judged"] == {"base": 1, "new": 3}
     assert "not judged" in done.stderr and "3 of the new" in done.stderr
+
+
+def test_a_scan_folder_without_its_spec_is_named_not_read_as_its_errors_file(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from mast.cli import main
+
+    folder = tmp_path / "scans" / "scan_id=Part1al"
+    folder.mkdir(parents=True)
+    (folder / "_summary.json").write_text('{"scans": 1, "results": 0, "errors": 0}')
+    (folder / "_errors.jsonl").write_text('{"transcript_id": "t1", "error": "boom"}\n')
+    (folder / "mast_scanner.parquet").write_bytes(b"PAR1")
+    for given in (folder, folder.parent):
+        done = CliRunner().invoke(main, ["report", str(given), "-o", str(tmp_path / "r.html")])
+        assert done.exit_code == 2, done.output
+        line = done.output.strip()
+        assert line.count("\n") == 0 and "looks like an Inspect Scout scan" in line, line
+        assert "_errors.jsonl" in line and "no _scan.json" in line and "no results to report on" not in line

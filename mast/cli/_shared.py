@@ -244,14 +244,21 @@ def results_path(given: str, *, newest: int = 1) -> list[str]:
     from pathlib import Path
 
     from mast.errors import UsageError
-    from mast.results import is_scout_scan, results_files
+    from mast.results import incomplete_scout_scan, is_scout_scan, results_files
 
     if not Path(given).is_dir() or is_scout_scan(given):
         return [given]
+    broken = incomplete_scout_scan(given)
+    if broken:
+        raise UsageError(broken)
     found = results_files(given)
     if not found:
         found = sorted((p for p in Path(given).iterdir() if is_scout_scan(p)),
                        key=lambda p: ((p / "_scan.json").stat().st_mtime_ns, p.name))
+    if not found:
+        broken = next(filter(None, map(incomplete_scout_scan, sorted(Path(given).iterdir()))), None)
+        if broken:
+            raise UsageError(broken)
     if len(found) < newest:
         what = "no results file (*.jsonl)" if not found else f"only {plural(len(found), 'results file')}"
         raise UsageError(f"{given} holds {what}; pass a results file, a Scout scan or a folder of them")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mast.cli._judge_options import _read_patterns
-from mast.cli._shared import boot_seed_option, bootstrap_seed, results_path, stdout
+from mast.cli._shared import boot_seed_option, bootstrap_seed, results_path, stderr, stdout
 from mast.errors import UsageError
 
 
@@ -38,6 +38,9 @@ def command(results: str, gold: str | None, output: str, title: str | None, n_bo
         raise UsageError(f"-o {output}: mast report writes one HTML file; use a name ending in .html")
 
     (results,) = results_path(results)
+    notices: list[str] = []
     path = write_report(results, output, gold=gold, title=title, n_boot=n_boot, seed=seed, base=base,
-                        redact_patterns=redact_patterns or ())
+                        redact_patterns=redact_patterns or (), notices=notices)
+    for line in notices:
+        stderr.print(f"mast: {line}", markup=False, highlight=False)
     stdout.print(f"wrote {path}", markup=False, highlight=False)

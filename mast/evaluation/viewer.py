@@ -90,6 +90,10 @@ class TraceView:
         self._gold = _gold_votes(gold) if gold is not None else {}
         self._spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES, mode="w+", encoding="utf-8")
         self.count = 0
+        self.unshown = 0
+        """Detailed rows drawn without their transcript (source gone, changed, unreadable...)."""
+        self.first_unshown: str | None = None
+        """The reason the first of them gives."""
         self._details = {"finding": 0, "clean": 0}
         self._codes: set[str] = set()
         self._agents: set[str] = set()
@@ -103,6 +107,9 @@ class TraceView:
         if self._details[kind] < budget:
             self._details[kind] += 1
             row = _row(diagnosis, self._transcripts, gold)
+            if not row["steps"] and row["note"]:
+                self.unshown += 1
+                self.first_unshown = self.first_unshown or row["note"]
         else:
             row = _compact_row(diagnosis, gold, self._transcripts.scrubber(diagnosis)[0])
         self._codes.update(v["code"] for v in row["modes"] if v["present"])

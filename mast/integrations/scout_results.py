@@ -49,6 +49,24 @@ def is_scan(path: str | os.PathLike[str]) -> bool:
     return folder.is_dir() and (folder / SCAN_SPEC).is_file()
 
 
+def incomplete_scan(path: str | os.PathLike[str]) -> str | None:
+    """Why a folder that looks like a Scout scan is not one (no ``_scan.json``), else ``None``.
+
+    Scout names a scan's folder ``scan_id=...`` and writes ``_summary.json`` and a Parquet file per
+    scanner beside its spec; a folder with those but no spec was copied or cleaned up in part.
+    Said, so that its ``_errors.jsonl`` is not taken for a results file.
+    """
+    folder = Path(path)
+    if not folder.is_dir() or (folder / SCAN_SPEC).is_file():
+        return None
+    signs = [name for name in ("_summary.json", "_errors.jsonl") if (folder / name).is_file()]
+    signs += sorted(p.name for p in folder.glob("*.parquet"))[:1]
+    if folder.name.startswith("scan_id=") or signs:
+        held = f" (it holds {', '.join(signs)})" if signs else ""
+        return f"{path} looks like an Inspect Scout scan{held} but has no {SCAN_SPEC}: copy the whole scan folder"
+    return None
+
+
 def iter_scan(path: str | os.PathLike[str]) -> Iterator[Diagnosis]:
     """Every transcript of a Scout scan of the mast scanner as a Diagnosis, judged ones first.
 

@@ -634,3 +634,20 @@ def test_a_scan_folder_without_its_spec_is_named_not_read_as_its_errors_file(tmp
         line = done.output.strip()
         assert line.count("\n") == 0 and "looks like an Inspect Scout scan" in line, line
         assert "_errors.jsonl" in line and "no _scan.json" in line and "no results to report on" not in line
+
+
+def test_a_scanner_with_no_judge_chosen_says_it_uses_the_detectors(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mast.integrations.scout import NO_MODEL_SCAN_NOTICE, build_scan
+
+    monkeypatch.delenv("MAST_MODEL", raising=False)
+    monkeypatch.delenv("MAST_JUDGE", raising=False)
+    with caplog.at_level("WARNING", logger="mast"):
+        build_scan()
+    assert [r.getMessage() for r in caplog.records] == [NO_MODEL_SCAN_NOTICE]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="mast"):
+        build_scan(judge="detectors")
+        build_scan(model="openai/gpt-4.1-mini")
+    assert caplog.records == []

@@ -37,6 +37,7 @@ never as "no failure"; ``scout scan resume`` / ``scout scan complete`` judge it 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +45,7 @@ from mast.diagnosis import Diagnosis, ModeVerdict
 from mast.errors import JudgeError, UsageError
 from mast.integrations.inspect import explanation_of
 from mast.integrations.scout_results import DIAGNOSIS_LABEL, SCANNER_NAME
+from mast.judge.classify import judge_notice
 from mast.judge.config import JudgeConfig
 from mast.sources.scout import trace_from_transcript
 from mast.trace import Trace
@@ -131,6 +133,12 @@ def diagnosis_results(diagnosis: Diagnosis, trace: Trace) -> list[Result]:
     return results
 
 
+NO_MODEL_SCAN_NOTICE = (
+    "mast_scanner: no model configured: judging with the offline detectors; pass -S model=... (or set "
+    "MAST_MODEL) for an LLM judge, or -S judge=detectors to choose them"
+)
+
+
 def build_scan(
     model: str | None = None,
     judge: str | None = None,
@@ -144,6 +152,9 @@ def build_scan(
             "mast_scanner takes no api_key: Scout writes scanner arguments into the scan; set MAST_API_KEY or the provider's key variable"
         )
     config = JudgeConfig.from_options(model=model, judge=judge, jury=jury, taxonomy=taxonomy, **options)
+    if judge_notice(config):
+        # What `mast label` says on stderr, said where Scout shows a scanner's words (its log).
+        logging.getLogger("mast").warning(NO_MODEL_SCAN_NOTICE)
 
     async def scan(transcript: Transcript) -> list[Result]:
         from mast.judge import aclassify

@@ -100,6 +100,23 @@ def test_the_terminal_says_once_how_many_traces_are_shown_without_their_transcri
     assert whole.exit_code == 0 and "without a transcript" not in whole.stderr, whole.output
 
 
+def test_a_record_that_no_longer_reads_hides_only_its_own_transcript(tmp_path):
+    runs = tmp_path / "runs.jsonl"
+    lines = [
+        json.dumps({"messages": [{"role": "user", "content": f"Task {n}: deploy"},
+                                 {"role": "assistant", "content": f"Deployed {n}."}]})
+        for n in range(3)
+    ]
+    runs.write_text("\n".join(lines) + "\n")
+    results = tmp_path / "results.jsonl"
+    assert CliRunner().invoke(main, ["label", str(runs), "-o", str(results), "--judge", "detectors"]).exit_code == 0
+    lines[1] = lines[1][:30]  # the second run's line is cut after judging
+    runs.write_text("\n".join(lines) + "\n")
+    rows = _embedded(trace_view_section(read_diagnoses(results)))
+    assert [bool(r["steps"]) for r in rows] == [True, False, True]
+    assert "record 1 no longer reads" in rows[1]["note"] and "not valid JSON" in rows[1]["note"]
+
+
 def test_the_judges_warnings_are_on_the_page_escaped(labelled):
     diagnosis = read_diagnoses(labelled)[0]
     warning = "detectors flagged 1.3 (S4) but the LLM judged it absent <img src=x onerror=alert(1)>"

@@ -39,7 +39,7 @@ import pandas as pd
 
 from mast._render import neutralise_bidi
 from mast.diagnosis import Diagnosis, Evidence
-from mast.errors import MastError
+from mast.errors import MastError, TraceFormatError, one_line
 from mast.redact import Redactor, current_redactor
 from mast.trace import Trace
 
@@ -107,7 +107,7 @@ class TraceView:
         if self._details[kind] < budget:
             self._details[kind] += 1
             row = _row(diagnosis, self._transcripts, gold)
-            if not row["steps"] and row["note"]:
+            if not row["steps"] and row["note"] and diagnosis.trace_hash:  # one read when judged
                 self.unshown += 1
                 self.first_unshown = self.first_unshown or row["note"]
         else:
@@ -393,7 +393,8 @@ class _TranscriptReader:
     """
 
     def __init__(self, patterns: tuple[tuple[str, str], ...] = (), *, results: Path | None = None) -> None:
-        self._files: OrderedDict[str, list[Trace] | str] = OrderedDict()
+        # each cached file's records in order (a record that no longer reads as its error), or why none read
+        self._files: OrderedDict[str, list[Trace | TraceFormatError] | str] = OrderedDict()
         # each cached file's traces by content hash, built on the first result that names no record
         self._by_hash: dict[str, dict[str, Trace]] = {}
         self._results_dir = results.parent if results is not None else None
@@ -479,13 +480,16 @@ class _TranscriptReader:
             self._files[path] = self._read(path, diagnosis.source.format)
             if len(self._files) > _CACHED_FILES:
                 self._by_hash.pop(self._files.popitem(last=False)[0], None)
-        traces = self._files[path]
-        if isinstance(traces, str):
-            return None, traces
+        items = self._files[path]
+        if isinstance(items, str):
+            return None, items
+        # A record that no longer reads hides only its own transcript, not its file's other ones.
+        traces = [t for t in items if isinstance(t, Trace)]
         record = diagnosis.source.record
         candidates = [t for t in traces if t.trace_id == diagnosis.trace_id]
-        if 0 <= (record or 0) < len(traces):
-            candidates.append(traces[record or 0])
+        at = items[record or 0] if 0 <= (record or 0) < len(items) else None
+        if isinstance(at, Trace):
+            candidates.append(at)
         for trace in candidates:
             if trace.content_hash() == diagnosis.trace_hash:
                 return trace, None
@@ -497,19 +501,25 @@ class _TranscriptReader:
             found = self._by_hash[path].get(diagnosis.trace_hash)
             if found is not None:
                 return found, None
+        if isinstance(at, TraceFormatError) and record is not None:
+            return None, f"{path}: record {record} no longer reads ({one_line(at)}): transcript not shown"
+        errors = [i for i in items if isinstance(i, TraceFormatError)]
+        if not traces and errors:
+            return None, f"{path}: transcript not available ({one_line(errors[0])})"
         return None, (
             f"{path}: no trace in the file has the judged trace's content hash "
             "(changed or not the judged file): transcript not shown"
         )
 
     @staticmethod
-    def _read(path: str, format: str | None) -> list[Trace] | str:
-        from mast.normalize import load_traces
+    def _read(path: str, format: str | None) -> list[Trace | TraceFormatError] | str:
+        from mast.normalize import iter_traces
 
         if not Path(path).is_file():
-            return f"{path}: source file not found, transcript not available"
+            what = "is a folder now" if Path(path).is_dir() else "not found"
+            return f"{path}: source file {what}, transcript not available"
         try:
-            return load_traces(path, format=format or "auto")
+            return list(iter_traces(path, format=format or "auto"))
         except (MastError, OSError) as exc:
             return f"{path}: transcript not available ({exc})"
 

@@ -101,17 +101,26 @@ def _pair_key(base: pd.DataFrame, new: pd.DataFrame, key: str, pairing: Pairing)
     if pairing == "unpaired":
         return None, "unpaired (as asked)"
     candidates = ["trace_id", "file", "path", "path+trace_id"] if key == "auto" else [key]
+    overlap: tuple[str, int, int, int] | None = None  # the first key the runs share in part
     for name in candidates:
         left, right = _keyed(base, name), _keyed(new, name)
         if left is None or right is None:
             continue
         same = set(left) == set(right)
-        if same or (pairing == "paired" and set(left) & set(right)):
-            shared = len(set(left) & set(right))
+        shared = len(set(left) & set(right))
+        if same or (pairing == "paired" and shared):
             return name, f"paired by {name} ({shared} tasks in both runs)"
+        if shared and overlap is None:
+            overlap = (name, shared, len(set(left)) - shared, len(set(right)) - shared)
     if pairing == "paired":
         raise EvaluationError(f"cannot pair the runs: no key among {candidates} is unique in both and shared")
-    return None, "unpaired: the runs do not cover the same tasks (no trace_id, file name or path set in common)"
+    if overlap is not None:
+        name, shared, base_only, new_only = overlap
+        return None, (
+            f"unpaired: the runs cover different tasks (by {name}: {shared} in both, {base_only} only in the base, "
+            f"{new_only} only in the new run; --pairing paired compares the {shared} shared)"
+        )
+    return None, "unpaired: the runs share no task (no trace_id, file name or path in both)"
 
 
 def _wilson(present: int, n: int, level: float) -> tuple[float, float]:

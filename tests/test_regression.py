@@ -67,13 +67,24 @@ def test_unpaired_when_the_runs_cover_different_tasks() -> None:
     shuffled = random.Random(7)
     new_tasks = {code: set(shuffled.sample(range(N), len(tasks))) for code, tasks in NEW.items()}
     result = diff(run(BASE), run(new_tasks, prefix="other"))
-    assert result.attrs["key"] is None and result.attrs["pairing"].startswith("unpaired")
+    assert result.attrs["key"] is None and result.attrs["pairing"].startswith("unpaired: the runs share no task")
     row = result.set_index("code")
     assert not row.loc["1.3", "paired"]
     assert row.loc["1.3", "p_value"] < 0.01 and row.loc["1.3", "diff_low"] > 0
     assert row.loc["3.2", "p_value"] > 0.5
     assert worse_modes(result, ["1.3", "3.2"]) == ["1.3"]
     assert changed_traces(result).empty
+
+
+def test_runs_that_share_some_tasks_are_unpaired_and_the_reason_counts_them() -> None:
+    base, new = run(BASE), run(NEW)
+    result = diff(base, new[:97] + run({}, prefix="extra", n=3))
+    assert result.attrs["key"] is None
+    assert result.attrs["pairing"] == (
+        "unpaired: the runs cover different tasks (by trace_id: 97 in both, 3 only in the base, 3 only in the "
+        "new run; --pairing paired compares the 97 shared)"
+    )
+    assert diff(base, new[:97], pairing="paired").attrs["pairing"] == "paired by trace_id (97 tasks in both runs)"
 
 
 def test_pairing_by_file_name_and_forced_unpaired() -> None:

@@ -651,3 +651,22 @@ def test_a_scanner_with_no_judge_chosen_says_it_uses_the_detectors(
         build_scan(judge="detectors")
         build_scan(model="openai/gpt-4.1-mini")
     assert caplog.records == []
+
+
+def test_a_folder_of_scans_is_said_to_hold_scans_not_one_file_per_judge(tmp_path: Path) -> None:
+    import os
+
+    from click.testing import CliRunner
+
+    from mast.cli import main
+
+    for n, name in enumerate(("scan_id=Aaa", "scan_id=Bbb")):
+        folder = tmp_path / "scans" / name
+        folder.mkdir(parents=True)
+        (folder / "_scan.json").write_text("{}")
+        os.utime(folder / "_scan.json", ns=(n * 10**9, n * 10**9))
+    done = CliRunner().invoke(main, ["report", str(tmp_path / "scans"), "-o", str(tmp_path / "r.html")])
+    assert (
+        "holds 2 Scout scans (scan_id=Aaa, scan_id=Bbb); reading the last changed: scan_id=Bbb" in done.stderr
+    )
+    assert "one per judge" not in done.stderr

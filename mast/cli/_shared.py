@@ -266,7 +266,9 @@ def results_path(given: str, *, newest: int = 1) -> list[str]:
     if len(found) > newest:
         names = ", ".join(p.name for p in found)
         picked = " and ".join(p.name for p in chosen)
-        stderr.print(terminal_safe(f"mast: {given} holds {len(found)} results files, one per judge ({names}); "
+        # A hooks folder holds one results file per judge; a folder of Scout scans, one scan per run.
+        what = "Scout scans" if is_scout_scan(found[0]) else "results files, one per judge"
+        stderr.print(terminal_safe(f"mast: {given} holds {len(found)} {what} ({names}); "
                                    f"reading the last changed: {picked} (pass a file to choose another)"),
                      markup=False, highlight=False)
     return [str(p) for p in chosen]

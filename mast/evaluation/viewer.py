@@ -484,9 +484,8 @@ class _TranscriptReader:
         if isinstance(items, str):
             return None, items
         # A record that no longer reads hides only its own transcript, not its file's other ones.
-        traces = [t for t in items if isinstance(t, Trace)]
         record = diagnosis.source.record
-        candidates = [t for t in traces if t.trace_id == diagnosis.trace_id]
+        candidates = [t for t in items if isinstance(t, Trace) and t.trace_id == diagnosis.trace_id]
         at = items[record or 0] if 0 <= (record or 0) < len(items) else None
         if isinstance(at, Trace):
             candidates.append(at)
@@ -497,15 +496,15 @@ class _TranscriptReader:
             # A result that names the file but not its place in it (a Scout scan names the Inspect log
             # and its own transcript id) is found by the hash alone: the same check, over every trace.
             if path not in self._by_hash:
-                self._by_hash[path] = {t.content_hash(): t for t in reversed(traces)}
+                self._by_hash[path] = {t.content_hash(): t for t in reversed(items) if isinstance(t, Trace)}
             found = self._by_hash[path].get(diagnosis.trace_hash)
             if found is not None:
                 return found, None
         if isinstance(at, TraceFormatError) and record is not None:
             return None, f"{path}: record {record} no longer reads ({one_line(at)}): transcript not shown"
-        errors = [i for i in items if isinstance(i, TraceFormatError)]
-        if not traces and errors:
-            return None, f"{path}: transcript not available ({one_line(errors[0])})"
+        first = items[0] if items else None
+        if isinstance(first, TraceFormatError) and all(isinstance(i, TraceFormatError) for i in items):
+            return None, f"{path}: transcript not available ({one_line(first)})"
         return None, (
             f"{path}: no trace in the file has the judged trace's content hash "
             "(changed or not the judged file): transcript not shown"

@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import os
 import time
@@ -259,15 +260,20 @@ class Judge:
         """What every diagnosis of this judge records as ``judge``, before per-trace details (strategy, windows)."""
         if self.config.kind == "detectors":
             info = detectors.detectors_judge_info(self.taxonomy)
-            # The detectors' quotes are stored redacted or as read: the record says which, and resume
-            # compares it, so quotes a --no-redact run wrote are not kept by a run with redaction on.
-            info.params.update(
-                redact=self.config.redact,
-                redact_ips=self.config.redact_ips,
-                redact_patterns=self.config.redact_patterns_fingerprint(),
-            )
+            info.params.update(self._detectors_redaction)
             return info
         return judge_info(self.config, self.prompts, self.taxonomy)
+
+    @functools.cached_property
+    def _detectors_redaction(self) -> dict[str, Any]:
+        # The detectors' quotes are stored redacted or as read: the record says which, and resume
+        # compares it, so quotes a --no-redact run wrote are not kept by a run with redaction on.
+        # Once per judge: the patterns' fingerprint reads MAST_REDACT_PATTERNS's file.
+        return {
+            "redact": self.config.redact,
+            "redact_ips": self.config.redact_ips,
+            "redact_patterns": self.config.redact_patterns_fingerprint(),
+        }
 
     def learn_answer_tokens(self, diagnoses: Iterable[Diagnosis]) -> None:
         """Let later :meth:`estimate` calls assume answers as long as these (earlier results of this judge).

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from mast._words import plural
 from mast.errors import UsageError
 from mast.gold import GoldEvent, GoldStore, Queue, current_cells, iter_events, trace_key
 from mast.sources import TraceQuery, public_url, source_scheme
@@ -92,7 +93,7 @@ def _held_only(cells: list[_Cell], held: set[str], url: str, report: StoreReport
             lacking[c.trace_id] = lacking.get(c.trace_id, 0) + 1
     for trace_id, count in lacking.items():
         report.skipped.append(
-            f"{trace_id}: not in {public_url(url)}; its {count} label{'s' if count != 1 else ''} not written"
+            f"{trace_id}: not in {public_url(url)}; its {plural(count, 'label')} not written"
         )
     return [c for c in cells if c.trace_id in held]
 
